@@ -1,0 +1,128 @@
+"""The harness's options, validated once, before any test or build starts.
+
+``conftest.py`` turns pytest's command line into a :class:`RunOptions`; everything else takes
+that object (or the plain values in it). Bad input is a :class:`UsageError` with a message that
+names the option and the fix.
+"""
+from __future__ import annotations
+
+import os
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import UsageError
+from .profiles import ArchSpec, Profile, get_profile, parse_cuda_arch, validate_version
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    profile: Profile
+    cuda_arch: ArchSpec
+    cuda_arch_text: str
+    wheel: Path | None = None
+    package_version: str | None = None
+    cmake_cache: Path | None = None
+    mxnet_src: Path | None = None
+    provenance_json: Path | None = None
+    build_dir: Path | None = None
+    jobs: int = 1
+    wheel_version: str | None = None
+    build_python: str | None = None
+    venv_dir: Path | None = None
+    keep_venv: bool = False
+    find_links: tuple = ()
+    index_url: str | None = None
+    extra_requirements: tuple = ()
+    no_deps: bool = False
+    cuda_from_wheels: bool = False
+    publish: bool = False
+    dry_run: bool = False
+    yes: bool = False
+    remote: str = "origin"
+    extra: dict = field(default_factory=dict)
+
+
+def check_wheel_path(value: str) -> Path:
+    """A ``--wheel`` argument that exists, is readable and is a zip named ``*.whl``."""
+    path = Path(value).expanduser()
+    if not path.exists():
+        raise UsageError(f"--wheel {value}: no such file; pass the path of a built .whl")
+    if path.is_dir():
+        raise UsageError(f"--wheel {value}: is a directory; pass the .whl file inside it")
+    if not os.access(path, os.R_OK):
+        raise UsageError(f"--wheel {value}: not readable (check its permissions)")
+    if path.suffix != ".whl":
+        raise UsageError(f"--wheel {value}: not a wheel (the name must end in .whl)")
+    if not zipfile.is_zipfile(path):
+        raise UsageError(
+            f"--wheel {value}: not a valid zip archive (truncated or corrupt download?); "
+            "rebuild or download the wheel again")
+    return path.resolve()
+
+
+def _existing_dir(option: str, value: str | None) -> Path | None:
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        raise UsageError(f"{option} {value}: no such directory")
+    return path.resolve()
+
+
+def make_options(raw: dict) -> RunOptions:
+    """Validate the raw option values (as given on the command line) into RunOptions."""
+    profile = get_profile(raw.get("flavor") or "cuda")
+    arch_text = raw.get("cuda_arch") or profile.cuda_arch or ""
+    arch = parse_cuda_arch(arch_text) if arch_text else ArchSpec(sass=(), ptx=())
+    wheel = check_wheel_path(raw["wheel"]) if raw.get("wheel") else None
+
+    package_version = raw.get("package_version")
+    if package_version:
+        package_version = validate_version(package_version, profile)
+    wheel_version = raw.get("wheel_version")
+    if wheel_version:
+        wheel_version = validate_version(wheel_version, profile, strict_scheme=bool(raw.get("publish")))
+
+    cmake_cache = raw.get("cmake_cache")
+    if cmake_cache:
+        cmake_cache = Path(cmake_cache).expanduser()
+        if not cmake_cache.is_file():
+            raise UsageError(f"--cmake-cache {raw['cmake_cache']}: no such file; pass <build>/CMakeCache.txt")
+        cmake_cache = cmake_cache.resolve()
+
+    jobs = raw.get("jobs") or os.cpu_count() or 1
+    if int(jobs) < 1:
+        raise UsageError(f"--jobs {jobs}: must be a positive number")
+
+    prov_json = raw.get("provenance_json")
+    if prov_json:
+        prov_json = Path(prov_json).expanduser().resolve()
+        if not prov_json.parent.is_dir():
+            raise UsageError(f"--provenance-json {raw['provenance_json']}: directory {prov_json.parent} does not exist")
+
+    return RunOptions(
+        profile=profile,
+        cuda_arch=arch,
+        cuda_arch_text=arch_text,
+        wheel=wheel,
+        package_version=package_version,
+        cmake_cache=cmake_cache,
+        mxnet_src=_existing_dir("--mxnet-src", raw.get("mxnet_src")),
+        provenance_json=prov_json,
+        build_dir=Path(raw["build_dir"]).expanduser() if raw.get("build_dir") else None,
+        jobs=int(jobs),
+        wheel_version=wheel_version,
+        build_python=raw.get("build_python"),
+        venv_dir=Path(raw["venv_dir"]).expanduser().resolve() if raw.get("venv_dir") else None,
+        keep_venv=bool(raw.get("keep_venv")),
+        find_links=tuple(raw.get("find_links") or ()),
+        index_url=raw.get("index_url"),
+        extra_requirements=tuple(raw.get("extra_requirements") or ()),
+        no_deps=bool(raw.get("no_deps")),
+        cuda_from_wheels=bool(raw.get("cuda_from_wheels")),
+        publish=bool(raw.get("publish")),
+        dry_run=bool(raw.get("dry_run")),
+        yes=bool(raw.get("yes")),
+        remote=raw.get("remote") or "origin",
+    )

@@ -1,0 +1,231 @@
+"""Release profiles: everything a flavor promises, as data, in one place.
+
+The build steps and the gates both read these, so a build cannot be configured one way and
+checked another. Values follow the fork's release recipe (cuda_wheel_build.md §3-§6) and its
+build script; where the script was wrong (fork_release_tooling.md §16) the fix is noted.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from packaging.version import InvalidVersion, Version
+
+from .errors import UsageError
+
+#: The release arch matrix: Ampere, Ada, Hopper, both Blackwell families, PTX only on the top arch.
+RELEASE_CUDA_ARCH = "8.0;8.6;8.9;9.0;10.0;12.0+PTX"
+
+#: CMake feature toggles the gates compare (cache key -> runtime Features name).
+CMAKE_FEATURES = {
+    "USE_CUDA": "CUDA",
+    "USE_CUDNN": "CUDNN",
+    "USE_NCCL": "NCCL",
+    "USE_ONEDNN": "ONEDNN",
+    "USE_OPENCV": "OPENCV",
+    "USE_OPENMP": "OPENMP",
+}
+
+BASE_REQUIREMENTS = (
+    "numpy>=1.17,<2",
+    "requests>=2.20.0,<3",
+    "graphviz<0.9.0,>=0.8.1",
+    "packaging>=20.0",
+    "scipy-openblas32>=0.3.33,<0.4",
+)
+#: cuBLAS is pinned by cuBLAS version (13.5 fixes the syrk crash of 13.1.1.3; needs an R590+ driver).
+CUDA_REQUIREMENTS = (
+    "nvidia-cudnn-cu13>=9.22,<10",
+    "nvidia-nccl-cu13>=2.28,<3",
+    "nvidia-cublas>=13.5,<14",
+)
+OPENCV_REQUIREMENTS = ("opencv-python>=4,<5",)
+ONNX_REQUIREMENT = "onnx>=1.7.0,<1.22"
+
+#: Libraries the host provides and a wheel must never bundle, matched on the whole name
+#: (``libc`` must not swallow ``libcharls``, ``libm`` not ``libmount``). The fork's skip list,
+#: plus the GCC runtimes it forgot (§16.8): libgomp (the host OpenMP runtime libmxnet itself
+#: uses; two copies in one process fight) and libquadmath (GPL: must not be redistributed).
+HOST_LIBRARIES = (
+    "ld-linux", "ld-linux-x86-64", "libc", "libm", "libdl", "libpthread", "librt", "libutil",
+    "libnsl", "libresolv", "libanl", "libmvec", "libstdc++", "libgcc_s", "libatomic",
+    "libgomp", "libquadmath",
+    # CUDA: the driver comes with the host, the toolkit libraries from pip wheels or the toolkit.
+    "libcuda", "libcudart", "libcublas", "libcublasLt", "libcudnn", "libnccl", "libnvrtc",
+    "libcufft", "libcusolver", "libcusparse", "libcurand", "libnvJitLink", "libnvToolsExt",
+    "libnvidia",
+)
+_HOST_RE = re.compile(
+    r"^(?:" + "|".join(re.escape(n) for n in sorted(HOST_LIBRARIES, key=len, reverse=True))
+    + r")(?:\.so|-|$)"
+)
+
+#: Libraries that must never be inside a wheel, whatever the flavor, and why.
+NEVER_BUNDLE = {
+    "libcuda.so": "libcuda.so.1 is the NVIDIA driver's; a bundled copy breaks every other driver version",
+    "libquadmath.so": "libquadmath is GPL and must not be redistributed in the wheel",
+}
+
+
+def is_host_library(soname: str) -> bool:
+    """True when ``soname`` is provided by the host (glibc, GCC runtime, NVIDIA driver/toolkit)."""
+    return bool(_HOST_RE.match(soname))
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    #: expected CMake toggle per key of CMAKE_FEATURES (True = ON)
+    features: dict
+    #: onnx must be a hard Requires-Dist (True) or only the ``onnx`` extra (False)
+    onnx_hard: bool
+    cuda_arch: str | None
+    #: RUNPATH of libmxnet.so, in order (entries after these are the build tree's, tolerated)
+    runpath: tuple
+    #: MXNET_SETUP_ENABLE_* switches given to python/setup.py
+    setup_env: dict
+    #: requirements that must appear in METADATA with exactly these specifiers
+    hard_requirements: tuple
+    #: requirements that must NOT be hard (name -> reason)
+    forbidden_hard: dict
+    build_dir: str
+    version_prefix: str
+    #: full first-time configure flags (the fork's §3 set)
+    configure_flags: dict
+    #: pip-provided libraries: SONAME prefix -> the RUNPATH entry that must reach it
+    pip_libraries: dict = field(default_factory=dict)
+    needs_libcuda: bool = False
+
+    @property
+    def is_cuda(self) -> bool:
+        return bool(self.features.get("USE_CUDA"))
+
+    def default_version(self, when: datetime | None = None) -> str:
+        when = when or datetime.now(timezone.utc)
+        return f"{self.version_prefix}.{when:%Y%m%d}"
+
+    def version_pattern(self) -> re.Pattern:
+        """The release scheme ``<prefix>.<YYYYMMDD>[.<N>]`` (e.g. 2.0.0+cu13.bw.20260614.1)."""
+        return re.compile(re.escape(self.version_prefix) + r"\.(\d{8})(?:\.(\d+))?$")
+
+
+_CUDA_PIP = {
+    "libcudnn": "$ORIGIN/../nvidia/cudnn/lib",
+    "libnccl": "$ORIGIN/../nvidia/nccl/lib",
+    "libcublas": "$ORIGIN/../nvidia/cu13/lib",
+    "libcublasLt": "$ORIGIN/../nvidia/cu13/lib",
+    "libscipy_openblas": "$ORIGIN/../scipy_openblas32/lib",
+}
+
+PROFILES = {
+    "cuda": Profile(
+        name="cuda",
+        features={"USE_CUDA": True, "USE_CUDNN": True, "USE_NCCL": True,
+                  "USE_ONEDNN": True, "USE_OPENCV": True, "USE_OPENMP": True},
+        onnx_hard=True,
+        cuda_arch=RELEASE_CUDA_ARCH,
+        runpath=("$ORIGIN/lib", "$ORIGIN/../scipy_openblas32/lib", "$ORIGIN/../nvidia/cudnn/lib",
+                 "$ORIGIN/../nvidia/nccl/lib", "$ORIGIN/../nvidia/cu13/lib"),
+        setup_env={"MXNET_SETUP_ENABLE_CUDA_DEPS": "1", "MXNET_SETUP_ENABLE_OPENCV_DEPS": "1",
+                   "MXNET_SETUP_ENABLE_ONNX_DEPS": "1"},
+        hard_requirements=BASE_REQUIREMENTS + CUDA_REQUIREMENTS + OPENCV_REQUIREMENTS
+        + (ONNX_REQUIREMENT,),
+        forbidden_hard={},
+        build_dir="build",
+        version_prefix="2.0.0+cu13.bw",
+        configure_flags={
+            "CMAKE_BUILD_TYPE": "Release", "USE_CUDA": "ON", "USE_CUDNN": "ON", "USE_NCCL": "ON",
+            "USE_ONEDNN": "ON", "USE_OPENMP": "ON", "USE_F16C": "ON", "USE_OPENCV": "ON",
+            "USE_LAPACK": "ON", "USE_BLAS": "open", "USE_DIST_KVSTORE": "OFF",
+            "BUILD_CPP_EXAMPLES": "OFF", "MXNET_CUDA_ARCH": RELEASE_CUDA_ARCH,
+        },
+        pip_libraries=dict(_CUDA_PIP),
+        needs_libcuda=True,
+    ),
+    "cpu": Profile(
+        name="cpu",
+        features={"USE_CUDA": False, "USE_CUDNN": False, "USE_NCCL": False,
+                  "USE_ONEDNN": True, "USE_OPENCV": True, "USE_OPENMP": True},
+        onnx_hard=False,
+        cuda_arch=None,
+        runpath=("$ORIGIN/lib", "$ORIGIN/../scipy_openblas32/lib"),
+        setup_env={"MXNET_SETUP_ENABLE_CUDA_DEPS": "0", "MXNET_SETUP_ENABLE_OPENCV_DEPS": "1",
+                   "MXNET_SETUP_ENABLE_ONNX_DEPS": "0"},
+        hard_requirements=BASE_REQUIREMENTS + OPENCV_REQUIREMENTS,
+        forbidden_hard={"onnx": "the CPU wheel keeps onnx as the optional [onnx] extra",
+                        "nvidia-cudnn-cu13": "a CPU wheel must not pull CUDA runtime wheels",
+                        "nvidia-nccl-cu13": "a CPU wheel must not pull CUDA runtime wheels",
+                        "nvidia-cublas": "a CPU wheel must not pull CUDA runtime wheels"},
+        build_dir="build-cpu",
+        version_prefix="2.0.0+cpu.linux",
+        configure_flags={
+            "CMAKE_BUILD_TYPE": "Release", "USE_CUDA": "OFF", "USE_CUDNN": "OFF", "USE_NCCL": "OFF",
+            "USE_ONEDNN": "ON", "USE_OPENMP": "ON", "USE_F16C": "ON", "USE_OPENCV": "ON",
+            "USE_LAPACK": "ON", "USE_BLAS": "open", "USE_DIST_KVSTORE": "OFF",
+            "BUILD_CPP_EXAMPLES": "OFF",
+        },
+        pip_libraries={"libscipy_openblas": "$ORIGIN/../scipy_openblas32/lib"},
+        needs_libcuda=False,
+    ),
+}
+
+
+def get_profile(flavor: str) -> Profile:
+    try:
+        return PROFILES[flavor]
+    except KeyError:
+        raise UsageError(f"unknown flavor {flavor!r}: use one of {', '.join(sorted(PROFILES))}") from None
+
+
+@dataclass(frozen=True)
+class ArchSpec:
+    """A parsed MXNET_CUDA_ARCH list: SASS archs as ints (80, 120) and the PTX archs."""
+    sass: tuple
+    ptx: tuple
+
+    @property
+    def gencode_flags(self) -> list:
+        flags = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in self.sass]
+        flags += [f"-gencode=arch=compute_{a},code=compute_{a}" for a in self.ptx]
+        return flags
+
+
+def parse_cuda_arch(value: str) -> ArchSpec:
+    """Parse ``"8.0;8.6;9.0;12.0+PTX"`` (also accepts ``,`` or spaces as separators, and ``90``).
+
+    ``X+PTX`` means SASS for X plus PTX for X, as MXNet's select_compute_arch.cmake reads it.
+    """
+    sass, ptx = [], []
+    items = [i for i in re.split(r"[;,\s]+", value.strip()) if i]
+    if not items:
+        raise UsageError("--cuda-arch is empty: give e.g. '8.0;8.6;8.9;9.0;10.0;12.0+PTX'")
+    for item in items:
+        m = re.fullmatch(r"(\d+)(?:\.(\d))?(\+PTX)?", item, flags=re.IGNORECASE)
+        if not m:
+            raise UsageError(
+                f"--cuda-arch entry {item!r} is not an arch: use forms like '9.0', '12.0+PTX'")
+        major, minor, with_ptx = m.group(1), m.group(2), m.group(3)
+        arch = int(major) * 10 + int(minor) if minor is not None else int(major)
+        if arch < 30 or arch > 200:
+            raise UsageError(f"--cuda-arch entry {item!r} is not a CUDA compute capability")
+        if arch not in sass:
+            sass.append(arch)
+        if with_ptx and arch not in ptx:
+            ptx.append(arch)
+    return ArchSpec(sass=tuple(sass), ptx=tuple(ptx))
+
+
+def validate_version(value: str, profile: Profile | None = None, *, strict_scheme: bool = False) -> str:
+    """PEP 440-validate (and normalise) a wheel version; optionally enforce the release scheme."""
+    try:
+        normalised = str(Version(value.strip()))
+    except InvalidVersion:
+        raise UsageError(
+            f"version {value!r} is not a valid PEP 440 version; use e.g. "
+            f"{(profile or PROFILES['cuda']).default_version()}.1") from None
+    if strict_scheme and profile is not None and not profile.version_pattern().match(normalised):
+        raise UsageError(
+            f"version {normalised!r} does not follow the {profile.name} release scheme "
+            f"{profile.version_prefix}.<YYYYMMDD>[.<N>]")
+    return normalised

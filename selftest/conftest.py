@@ -1,0 +1,37 @@
+"""Fixtures of the harness's own tests.
+
+The selftests run the real gates (``tests/``) through pytester against wheels, trees and venvs
+made here from real parts. Each area keeps its fixtures in its own module, imported below.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+HARNESS_ROOT = Path(__file__).resolve().parent.parent
+
+from selftest.fixtures_wheels import *  # noqa: E402,F401,F403
+from selftest.fixtures_build import *  # noqa: E402,F401,F403
+from selftest.fixtures_runtime import *  # noqa: E402,F401,F403
+from selftest.fixtures_publish import *  # noqa: E402,F401,F403
+
+
+def run_gates(pytester, *args, timeout: float = 1800):
+    """Run the release gates of this harness in a child pytest, as a user would.
+
+    The child uses the harness's own pytest.ini and root conftest, so options, markers and the
+    strict-release rules are exactly those of a real run.
+    """
+    return pytester.runpytest_subprocess(
+        "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir", str(HARNESS_ROOT),
+        "-p", "no:cacheprovider", *map(str, args), timeout=timeout)
+
+
+@pytest.fixture
+def gates(pytester):
+    """``gates(*args)`` runs the harness's gates in a subprocess and returns the RunResult."""
+    def _run(*args, timeout: float = 1800):
+        return run_gates(pytester, str(HARNESS_ROOT / "tests"), *args, timeout=timeout)
+    return _run

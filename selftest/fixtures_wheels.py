@@ -1,0 +1,1 @@
+"""Selftest fixtures: wheels area."""
