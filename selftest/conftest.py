@@ -12,6 +12,7 @@ import pytest
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
 
+from selftest.fixtures_readers import *  # noqa: E402,F401,F403
 from selftest.fixtures_wheels import *  # noqa: E402,F401,F403
 from selftest.fixtures_build import *  # noqa: E402,F401,F403
 from selftest.fixtures_runtime import *  # noqa: E402,F401,F403

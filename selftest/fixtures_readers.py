@@ -1,0 +1,1 @@
+"""Selftest fixtures: readers area (wheel/ELF/fatbin readers)."""
