@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Set up a fresh Debian/Ubuntu machine for the harness: system packages, then .venv with the
+# harness and its dependencies. Safe to re-run. Run as root (or with sudo available).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+# OpenCV 4.6 (the release host's), OpenBLAS, patchelf, and the build tools the chain drives.
+pkgs=(build-essential cmake ninja-build git unzip patchelf libopencv-dev libopenblas-dev python3-venv python3-dev)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "==> apt-get install ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "WARNING: nvcc not found: CUDA builds (and the fatbin selftests) need the CUDA 13 toolkit" >&2
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "==> creating .venv with $($PY --version)"
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".[selftest]"
+echo "==> ready: $(.venv/bin/python -m pytest --version 2>&1)"
