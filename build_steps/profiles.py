@@ -229,3 +229,39 @@ def validate_version(value: str, profile: Profile | None = None, *, strict_schem
             f"version {normalised!r} does not follow the {profile.name} release scheme "
             f"{profile.version_prefix}.<YYYYMMDD>[.<N>]")
     return normalised
+
+
+#: Which pip distribution ships a pip-provided library (SONAME prefix -> distribution name), so the
+#: closure check can demand that the wheel declares it in Requires-Dist.
+PIP_LIBRARY_DISTRIBUTIONS = {
+    "libcudnn": "nvidia-cudnn-cu13",
+    "libnccl": "nvidia-nccl-cu13",
+    "libcublas": "nvidia-cublas",
+    "libcublasLt": "nvidia-cublas",
+    "libscipy_openblas": "scipy-openblas32",
+}
+
+#: SASS arch -> the GPUs that lose native code when the arch is missing from the fatbin.
+ARCH_GPU_FAMILIES = {
+    70: "Volta (V100)",
+    75: "Turing (T4, RTX 20xx)",
+    80: "Ampere A100/A30",
+    86: "Ampere RTX 30xx/A10/A40/A6000",
+    87: "Jetson Orin",
+    89: "Ada Lovelace (L4, L40, RTX 40xx)",
+    90: "Hopper (H100, H200, GH200)",
+    100: "Blackwell datacenter (B200, GB200)",
+    103: "Blackwell Ultra (B300, GB300)",
+    110: "Jetson Thor",
+    120: "Blackwell consumer/workstation (RTX 50xx, RTX PRO 6000)",
+    121: "DGX Spark (GB10)",
+}
+
+
+def pip_library_prefix(soname: str, profile: Profile) -> str | None:
+    """The profile.pip_libraries key that ``soname`` belongs to (longest match), or None."""
+    best = None
+    for prefix in profile.pip_libraries:
+        if re.match(re.escape(prefix) + r"(?:\.so|-|$)", soname) and (best is None or len(prefix) > len(best)):
+            best = prefix
+    return best
