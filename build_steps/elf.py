@@ -1,0 +1,245 @@
+"""Read-only ELF facts the gates need: dynamic entries, section spans, strings in sections.
+
+Everything goes through pyelftools on an open file; nothing loads a whole section into memory,
+because libmxnet.so is about 1 GB. A file that is not ELF, or an ELF cut short (a truncated
+download, a failed copy), is a :class:`NotElfError` with a message saying which, never a
+pyelftools traceback.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.dynamic import DynamicSection, DynamicSegment
+from elftools.elf.elffile import ELFFile
+
+from .errors import WheelError
+
+ELF_MAGIC = b"\x7fELF"
+
+# pyelftools signals malformed input with several exception types (its own, struct's, construct's);
+# we translate all of them into one message.
+_PARSE_ERRORS = (ELFError, ValueError, KeyError, IndexError, AttributeError, TypeError, EOFError,
+                 OSError, Exception)  # construct's errors have no common public base: catch broadly
+
+# Chunk size for scanning section contents: big enough that Python overhead is negligible,
+# small enough that peak memory stays flat on a 1 GB library.
+_CHUNK = 8 << 20
+
+
+class NotElfError(WheelError):
+    """The file is not a (complete) ELF object."""
+
+
+def is_elf(path) -> bool:
+    """True when ``path`` starts with the ELF magic (says nothing about completeness)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == ELF_MAGIC
+    except OSError:
+        return False
+
+
+@dataclass
+class DynamicInfo:
+    needed: list
+    soname: str | None
+    rpath: list | None
+    runpath: list | None
+
+    @property
+    def search_tag(self) -> str | None:
+        """The tag the dynamic loader uses: glibc ignores DT_RPATH when DT_RUNPATH is present."""
+        if self.runpath is not None:
+            return "RUNPATH"
+        if self.rpath is not None:
+            return "RPATH"
+        return None
+
+    @property
+    def search_path(self) -> list:
+        if self.runpath is not None:
+            return list(self.runpath)
+        if self.rpath is not None:
+            return list(self.rpath)
+        return []
+
+
+def _check_complete(path: Path, elf: ELFFile, size: int) -> None:
+    """Raise NotElfError when the headers point past the end of the file (a truncated copy)."""
+    hdr = elf.header
+    sh_end = hdr["e_shoff"] + hdr["e_shnum"] * hdr["e_shentsize"]
+    if hdr["e_shoff"] and sh_end > size:
+        raise NotElfError(
+            f"{path} is not an ELF file (truncated: its section header table ends at byte {sh_end} "
+            f"but the file has {size} bytes); rebuild it or download the wheel again")
+    ph_end = hdr["e_phoff"] + hdr["e_phnum"] * hdr["e_phentsize"]
+    if hdr["e_phoff"] and ph_end > size:
+        raise NotElfError(
+            f"{path} is not an ELF file (truncated: its program headers end at byte {ph_end} "
+            f"but the file has {size} bytes); rebuild it or download the wheel again")
+    for seg in elf.iter_segments():
+        end = seg["p_offset"] + seg["p_filesz"]
+        if end > size:
+            raise NotElfError(
+                f"{path} is not an ELF file (truncated: segment {seg['p_type']} ends at byte {end} "
+                f"but the file has {size} bytes); rebuild it or download the wheel again")
+
+
+class _Opened:
+    """Context manager: an ELFFile over ``path`` with headers checked for truncation."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+
+    def __enter__(self) -> ELFFile:
+        try:
+            self.fh = open(self.path, "rb")
+        except OSError as exc:
+            raise NotElfError(f"{self.path} is not an ELF file (cannot open it: {exc.strerror})") from exc
+        try:
+            size = os.fstat(self.fh.fileno()).st_size
+            magic = self.fh.read(4)
+            self.fh.seek(0)
+            if magic != ELF_MAGIC:
+                raise NotElfError(
+                    f"{self.path} is not an ELF file (it starts with {magic!r}, not b'\\x7fELF'); "
+                    "a shared library was expected here: rebuild the wheel")
+            try:
+                elf = ELFFile(self.fh)
+                _check_complete(self.path, elf, size)
+            except NotElfError:
+                raise
+            except _PARSE_ERRORS as exc:
+                raise NotElfError(
+                    f"{self.path} is not an ELF file (malformed or truncated header: {exc}); "
+                    "rebuild it or download the wheel again") from exc
+            return elf
+        except BaseException:
+            self.fh.close()
+            raise
+
+    def __exit__(self, *exc):
+        self.fh.close()
+        return False
+
+
+def _split_path(value: str) -> list:
+    # ld.so splits on ':'; an empty element means the current directory, so keep it visible.
+    return value.split(":") if value != "" else []
+
+
+def read_dynamic(path) -> DynamicInfo:
+    """NEEDED (in order), SONAME, RPATH and RUNPATH of ``path`` (RPATH/RUNPATH None when absent)."""
+    with _Opened(path) as elf:
+        try:
+            dynamic = None
+            for section in elf.iter_sections():
+                if isinstance(section, DynamicSection):
+                    dynamic = section
+                    break
+            if dynamic is None:
+                # Stripped of section headers: the loader only needs PT_DYNAMIC anyway.
+                for seg in elf.iter_segments():
+                    if isinstance(seg, DynamicSegment):
+                        dynamic = seg
+                        break
+            needed, soname, rpath, runpath = [], None, None, None
+            if dynamic is not None:
+                for tag in dynamic.iter_tags():
+                    kind = tag.entry.d_tag
+                    if kind == "DT_NEEDED":
+                        needed.append(tag.needed)
+                    elif kind == "DT_SONAME":
+                        soname = tag.soname
+                    elif kind == "DT_RPATH":
+                        rpath = (rpath or []) + _split_path(tag.rpath)
+                    elif kind == "DT_RUNPATH":
+                        runpath = (runpath or []) + _split_path(tag.runpath)
+                    elif kind == "DT_NULL":
+                        break
+        except NotElfError:
+            raise
+        except _PARSE_ERRORS as exc:
+            raise NotElfError(
+                f"{path} is not an ELF file (its dynamic section cannot be read: {exc}); "
+                "rebuild it or download the wheel again") from exc
+    return DynamicInfo(needed=needed, soname=soname, rpath=rpath, runpath=runpath)
+
+
+_ORIGIN_RE = re.compile(r"\$(?:ORIGIN\b|\{ORIGIN\})")
+
+
+def uses_origin(entry: str) -> bool:
+    """True when a search-path entry is relative to the object's own directory."""
+    return bool(_ORIGIN_RE.search(entry))
+
+
+def expand_origin(entry: str, origin_dir) -> Path:
+    """The directory an RPATH/RUNPATH entry names, ``$ORIGIN`` and ``${ORIGIN}`` alike."""
+    return Path(os.path.normpath(_ORIGIN_RE.sub(lambda _m: str(origin_dir), entry)))
+
+
+def section_span(path, name: str):
+    """``(file offset, size)`` of section ``name``, or None when absent (or without file data)."""
+    with _Opened(path) as elf:
+        section = elf.get_section_by_name(name)
+        if section is None or section["sh_type"] == "SHT_NOBITS":
+            return None
+        return section["sh_offset"], section["sh_size"]
+
+
+def find_strings(path, pattern: bytes, sections=(".rodata",)) -> list:
+    """NUL-terminated strings in ``sections`` that ``pattern`` (a bytes regex) matches as a whole.
+
+    The pattern is matched against complete strings (no anchors needed). Sections are read in
+    chunks, so a 1 GB library costs a few MB of memory.
+    """
+    regex = re.compile(pattern)
+    spans = []
+    for name in sections:
+        span = section_span(path, name)
+        if span is not None:
+            spans.append(span)
+    found = []
+    with open(path, "rb") as fh:
+        for offset, size in spans:
+            fh.seek(offset)
+            remaining = size
+            carry = b""
+            while remaining > 0:
+                block = fh.read(min(_CHUNK, remaining))
+                if not block:
+                    break
+                remaining -= len(block)
+                data = carry + block
+                cut = data.rfind(b"\x00")
+                if cut < 0:
+                    carry = data
+                    continue
+                carry = data[cut + 1:]
+                _match_strings(data[:cut], regex, found)
+            if carry:
+                _match_strings(carry, regex, found)  # the section's end terminates its last string
+    return found
+
+
+def _match_strings(data: bytes, regex, found: list) -> None:
+    # Cheap prefilter: run the regex over the whole block in C, then confirm each hit is a whole
+    # string (bounded by NULs or the block's ends).
+    pos = 0
+    while True:
+        m = regex.search(data, pos)
+        if m is None:
+            return
+        start = data.rfind(b"\x00", 0, m.start()) + 1
+        end = data.find(b"\x00", m.start())
+        if end < 0:
+            end = len(data)
+        string = data[start:end]
+        if regex.fullmatch(string):
+            found.append(string.decode("utf-8", "replace"))
+        pos = end + 1  # one verdict per string
