@@ -1,0 +1,193 @@
+"""Every fact the static gates judge, collected once from one extraction of the wheel.
+
+``collect(extracted, options)`` reads libmxnet.so and the bundled libraries (ELF dynamic entries),
+resolves the bundled closure (build_steps.loader), walks the CUDA fatbin headers, parses the
+requirements, and, when given, the CMake cache, the git state and the commit stamps. Reading
+never fails on a bad wheel: a problem is recorded as a fact (``libmxnet_error`` ...) for the gate
+that owns it to report, so one bad input does not turn into twenty tracebacks.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from . import cmake_cache, gitstate
+from .elf import NotElfError, find_strings, is_elf
+from .errors import HarnessError
+from .loader import Closure, ObjectInfo, object_info, resolve_closure
+from .profiles import CMAKE_FEATURES
+
+LIBMXNET = "mxnet/libmxnet.so"
+BUNDLE_DIR = "mxnet/lib/"
+
+
+@dataclass
+class Requirements:
+    """Requires-Dist split into hard requirements and extras (canonical name -> specifier text)."""
+    hard: dict = field(default_factory=dict)
+    extras: dict = field(default_factory=dict)      # name -> {extra: specifier}
+    conditional: dict = field(default_factory=dict)  # hard but behind a non-extra marker
+    raw: list = field(default_factory=list)
+    invalid: list = field(default_factory=list)
+
+
+def parse_requirements(lines) -> Requirements:
+    out = Requirements()
+    for line in lines or []:
+        text = str(line).strip()
+        out.raw.append(text)
+        try:
+            req = Requirement(text)
+        except InvalidRequirement as exc:
+            out.invalid.append(f"{text}: {exc}")
+            continue
+        name = canonicalize_name(req.name)
+        marker = str(req.marker) if req.marker else ""
+        if "extra" in marker:
+            extra = marker.split("==", 1)[-1].strip().strip("'\"") if "==" in marker else marker
+            out.extras.setdefault(name, {})[extra] = str(req.specifier)
+        elif marker:
+            out.conditional[name] = f"{req.specifier}; {marker}"
+            out.hard.setdefault(name, str(req.specifier))
+        else:
+            out.hard[name] = str(req.specifier)
+    return out
+
+
+@dataclass
+class Audit:
+    wheel_file: str
+    filename: str
+    distribution: str
+    version: str
+    tags: list
+    build_tag: str | None
+    record_problems: list
+    metadata_problems: list
+    members: list
+    profile: str
+    libmxnet_present: bool
+    libmxnet: ObjectInfo | None
+    libmxnet_error: str | None
+    bundled: list                  # every member under mxnet/lib/
+    bundled_elf: list              # those that are ELF files
+    closure: Closure
+    fatbin: dict | None            # FatbinReport.to_json() or None (no .nv_fatbin)
+    fatbin_error: str | None
+    requirements: Requirements
+    onnx_files: list
+    cmake: dict | None = None      # {"path", "features": {KEY: {enabled, raw}}, "cuda_arch"}
+    git: dict | None = None        # GitState as a dict
+    stamps: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)
+    _fatbin_obj: object = field(default=None, repr=False)
+
+    @property
+    def needed(self) -> list:
+        return list(self.libmxnet.needed) if self.libmxnet and not self.libmxnet.error else []
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data.pop("_fatbin_obj", None)
+        data["closure"] = self.closure.to_json()
+        data["members"] = len(self.members)
+        return data
+
+
+def _libmxnet(root: Path, extracted) -> tuple:
+    if not extracted.has(LIBMXNET):
+        return False, None, (f"{extracted.filename} does not contain {LIBMXNET}: the package was staged "
+                             "without the library (check the build's stage step / setup.py package_data)")
+    info = object_info(root, LIBMXNET)
+    return True, info, info.error and f"{LIBMXNET}: {info.error}"
+
+
+def _fatbin(path: Path):
+    from .fatbin import read_fatbin  # imported late: the CPU audit needs no fatbin reader
+    try:
+        report = read_fatbin(path)
+    except (HarnessError, OSError, ValueError) as exc:
+        return None, None, f"cannot read the .nv_fatbin of {LIBMXNET}: {exc}"
+    if report is None:
+        return None, None, None
+    return report, report.to_json(), None
+
+
+def _stamps(lib: Path | None, build_dir: Path | None) -> dict:
+    """The commit stamp: from the binary first; build files as a reported fallback."""
+    out = {"binary": [], "build_files": {}, "build_dir": str(build_dir) if build_dir else None,
+           "source": None}
+    if lib is not None:
+        try:
+            out["binary"] = sorted(set(find_strings(lib, gitstate.STAMP_IN_BINARY)))
+        except (HarnessError, OSError) as exc:
+            out["binary_error"] = str(exc)
+    if build_dir is not None and build_dir.is_dir():
+        out["build_files"] = gitstate.read_build_stamps(build_dir).sources
+    return out
+
+
+def collect(extracted, options) -> Audit:
+    profile = options.profile
+    root = Path(extracted.root)
+    members = list(extracted.members)
+    present, lib_info, lib_error = _libmxnet(root, extracted)
+    lib_path = root / LIBMXNET if present and not lib_error else None
+
+    bundled = sorted(m for m in members if m.startswith(BUNDLE_DIR) and not m.endswith("/"))
+    bundled_elf = [m for m in bundled if is_elf(root / m)]
+    reqs = parse_requirements(getattr(extracted, "requires_dist", None) or [])
+    if lib_path is not None:
+        closure = resolve_closure(root, LIBMXNET, bundled_elf, profile, set(reqs.hard))
+    else:
+        closure = Closure()
+        for m in bundled_elf:
+            closure.objects[m] = object_info(root, m)
+    fat_obj, fat_json, fat_err = _fatbin(lib_path) if lib_path is not None else (None, None, None)
+
+    audit = Audit(
+        wheel_file=str(getattr(extracted, "path", "")), filename=extracted.filename,
+        distribution=extracted.distribution, version=str(extracted.version),
+        tags=sorted(map(str, extracted.tags or [])), build_tag=extracted.build_tag and str(extracted.build_tag),
+        record_problems=list(extracted.record_problems or []),
+        metadata_problems=list(extracted.metadata_problems or []),
+        members=members, profile=profile.name, libmxnet_present=present, libmxnet=lib_info,
+        libmxnet_error=lib_error, bundled=bundled, bundled_elf=bundled_elf, closure=closure,
+        fatbin=fat_json, fatbin_error=fat_err, requirements=reqs,
+        onnx_files=[m for m in members if m.startswith("mxnet/onnx/")], _fatbin_obj=fat_obj)
+
+    # Build provenance: the cache names the build dir; --mxnet-src/<profile.build_dir> otherwise.
+    cache_path = options.cmake_cache
+    build_dir = None
+    if cache_path is None and options.mxnet_src is not None:
+        bd = options.build_dir or (options.mxnet_src / profile.build_dir)
+        bd = bd if bd.is_absolute() else options.mxnet_src / bd
+        if (bd / "CMakeCache.txt").is_file():
+            cache_path = bd / "CMakeCache.txt"
+        build_dir = bd
+    if cache_path is not None:
+        entries = cmake_cache.read_cache(cache_path)
+        arch = entries.get("MXNET_CUDA_ARCH")
+        audit.cmake = {"path": str(cache_path),
+                       "features": cmake_cache.feature_states(entries, CMAKE_FEATURES),
+                       "cuda_arch": arch.value if arch else None}
+        build_dir = cmake_cache.cache_build_dir(cache_path)
+    if options.mxnet_src is not None:
+        audit.git = asdict(gitstate.read_git_state(options.mxnet_src))
+    if options.mxnet_src is not None or cache_path is not None:
+        audit.stamps = _stamps(lib_path, build_dir)
+
+    # Warnings the report shows (not failures): build-tree RUNPATH entries, RPATH tags (§16.10).
+    if lib_info is not None and not lib_info.error:
+        extra = [e for e in lib_info.search_path if e not in profile.runpath]
+        if extra:
+            audit.warnings.append(f"{LIBMXNET} {lib_info.search_tag} carries entries beyond the profile's: "
+                                  f"{':'.join(extra)} (build-host paths do not exist on users' machines)")
+    rpath_libs = [m for m, o in closure.objects.items() if o.search_tag == "RPATH"]
+    if rpath_libs:
+        audit.warnings.append(f"{len(rpath_libs)} librar{'y uses' if len(rpath_libs) == 1 else 'ies use'} "
+                              f"DT_RPATH instead of DT_RUNPATH: {', '.join(rpath_libs[:5])}")
+    return audit

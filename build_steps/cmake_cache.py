@@ -1,0 +1,64 @@
+"""Read a CMakeCache.txt: the feature toggles and MXNET_CUDA_ARCH the build was configured with.
+
+The fork's gate parsed the cache the same way (fork_release_tooling.md §3.2): ``KEY:TYPE=VALUE``
+lines, comments skipped, the last occurrence wins. A value that is not a CMake boolean is kept
+raw and reported as unknown rather than guessed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UsageError
+
+_TRUE = {"1", "ON", "TRUE", "YES", "Y"}
+_FALSE = {"0", "OFF", "FALSE", "NO", "N", "IGNORE", "NOTFOUND", ""}
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    key: str
+    type: str
+    value: str
+
+    @property
+    def enabled(self) -> bool | None:
+        """True/False for a CMake boolean, None for anything else (e.g. a path)."""
+        v = self.value.strip().upper()
+        if v in _TRUE:
+            return True
+        if v in _FALSE or v.endswith("-NOTFOUND"):
+            return False
+        return None
+
+
+def read_cache(path: Path) -> dict:
+    """``{key: CacheEntry}`` of a CMakeCache.txt; a missing or unreadable file is a UsageError."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UsageError(f"CMake cache {path}: cannot read it ({exc.strerror}); pass <build>/CMakeCache.txt") from None
+    entries = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("//", "#")) or "=" not in line:
+            continue
+        head, value = line.split("=", 1)
+        key, _, type_ = head.partition(":")
+        entries[key.strip()] = CacheEntry(key.strip(), type_.strip(), value.strip())
+    return entries
+
+
+def feature_states(entries: dict, keys) -> dict:
+    """``{key: {"enabled": bool|None, "raw": str|None}}`` for each requested toggle."""
+    out = {}
+    for key in keys:
+        entry = entries.get(key)
+        out[key] = {"enabled": entry.enabled if entry else None, "raw": entry.value if entry else None}
+    return out
+
+
+def cache_build_dir(cache: Path) -> Path:
+    """The build tree a cache belongs to (the cache's directory)."""
+    return Path(cache).resolve().parent

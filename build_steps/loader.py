@@ -1,0 +1,157 @@
+"""Resolve the wheel's shared-library closure the way the dynamic loader will on a clean host.
+
+Rules taken from ld.so(8), restricted to what a wheel controls:
+- DT_RUNPATH applies only to the object that carries it, never to the libraries it pulls in; so
+  every bundled library must reach its own NEEDED through its own RUNPATH (usually ``$ORIGIN``).
+- DT_RPATH (only when there is no RUNPATH) is searched for the object and then for its loaders;
+  here the loader chain is libmxnet.so itself, the one object that dlopen()s the rest.
+- ``$ORIGIN`` / ``${ORIGIN}`` is the directory of the object that carries the entry.
+A NEEDED that is not found inside the wheel is acceptable only when the host provides it
+(profiles.is_host_library: glibc, GCC runtime, NVIDIA driver/toolkit) or when a pip dependency the
+wheel declares provides it and the object's own search path reaches that dependency's directory.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from .elf import NotElfError, is_elf, read_dynamic
+from .profiles import PIP_LIBRARY_DISTRIBUTIONS, Profile, is_host_library, pip_library_prefix
+
+BUNDLED, HOST, PIP, UNRESOLVED = "bundled", "host", "pip", "unresolved"
+
+
+@dataclass
+class ObjectInfo:
+    member: str
+    soname: str | None
+    needed: list
+    search_tag: str | None          # "RUNPATH", "RPATH" or None
+    search_path: list               # the raw entries of that tag
+    error: str | None = None
+
+    @property
+    def has_origin(self) -> bool:
+        return any(_norm(e).startswith("$ORIGIN") for e in self.search_path)
+
+
+@dataclass
+class Resolution:
+    by: str             # member that NEEDs it
+    needed: str         # the SONAME
+    verdict: str        # bundled / host / pip / unresolved
+    found: str | None   # member (bundled) or RUNPATH entry (pip) that satisfies it
+    detail: str = ""
+
+
+@dataclass
+class Closure:
+    objects: dict = field(default_factory=dict)     # member -> ObjectInfo
+    resolutions: list = field(default_factory=list)
+
+    def unresolved(self) -> list:
+        return [r for r in self.resolutions if r.verdict == UNRESOLVED]
+
+    def for_object(self, member: str) -> list:
+        return [r for r in self.resolutions if r.by == member]
+
+    def to_json(self) -> dict:
+        return {"objects": {k: asdict(v) for k, v in self.objects.items()},
+                "resolutions": [asdict(r) for r in self.resolutions]}
+
+
+def _norm(entry: str) -> str:
+    return entry.replace("${ORIGIN}", "$ORIGIN")
+
+
+def _expand(entry: str, origin_dir: Path) -> Path:
+    entry = _norm(entry)
+    if entry.startswith("$ORIGIN"):
+        return Path(os.path.normpath(str(origin_dir) + entry[len("$ORIGIN"):]))
+    return Path(entry) if entry else origin_dir
+
+
+def object_info(root: Path, member: str) -> ObjectInfo:
+    path = Path(root) / member
+    try:
+        dyn = read_dynamic(path)
+    except NotElfError as exc:
+        return ObjectInfo(member, None, [], None, [], error=f"not an ELF shared object: {exc}")
+    except OSError as exc:
+        return ObjectInfo(member, None, [], None, [], error=f"cannot read: {exc}")
+    return ObjectInfo(member=member, soname=dyn.soname, needed=list(dyn.needed),
+                      search_tag=dyn.search_tag, search_path=list(dyn.search_path or []))
+
+
+def _inside(root: Path, path: Path) -> str | None:
+    """The member name of ``path`` when it lies inside the extracted wheel, else None."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def resolve_closure(root: Path, libmxnet: str, bundled: list, profile: Profile,
+                    declared: set) -> Closure:
+    """Resolve every NEEDED of ``libmxnet`` and of each bundled ELF member (``mxnet/lib/...``).
+
+    ``declared`` holds the canonical names of the wheel's hard Requires-Dist distributions.
+    """
+    root = Path(root)
+    declared = {canonicalize_name(d) for d in declared}
+    closure = Closure()
+    for member in [libmxnet, *bundled]:
+        if (root / member).is_file():
+            closure.objects[member] = object_info(root, member)
+    top = closure.objects.get(libmxnet)
+    top_rpath = top.search_path if top and top.search_tag == "RPATH" else []
+    # Every bundled file, by basename: to tell "missing" from "bundled but not reachable".
+    by_name = {}
+    for member in bundled:
+        by_name.setdefault(member.rsplit("/", 1)[-1], member)
+
+    for member, obj in closure.objects.items():
+        if obj.error:
+            continue
+        origin = (root / member).parent
+        entries = list(obj.search_path)
+        if obj.search_tag == "RPATH" and member != libmxnet:
+            entries += top_rpath
+        for name in obj.needed:
+            closure.resolutions.append(_resolve_one(root, member, obj, entries, origin, name,
+                                                    profile, declared, by_name))
+    return closure
+
+
+def _resolve_one(root, member, obj, entries, origin, name, profile, declared, by_name) -> Resolution:
+    for entry in entries:
+        candidate = _expand(entry, origin) / name
+        inside = _inside(root, candidate)
+        if inside is not None and candidate.is_file() and is_elf(candidate):
+            return Resolution(member, name, BUNDLED, inside, f"via {obj.search_tag} entry {entry}")
+    prefix = pip_library_prefix(name, profile)
+    if prefix is not None:
+        want = profile.pip_libraries[prefix]
+        dist = PIP_LIBRARY_DISTRIBUTIONS.get(prefix)
+        has_entry = want in [_norm(e) for e in entries]
+        has_dist = dist is None or canonicalize_name(dist) in declared
+        if has_entry and has_dist:
+            return Resolution(member, name, PIP, want, f"from pip {dist}")
+        why = []
+        if not has_entry:
+            why.append(f"its {obj.search_tag or 'RUNPATH'} lacks {want}")
+        if not has_dist:
+            why.append(f"METADATA does not require {dist}")
+        return Resolution(member, name, UNRESOLVED, None,
+                          f"{name} is pip-provided ({dist}) but " + " and ".join(why))
+    if is_host_library(name):
+        return Resolution(member, name, HOST, None, "host library (profiles.HOST_LIBRARIES)")
+    if name in by_name:
+        return Resolution(member, name, UNRESOLVED, None,
+                          f"{name} is bundled as {by_name[name]} but {member} cannot reach it: "
+                          f"its {obj.search_tag or 'RUNPATH'} is {':'.join(obj.search_path) or '(none)'}")
+    return Resolution(member, name, UNRESOLVED, None,
+                      f"{name} is not bundled, not a host library and not provided by a declared pip dependency")
