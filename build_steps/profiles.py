@@ -42,6 +42,12 @@ CUDA_REQUIREMENTS = (
 )
 OPENCV_REQUIREMENTS = ("opencv-python>=4,<5",)
 ONNX_REQUIREMENT = "onnx>=1.7.0,<1.22"
+#: What the runtime gates install beside the wheel: onnxruntime runs the exported model; it is a
+#: test-only dependency, never one of the wheel's (cuda_wheel_build.md §6). No upper pin: a newer
+#: runtime reads the IR versions of every onnx the wheel allows.
+GATE_TEST_REQUIREMENTS = ("onnxruntime>=1.20",)
+#: Runtime feature names that older MXNet releases spell differently (mxnet 1.x: MKLDNN).
+FEATURE_ALIASES = {"ONEDNN": ("ONEDNN", "MKLDNN")}
 
 #: Libraries the host provides and a wheel must never bundle, matched on the whole name
 #: (``libc`` must not swallow ``libcharls``, ``libm`` not ``libmount``). The fork's skip list,

@@ -1,0 +1,267 @@
+"""The throwaway venv: create it, install the wheel with its dependencies, run probes inside it.
+
+Everything that touches MXNet runs in the venv's own interpreter, in a child process, with the
+loader variables cleared: a wheel that only works because the harness's environment happens to
+point at a build tree (LD_LIBRARY_PATH, MXNET_LIBRARY_PATH, PYTHONPATH) must fail here, as it would
+on a user's machine. A child also keeps a segfaulting CUDA library from killing the test session.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import StepError, UsageError, log_tail
+
+#: Variables that would let the venv find libraries or modules outside itself.
+LEAKY_ENV = ("LD_LIBRARY_PATH", "LD_PRELOAD", "MXNET_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME",
+             "PYTHONSTARTUP", "PYTHONUSERBASE", "VIRTUAL_ENV")
+
+#: The probe writes its JSON result to the file named by this variable (stdout stays free for
+#: MXNet's own chatter); the last JSON line on stdout is the fallback.
+RESULT_ENV = "HARNESS_PROBE_RESULT"
+
+
+@dataclass(frozen=True)
+class Venv:
+    root: Path
+    python: Path
+    site_packages: Path
+    python_version: str
+
+    def to_dict(self) -> dict:
+        return {"root": str(self.root), "python": str(self.python),
+                "site_packages": str(self.site_packages), "python_version": self.python_version}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Venv":
+        return cls(Path(data["root"]), Path(data["python"]), Path(data["site_packages"]),
+                   data["python_version"])
+
+
+def clean_env(extra: dict | None = None) -> dict:
+    """The environment for a venv child: this one minus the loader/import leaks, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in LEAKY_ENV}
+    # pip's own cache is fine to share; user site-packages are not (they would shadow the venv).
+    env["PYTHONNOUSERSITE"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def _run_logged(cmd: list, log: Path, step: str, what: str, env: dict | None = None, timeout: float = 3600):
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as fh:
+        fh.write("$ " + " ".join(map(str, cmd)) + "\n")
+        fh.flush()
+        try:
+            proc = subprocess.run(list(map(str, cmd)), stdout=fh, stderr=subprocess.STDOUT,
+                                  env=env or clean_env(), timeout=timeout)
+        except FileNotFoundError as exc:
+            raise StepError(step, f"{what}: {exc}", log) from None
+        except subprocess.TimeoutExpired:
+            raise StepError(step, f"{what}: timed out after {timeout:.0f} s", log, log_tail(log)) from None
+    if proc.returncode != 0:
+        raise StepError(step, f"{what} failed (exit {proc.returncode})", log, log_tail(log))
+
+
+def _describe(python: Path) -> tuple[Path, str]:
+    out = subprocess.run(
+        [str(python), "-c", "import sysconfig, sys, json; print(json.dumps([sysconfig.get_paths()['purelib'], "
+                            "'%d.%d' % sys.version_info[:2]]))"],
+        capture_output=True, text=True, env=clean_env())
+    if out.returncode != 0:
+        raise StepError("venv", f"the venv interpreter {python} does not run: {out.stderr.strip()[-400:]}")
+    purelib, version = json.loads(out.stdout.strip().splitlines()[-1])
+    return Path(purelib), version
+
+
+def create_venv(venv_dir: Path, python: str | None = None, *, log: Path | None = None) -> Venv:
+    """A fresh venv at ``venv_dir`` for ``python`` (default: this interpreter).
+
+    uv is used when it is on PATH (seconds instead of tens of seconds), else ``python -m venv``.
+    An existing venv at that path is replaced; a non-empty directory that is not a venv is
+    refused, since removing it later would delete someone's files.
+    """
+    venv_dir = Path(venv_dir).resolve()
+    python = python or sys.executable
+    log = log or venv_dir.parent / f"{venv_dir.name}-create.log"
+    if venv_dir.exists():
+        if any(venv_dir.iterdir()) and not (venv_dir / "pyvenv.cfg").exists():
+            raise UsageError(f"--venv-dir {venv_dir}: exists, is not empty and is not a venv; "
+                             "pass an empty or new directory (the venv is deleted after the run)")
+        shutil.rmtree(venv_dir)
+    venv_dir.parent.mkdir(parents=True, exist_ok=True)
+    uv = shutil.which("uv")
+    if uv:
+        # --seed puts pip into the venv too, so the venv stays usable by hand after --keep-venv.
+        _run_logged([uv, "venv", "--seed", "--python", python, venv_dir], log, "venv",
+                    f"uv venv with {python}")
+    else:
+        _run_logged([python, "-m", "venv", venv_dir], log, "venv", f"{python} -m venv")
+    vpython = venv_dir / "bin" / "python"
+    site, version = _describe(vpython)
+    return Venv(root=venv_dir, python=vpython, site_packages=site, python_version=version)
+
+
+def pip_command(venv: Venv) -> list:
+    """``pip install`` for the venv: uv's when available, else the venv's own pip."""
+    uv = shutil.which("uv")
+    if uv:
+        return [uv, "pip", "install", "--python", str(venv.python)]
+    return [str(venv.python), "-m", "pip", "install", "--disable-pip-version-check"]
+
+
+def install(venv: Venv, wheel: Path, *, find_links=(), index_url: str | None = None,
+            extra_requirements=(), test_requirements=(), no_deps: bool = False,
+            log: Path) -> dict:
+    """Install ``wheel`` into ``venv`` with its declared dependencies.
+
+    ``test_requirements`` are what the gates need beyond the wheel (onnxruntime: a test-only
+    dependency, never an install dependency of the wheel); ``extra_requirements`` are the
+    user's (``--extra-requirement``, e.g. ``numpy<1.24`` for mxnet 1.9). They go into the same
+    resolver call as the wheel, so a user pin constrains the wheel's own dependencies.
+    Index options pass straight through so an offline host can install from a wheelhouse.
+    Returns {distribution name (lowercase): version} as installed.
+    """
+    wheel = Path(wheel).resolve()
+    cmd = pip_command(venv)
+    for link in find_links:
+        cmd += ["--find-links", str(link)]
+    if index_url:
+        cmd += ["--index-url", index_url]
+    if no_deps:
+        # Only the wheel itself goes in without dependencies; the gates' own needs still resolve.
+        _run_logged(cmd + ["--no-deps", wheel], log, "install", f"pip install --no-deps {wheel.name}")
+        rest = list(extra_requirements) + list(test_requirements)
+        if rest:
+            _run_logged(cmd + rest, log, "install", "pip install of the extra/test requirements")
+    else:
+        _run_logged(cmd + [wheel, *extra_requirements, *test_requirements], log, "install",
+                    f"pip install {wheel.name} with its dependencies")
+    return installed_distributions(venv)
+
+
+def installed_distributions(venv: Venv) -> dict:
+    code = ("import json, importlib.metadata as m; print(json.dumps({d.metadata['Name'].lower(): d.version "
+            "for d in m.distributions() if d.metadata['Name']}))")
+    out = subprocess.run([str(venv.python), "-c", code], capture_output=True, text=True, env=clean_env())
+    if out.returncode != 0:
+        raise StepError("install", f"cannot list the venv's distributions: {out.stderr.strip()[-400:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+_CHECK_INSTALL = r"""
+import importlib.util, json, os, sys
+spec = importlib.util.find_spec("mxnet")
+res = {"origin": spec.origin if spec else None, "prefix": sys.prefix}
+if spec:
+    pkg = os.path.dirname(os.path.realpath(spec.origin))
+    res["package_dir"] = pkg
+    res["libmxnet"] = [os.path.join(d, "libmxnet.so") for d in (pkg, os.path.join(pkg, "lib"))
+                       if os.path.isfile(os.path.join(d, "libmxnet.so"))]
+try:
+    import importlib.metadata as md
+    res["dist_version"] = md.version("mxnet")
+except Exception as exc:  # no dist-info: the package was not pip-installed
+    res["dist_version"] = None
+    res["dist_error"] = repr(exc)
+print(json.dumps(res))
+"""
+
+
+def check_install(venv: Venv, expected_version: str | None) -> dict:
+    """Where ``mxnet`` resolves in the venv's own interpreter, and whether that is the venv.
+
+    Does not import mxnet: a CUDA wheel cannot load on a host without a driver, and loading is
+    the runtime gates' business. Returns the facts plus ``problems`` (empty when good).
+    """
+    out = subprocess.run([str(venv.python), "-c", _CHECK_INSTALL], capture_output=True, text=True,
+                         env=clean_env(), cwd=tempfile.gettempdir())
+    if out.returncode != 0:
+        raise StepError("install", f"the install check could not run in {venv.python}: "
+                        f"{out.stderr.strip()[-600:]}")
+    facts = json.loads(out.stdout.strip().splitlines()[-1])
+    problems = []
+    site = os.path.realpath(venv.site_packages)
+    if not facts.get("origin"):
+        problems.append(f"`import mxnet` finds nothing in {venv.python}: the wheel did not install a "
+                        "top-level mxnet package (check the wheel's file list)")
+    else:
+        pkg = facts["package_dir"]
+        if not (pkg + os.sep).startswith(site + os.sep):
+            problems.append(f"mxnet resolves to {pkg}, outside the venv's site-packages {site}: "
+                            "something on sys.path shadows the installed wheel")
+        if not facts.get("libmxnet"):
+            problems.append(f"libmxnet.so is not in the installed package {pkg} (nor in its lib/): "
+                            "the wheel was packaged without the native library")
+    if expected_version is not None and facts.get("dist_version") != expected_version:
+        from packaging.version import InvalidVersion, Version
+        try:
+            same = Version(facts.get("dist_version") or "0") == Version(expected_version)
+        except InvalidVersion:
+            same = False
+        if not same:
+            problems.append(f"installed mxnet is {facts.get('dist_version')}, expected {expected_version}: "
+                            "pip picked up another mxnet (an index or --find-links with a newer one?) "
+                            "or the wheel was built with the wrong MXNET_PACKAGE_VERSION")
+    facts["problems"] = problems
+    return facts
+
+
+def _tail(text: str, lines: int = 30) -> str:
+    return "\n".join((text or "").splitlines()[-lines:])
+
+
+def run_probe(venv: Venv, probe: Path, args=(), timeout: float = 600, env: dict | None = None,
+              cwd: Path | None = None) -> dict:
+    """Run ``probe`` with the venv's interpreter and return the JSON dict it reports.
+
+    Never raises for what the child does: a signal becomes {"crashed": True, "signal": "SIGSEGV"},
+    a timeout {"timed_out": True}, a missing result {"no_result": True}; each with the exit
+    status and the stderr/stdout tails, so the gate can turn it into a diagnosis.
+    """
+    workdir = Path(cwd) if cwd else Path(tempfile.mkdtemp(prefix="probe-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    result_file = workdir / f"{Path(probe).stem}-{os.getpid()}-{len(os.listdir(workdir))}.json"
+    child_env = clean_env({RESULT_ENV: str(result_file), **(env or {})})
+    cmd = [str(venv.python), str(probe), *map(str, args)]
+    base = {"probe": Path(probe).name, "args": [str(a) for a in args], "command": " ".join(cmd)}
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env, cwd=str(workdir),
+                              timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        err = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        return {**base, "ok": False, "timed_out": True, "timeout_s": timeout,
+                "stdout_tail": _tail(out), "stderr_tail": _tail(err)}
+    base.update(returncode=proc.returncode, stdout_tail=_tail(proc.stdout), stderr_tail=_tail(proc.stderr))
+    if proc.returncode < 0:
+        try:
+            name = signal.Signals(-proc.returncode).name
+        except ValueError:
+            name = f"signal {-proc.returncode}"
+        return {**base, "ok": False, "crashed": True, "signal": name}
+    data = None
+    if result_file.exists():
+        try:
+            data = json.loads(result_file.read_text())
+        except ValueError:
+            data = None
+    if data is None:
+        for line in reversed(proc.stdout.splitlines()):
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    data = json.loads(line)
+                    break
+                except ValueError:
+                    continue
+    if data is None:
+        return {**base, "ok": False, "no_result": True}
+    return {**base, **data}
