@@ -1,0 +1,537 @@
+"""Extract a wheel once, safely, verifying RECORD while extracting.
+
+Every gate reads from one extraction. The wheel may be ~1 GB (libmxnet.so), so each member is
+read once: the compressed bytes are inflated, hashed and written in one streamed pass, with the
+inflating in a helper thread for big members so that hashing and writing overlap it (zlib,
+hashlib and file writes all release the GIL). Peak memory stays at a few chunks.
+
+Unsafe or broken archives are refused before anything lands at ``dest``: the extraction goes into
+a temporary directory beside ``dest`` and is renamed into place only when complete. RECORD
+mismatches are collected (the RECORD gate reports them), not raised: a wheel with a stale RECORD
+is still worth auditing.
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import email.message
+import email.parser
+import hashlib
+import io
+import os
+import queue
+import re
+import shutil
+import stat
+import struct
+import tempfile
+import threading
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import (InvalidWheelFilename, canonicalize_name, parse_wheel_filename)
+from packaging.version import InvalidVersion, Version
+
+from .errors import WheelError
+
+try:  # a faster inflate when the host has it; stdlib zlib otherwise (same API, same results)
+    from zlib_ng import zlib_ng as _inflate_lib  # type: ignore
+except ImportError:  # pragma: no cover - depends on the environment
+    try:
+        from isal import isal_zlib as _inflate_lib  # type: ignore
+    except ImportError:
+        import zlib as _inflate_lib
+import zlib
+
+# Compressed bytes read per step, and the most inflated bytes produced per step (also a guard
+# against a member that inflates far beyond its declared size).
+_READ = 2 << 20
+_OUT = 8 << 20
+# Members below this compressed size are done inline; a thread costs more than it saves.
+_THREAD_MIN = 4 << 20
+_QUEUE_DEPTH = 3
+
+# Hash algorithms RECORD may use that we accept (the wheel spec forbids md5 and sha1).
+_RECORD_ALGOS = ("sha256", "sha384", "sha512")
+_SIGNATURE_FILES = ("RECORD.jws", "RECORD.p7s")  # excluded from RECORD by the wheel spec
+
+_AGAIN = "rebuild the wheel (or download it again)"
+
+
+@dataclass
+class ExtractedWheel:
+    path: Path
+    root: Path
+    filename: str
+    distribution: str
+    version: Version
+    tags: frozenset
+    build_tag: tuple
+    members: list
+    record_problems: list
+    dist_info: str | None
+    metadata: email.message.Message | None
+    requires_dist: list
+    metadata_problems: list = field(default_factory=list)
+    #: member -> "sha256=<urlsafe b64>" of what was extracted
+    hashes: dict = field(default_factory=dict)
+    #: member -> size in bytes
+    sizes: dict = field(default_factory=dict)
+    #: WHEEL file (Wheel-Version, Root-Is-Purelib, Tag...) or None
+    wheel_info: email.message.Message | None = None
+
+    def file(self, member: str) -> Path:
+        """Path of an extracted member; WheelError when the wheel has no such member."""
+        if member not in self._member_set:
+            raise WheelError(f"{self.filename} has no member {member!r}")
+        return self.root / member
+
+    def has(self, member: str) -> bool:
+        return member in self._member_set
+
+    def members_under(self, prefix: str) -> list:
+        """Members inside directory ``prefix`` (``"mxnet/lib"`` or ``"mxnet/lib/"``)."""
+        prefix = prefix.rstrip("/") + "/"
+        return [m for m in self.members if m.startswith(prefix)]
+
+    @property
+    def _member_set(self) -> frozenset:
+        cached = self.__dict__.get("_members_cache")
+        if cached is None or cached[0] != len(self.members):
+            cached = (len(self.members), frozenset(self.members))
+            self.__dict__["_members_cache"] = cached
+        return cached[1]
+
+
+def _b64(digest: bytes) -> str:
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+# ---------------------------------------------------------------------------------------------
+# member names
+
+_DRIVE_RE = re.compile(r"^[A-Za-z]:")
+
+
+def _unsafe_reason(name: str) -> str | None:
+    """Why a member name could write outside the extraction dir (or be ambiguous), else None."""
+    if not name or "\x00" in name:
+        return "an empty name or a NUL byte in it"
+    if "\\" in name:
+        return "a backslash (on Windows a path separator, which could escape the directory)"
+    if name.startswith("/"):
+        return "an absolute path"
+    if _DRIVE_RE.match(name):
+        return "a drive-letter (absolute) path"
+    parts = name.rstrip("/").split("/")
+    if ".." in parts:
+        return "a '..' component that escapes the extraction directory"
+    if any(p in ("", ".") for p in parts):
+        return "an empty or '.' path component (a non-canonical name)"
+    return None
+
+
+def _is_symlink(info: zipfile.ZipInfo) -> bool:
+    mode = info.external_attr >> 16
+    return stat.S_ISLNK(mode) if mode else False
+
+
+def _check_names(wheel: Path, infos: list) -> None:
+    seen = set()
+    for info in infos:
+        name = info.filename
+        reason = _unsafe_reason(name)
+        if reason:
+            raise WheelError(
+                f"{wheel.name}: member {name!r} has {reason}; refusing to extract this wheel "
+                f"(nothing was written). The wheel is malformed or tampered with: {_AGAIN}")
+        if _is_symlink(info):
+            raise WheelError(
+                f"{wheel.name}: member {name!r} is a symbolic link; wheels must not contain links "
+                f"(pip would install a copy, and a link can point outside the package). "
+                f"Nothing was written; {_AGAIN} with real files instead of links")
+        if info.flag_bits & 0x1:
+            raise WheelError(f"{wheel.name}: member {name!r} is encrypted; {_AGAIN}")
+        key = name.rstrip("/")
+        if key in seen:
+            raise WheelError(
+                f"{wheel.name}: member {name!r} appears twice in the archive (which copy would be "
+                f"installed is undefined); nothing was written; {_AGAIN}")
+        seen.add(key)
+
+
+# ---------------------------------------------------------------------------------------------
+# streaming one member
+
+def _corrupt(wheel: Path, name: str, what: str) -> WheelError:
+    return WheelError(
+        f"{wheel.name}: member {name!r} is corrupt ({what}); the wheel is truncated or damaged: "
+        f"{_AGAIN}. Nothing was extracted")
+
+
+def _data_offset(fh, wheel: Path, info: zipfile.ZipInfo) -> int:
+    fh.seek(info.header_offset)
+    head = fh.read(30)
+    if len(head) < 30 or head[:4] != b"PK\x03\x04":
+        raise _corrupt(wheel, info.filename, f"no local file header at byte {info.header_offset}")
+    name_len, extra_len = struct.unpack("<HH", head[26:30])
+    return info.header_offset + 30 + name_len + extra_len
+
+
+def _raw_chunks(fh, wheel, info, offset):
+    fh.seek(offset)
+    remaining = info.compress_size
+    while remaining:
+        chunk = fh.read(min(_READ, remaining))
+        if not chunk:
+            raise _corrupt(wheel, info.filename, f"unexpected end of file, {remaining} bytes short")
+        remaining -= len(chunk)
+        yield chunk
+
+
+def _inflated_chunks(fh, wheel, info, offset):
+    """Inflated pieces of a deflated member, never more than its declared size."""
+    inflater = _inflate_lib.decompressobj(-15)
+    produced = 0
+    limit = info.file_size
+    try:
+        for chunk in _raw_chunks(fh, wheel, info, offset):
+            data = chunk
+            while data:
+                out = inflater.decompress(data, _OUT)
+                data = inflater.unconsumed_tail
+                if out:
+                    produced += len(out)
+                    if produced > limit:
+                        raise _corrupt(wheel, info.filename,
+                                       f"inflates beyond its declared {limit} bytes")
+                    yield out
+        out = inflater.flush()
+        if out:
+            produced += len(out)
+            if produced > limit:
+                raise _corrupt(wheel, info.filename, f"inflates beyond its declared {limit} bytes")
+            yield out
+    except (zlib.error, _inflate_lib.error) as exc:
+        raise _corrupt(wheel, info.filename, f"deflate stream error: {exc}") from exc
+    if not inflater.eof:
+        raise _corrupt(wheel, info.filename, "the deflate stream ends early")
+
+
+def _fallback_chunks(zf, wheel, info):
+    """Other compression methods (never seen in wheels): let zipfile do it, CRC included."""
+    try:
+        with zf.open(info) as src:
+            while True:
+                out = src.read(_OUT)
+                if not out:
+                    return
+                yield out
+    except (zipfile.BadZipFile, EOFError, OSError, NotImplementedError) as exc:
+        raise _corrupt(wheel, info.filename, str(exc)) from exc
+
+
+_DONE = object()
+
+
+def _threaded(chunks):
+    """Run the ``chunks`` generator in a helper thread; iterate its output here."""
+    q: queue.Queue = queue.Queue(maxsize=_QUEUE_DEPTH)
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        # Never block for good: the consumer may have stopped (a write error) and gone away.
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce():
+        try:
+            for piece in chunks:
+                if not put(piece):
+                    return
+            put(_DONE)
+        except BaseException as exc:  # handed over to the consumer, which raises it
+            put(exc)
+
+    worker = threading.Thread(target=produce, name="wheel-inflate", daemon=True)
+    worker.start()
+    try:
+        while True:
+            piece = q.get()
+            if piece is _DONE:
+                return
+            if isinstance(piece, BaseException):
+                raise piece
+            yield piece
+    finally:
+        stop.set()
+        worker.join()
+
+
+def _extract_member(zf, fh, wheel, info, target: Path, algo: str):
+    """Write one member to ``target``; return (digest, size). Raises on corruption."""
+    if info.compress_type == zipfile.ZIP_DEFLATED:
+        chunks = _inflated_chunks(fh, wheel, info, _data_offset(fh, wheel, info))
+        check_crc = True
+    elif info.compress_type == zipfile.ZIP_STORED:
+        chunks = _raw_chunks(fh, wheel, info, _data_offset(fh, wheel, info))
+        check_crc = True
+    else:
+        chunks = _fallback_chunks(zf, wheel, info)
+        check_crc = False  # zipfile checked it
+    if info.compress_size >= _THREAD_MIN:
+        chunks = _threaded(chunks)
+    hasher = hashlib.new(algo)
+    crc = 0
+    size = 0
+    with open(target, "wb") as out:
+        for piece in chunks:
+            hasher.update(piece)
+            if check_crc:
+                crc = zlib.crc32(piece, crc)
+            out.write(piece)
+            size += len(piece)
+    if size != info.file_size:
+        raise _corrupt(wheel, info.filename, f"{size} bytes inflated, {info.file_size} declared")
+    if check_crc and crc != info.CRC:
+        raise _corrupt(wheel, info.filename, "CRC-32 mismatch")
+    return hasher.digest(), size
+
+
+# ---------------------------------------------------------------------------------------------
+# RECORD
+
+def _parse_record(text: str, problems: list) -> dict:
+    """RECORD rows as {path: (hash or '', size or '')}; malformed rows become problems."""
+    rows = {}
+    try:
+        reader = csv.reader(io.StringIO(text))
+        for lineno, row in enumerate(reader, 1):
+            if not row:
+                continue
+            if len(row) != 3:
+                problems.append(f"RECORD line {lineno}: expected 3 fields (path,hash,size), got {row!r}")
+                continue
+            path, digest, size = row
+            if path in rows:
+                problems.append(f"RECORD lists {path!r} twice")
+            rows[path] = (digest, size)
+    except csv.Error as exc:
+        problems.append(f"RECORD is not valid CSV ({exc})")
+    return rows
+
+
+def _record_algo(entry) -> str:
+    digest = entry[0] if entry else ""
+    algo = digest.split("=", 1)[0] if "=" in digest else ""
+    return algo if algo in _RECORD_ALGOS else "sha256"
+
+
+# ---------------------------------------------------------------------------------------------
+# the entry point
+
+def parse_filename(wheel: Path):
+    """(distribution, Version, build tag, frozenset of tag strings) from a wheel's file name."""
+    try:
+        name, version, build, tags = parse_wheel_filename(wheel.name)
+    except (InvalidWheelFilename, InvalidVersion) as exc:
+        raise WheelError(
+            f"{wheel.name} is not a valid wheel file name ({exc}); a wheel is named "
+            "<name>-<version>[-<build>]-<python>-<abi>-<platform>.whl: rename or rebuild it") from exc
+    return canonicalize_name(name), version, build, frozenset(str(t) for t in tags)
+
+
+def extract_wheel(wheel: Path, dest: Path) -> ExtractedWheel:
+    """Extract ``wheel`` into ``dest`` (which must not exist or be empty) and verify RECORD."""
+    wheel = Path(wheel)
+    dest = Path(dest)
+    distribution, version, build_tag, tags = parse_filename(wheel)
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise WheelError(f"extraction directory {dest} already exists and is not empty; "
+                         "remove it or choose another")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+
+    try:
+        zf = zipfile.ZipFile(wheel)
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+        raise WheelError(f"{wheel.name} is not a readable zip archive ({exc}); it is truncated "
+                         f"or corrupt: {_AGAIN}") from exc
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.partial-", dir=dest.parent))
+    os.chmod(tmp, 0o755)  # mkdtemp makes it private; the extraction is an ordinary directory
+    try:
+        with zf, open(wheel, "rb", buffering=0) as raw:
+            fh = io.BufferedReader(raw, buffer_size=_READ)
+            infos = sorted(zf.infolist(), key=lambda i: i.header_offset)
+            _check_names(wheel, infos)
+            result = _extract_all(zf, fh, wheel, infos, tmp)
+        if dest.exists():
+            dest.rmdir()
+        os.rename(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    members, hashes, sizes, record_problems = result
+    ew = ExtractedWheel(
+        path=wheel.resolve(), root=dest, filename=wheel.name, distribution=distribution,
+        version=version, tags=tags, build_tag=build_tag, members=members,
+        record_problems=record_problems, dist_info=None, metadata=None, requires_dist=[],
+        hashes=hashes, sizes=sizes)
+    _read_metadata(ew)
+    return ew
+
+
+def _extract_all(zf, fh, wheel, infos, tmp: Path):
+    files = [i for i in infos if not i.is_dir()]
+    names = [i.filename for i in files]
+    record_name = _find_record(names)
+    problems: list = []
+    record_rows: dict = {}
+    if record_name is None:
+        problems.append("the wheel has no <name>-<version>.dist-info/RECORD: nothing can be verified")
+    else:
+        info = zf.getinfo(record_name)
+        if info.file_size > (64 << 20):
+            raise WheelError(f"{wheel.name}: {record_name} is {info.file_size} bytes; {_AGAIN}")
+        try:
+            text = zf.read(info).decode("utf-8")
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            raise _corrupt(wheel, record_name, str(exc)) from exc
+        except UnicodeDecodeError:
+            problems.append(f"{record_name} is not UTF-8 text")
+            text = ""
+        record_rows = _parse_record(text, problems)
+
+    made_dirs = {tmp}
+    hashes, sizes = {}, {}
+    for info in infos:
+        target = tmp / info.filename
+        if info.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            made_dirs.add(target)
+            continue
+        parent = target.parent
+        if parent not in made_dirs:
+            parent.mkdir(parents=True, exist_ok=True)
+            made_dirs.add(parent)
+        algo = _record_algo(record_rows.get(info.filename))
+        try:
+            digest, size = _extract_member(zf, fh, wheel, info, target, algo)
+        except OSError as exc:
+            raise WheelError(f"{wheel.name}: cannot write member {info.filename!r} ({exc}); "
+                             "check free disk space and that no two members clash as file and "
+                             "directory") from exc
+        mode = info.external_attr >> 16
+        if mode & 0o111:
+            os.chmod(target, 0o755)
+        hashes[info.filename] = f"{algo}={_b64(digest)}"
+        sizes[info.filename] = size
+
+    if record_name is not None:
+        _verify_record(record_name, record_rows, names, hashes, sizes, problems)
+    return names, hashes, sizes, problems
+
+
+def _find_record(names: list):
+    records = [n for n in names if re.fullmatch(r"[^/]+\.dist-info/RECORD", n)]
+    return records[0] if len(records) == 1 else None
+
+
+def _verify_record(record_name, rows, names, hashes, sizes, problems) -> None:
+    dist_info = record_name.rsplit("/", 1)[0]
+    present = set(names)
+    for name in names:
+        if name == record_name:
+            continue
+        if name in (f"{dist_info}/{s}" for s in _SIGNATURE_FILES):
+            continue
+        entry = rows.get(name)
+        if entry is None:
+            problems.append(f"{name} is in the wheel but not listed in RECORD "
+                            "(unverifiable content: rebuild the wheel so RECORD covers it)")
+            continue
+        digest, size = entry
+        if not digest:
+            problems.append(f"{name} is listed in RECORD without a hash")
+        elif "=" not in digest or digest.split("=", 1)[0] not in _RECORD_ALGOS:
+            problems.append(f"{name}: RECORD hash {digest!r} is not sha256 (or stronger)")
+        elif digest != hashes[name]:
+            problems.append(f"{name}: content does not match RECORD (RECORD {digest}, wheel "
+                            f"{hashes[name]}): the file was changed after the wheel was built; "
+                            "rebuild the wheel instead of editing it")
+        if size != "" and size != str(sizes[name]):
+            problems.append(f"{name}: RECORD says {size} bytes, the wheel has {sizes[name]}")
+        elif size == "" and digest:
+            problems.append(f"{name} is listed in RECORD without a size")
+    for path in rows:
+        if path == record_name:
+            continue
+        if path not in present:
+            reason = _unsafe_reason(path)
+            extra = f" (and its name has {reason})" if reason else ""
+            problems.append(f"RECORD lists {path!r}, which is not in the wheel{extra}")
+    own = rows.get(record_name)
+    if own is None:
+        problems.append(f"RECORD does not list itself ({record_name})")
+    elif own[0] or own[1]:
+        problems.append(f"RECORD lists itself with a hash or size ({own[0]!r}, {own[1]!r}); "
+                        "its own row must leave both empty")
+
+
+def _read_metadata(ew: ExtractedWheel) -> None:
+    problems = ew.metadata_problems
+    top = sorted({m.split("/", 1)[0] for m in ew.members if "/" in m})
+    dist_infos = [d for d in top if d.endswith(".dist-info")]
+    if len(dist_infos) != 1:
+        problems.append(f"expected exactly one .dist-info directory, found {dist_infos or 'none'}")
+        if not dist_infos:
+            return
+    ew.dist_info = dist_infos[0]
+    stem = ew.dist_info[: -len(".dist-info")]
+    name_part, _, version_part = stem.rpartition("-")
+    if canonicalize_name(name_part) != ew.distribution:
+        problems.append(f"{ew.dist_info} names distribution {name_part!r}, the file name "
+                        f"{ew.distribution!r}")
+    try:
+        if Version(version_part) != ew.version:
+            problems.append(f"{ew.dist_info} has version {version_part}, the file name {ew.version}")
+    except InvalidVersion:
+        problems.append(f"{ew.dist_info}: {version_part!r} is not a PEP 440 version")
+
+    ew.wheel_info = _parse_headers(ew, f"{ew.dist_info}/WHEEL", problems)
+    meta = _parse_headers(ew, f"{ew.dist_info}/METADATA", problems)
+    ew.metadata = meta
+    if meta is None:
+        return
+    for line in meta.get_all("Requires-Dist") or []:
+        try:
+            ew.requires_dist.append(Requirement(line))
+        except InvalidRequirement as exc:
+            problems.append(f"METADATA Requires-Dist {line!r} is not a valid requirement ({exc})")
+    name = meta.get("Name")
+    if name is None or canonicalize_name(name) != ew.distribution:
+        problems.append(f"METADATA Name {name!r} does not match the file name {ew.distribution!r}")
+    mversion = meta.get("Version")
+    try:
+        if mversion is None or Version(mversion) != ew.version:
+            problems.append(f"METADATA Version {mversion!r} does not match the file name {ew.version}")
+    except InvalidVersion:
+        problems.append(f"METADATA Version {mversion!r} is not a PEP 440 version")
+
+
+def _parse_headers(ew: ExtractedWheel, member: str, problems: list):
+    if not ew.has(member):
+        problems.append(f"the wheel has no {member}")
+        return None
+    try:
+        text = ew.file(member).read_text("utf-8")
+    except UnicodeDecodeError:
+        problems.append(f"{member} is not UTF-8 text")
+        return None
+    return email.parser.Parser().parsestr(text)
