@@ -1,0 +1,226 @@
+"""``--cuda-from-wheels``: a CUDA root assembled from the nvcc install plus pip's nvidia-* wheels.
+
+A host with only nvcc (no NVIDIA -dev packages) cannot configure MXNet: FindCUDAToolkit wants
+cuBLAS & co. beside nvcc, FindCUDNN wants an *unversioned* ``libcudnn.so`` (pip's
+nvidia-cudnn-cu13 ships only ``libcudnn.so.9``, and the fork then silently drops cuDNN), and
+linking ``CUDA::cuda_driver`` needs a ``libcuda.so`` that only a driver install provides.
+
+The root is a directory of symlinks: ``bin/`` holds a real copy of ``nvcc`` and its profile (nvcc
+computes TOP from its own location, so the include/lib dirs it adds are the assembled ones),
+``include/`` and ``lib64/`` merge the toolkit's entries with the wheels', dev links are added for
+versioned-only libraries, and ``lib64/stubs/libcuda.so`` is a link-only stub built with gcc
+(SONAME libcuda.so.1, never shipped: bundle.py's host policy skips it and the gates forbid it).
+The wheels are installed once per requirement set with ``pip install --target`` into a cache that
+survives runs, under a file lock.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock
+
+from .errors import StepError, log_tail
+
+#: pip distributions that provide the CUDA libraries the fork links (find_package(CUDAToolkit
+#: REQUIRED cublas cufft cusolver curand nvrtc) plus cuDNN and NCCL). The ``-cu13`` suffixed names
+#: other than cuDNN/NCCL are deprecated empty stubs, so the plain names are used.
+CUDA_BUILD_WHEELS = (
+    "nvidia-cublas>=13,<14",
+    "nvidia-cuda-nvrtc>=13,<14",
+    "nvidia-cufft>=12,<13",
+    "nvidia-cusolver>=12,<13",
+    "nvidia-curand>=10,<11",
+    "nvidia-cudnn-cu13>=9.22,<10",
+    "nvidia-nccl-cu13>=2.28,<3",
+)
+
+DEFAULT_NVCC_HOME = Path("/usr/local/cuda")
+
+_STUB_SOURCE = """\
+/* Link-only stand-in for the NVIDIA driver's libcuda.so.1: it exists so that linking
+   CUDA::cuda_driver records DT_NEEDED libcuda.so.1. It is never loaded or shipped. */
+int cuInit(unsigned int flags) { (void)flags; return 100; /* CUDA_ERROR_NO_DEVICE */ }
+int cuDriverGetVersion(int *v) { if (v) *v = 0; return 0; }
+int cuGetProcAddress(void) { return 100; }
+int cuGetProcAddress_v2(void) { return 100; }
+int cuDeviceGet(void) { return 100; }
+int cuDeviceGetCount(int *n) { if (n) *n = 0; return 100; }
+int cuCtxGetCurrent(void) { return 100; }
+int cuModuleLoadData(void) { return 100; }
+int cuLaunchKernel(void) { return 100; }
+"""
+
+
+@dataclass(frozen=True)
+class CudaRoot:
+    root: Path
+    wheels_dir: Path
+    cmake_args: dict      # -D definitions for CMake (CUDAToolkit_ROOT, CUDNN_ROOT, NCCL_ROOT, ...)
+    env: dict             # environment additions for configure/compile
+
+    def to_json(self) -> dict:
+        return {"root": str(self.root), "wheels_dir": str(self.wheels_dir),
+                "cmake_args": self.cmake_args, "env": self.env}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "CudaRoot":
+        return cls(Path(d["root"]), Path(d["wheels_dir"]), dict(d["cmake_args"]), dict(d["env"]))
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("MXNET_HARNESS_CACHE")
+    if env:
+        return Path(env).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mxnet-release-harness"
+
+
+def find_nvcc_home() -> Path:
+    """The toolkit nvcc belongs to: $CUDA_HOME / $CUDA_PATH, /usr/local/cuda, or nvcc on PATH."""
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), str(DEFAULT_NVCC_HOME)]
+    nvcc = shutil.which("nvcc")
+    for c in candidates:
+        if c and (Path(c) / "bin" / "nvcc").is_file():
+            return Path(c).resolve()
+    if nvcc:
+        # /usr/local/bin/nvcc may be a wrapper script; ask nvcc where its TOP is.
+        out = subprocess.run([nvcc, "-v", "--dryrun", "-c", "-x", "cu", "/dev/null", "-o", "/dev/null"],
+                             capture_output=True, text=True)
+        m = re.search(r"^#\$ TOP=(.+)$", out.stdout + out.stderr, re.M)
+        if m:
+            return Path(m.group(1).strip()).resolve()
+    raise StepError("cuda-root", "no nvcc found (looked at $CUDA_HOME, $CUDA_PATH, /usr/local/cuda "
+                    "and PATH): install the CUDA 13 toolkit's nvcc (pip install nvidia-cuda-nvcc "
+                    "into /usr/local/cuda, or NVIDIA's cuda-nvcc-13-0 package)")
+
+
+def install_wheels(cache: Path, requirements=CUDA_BUILD_WHEELS, python: str | None = None,
+                   find_links=(), index_url: str | None = None) -> Path:
+    """``pip install --target`` the requirement set once; later calls reuse the directory."""
+    key = hashlib.sha256(json.dumps(sorted(requirements)).encode()).hexdigest()[:12]
+    target = cache / f"cuda-wheels-{key}"
+    done = target / ".complete"
+    cache.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if done.exists():
+            return target
+        if target.exists():
+            shutil.rmtree(target)  # an interrupted install: start over rather than trust it
+        log = cache / f"cuda-wheels-{key}.log"
+        cmd = [python or sys.executable, "-m", "pip", "install", "--disable-pip-version-check",
+               "--no-input", "--target", str(target), *requirements]
+        for fl in find_links:
+            cmd += ["--find-links", str(fl)]
+        if index_url:
+            cmd += ["--index-url", index_url]
+        with open(log, "w") as fh:
+            fh.write("$ " + " ".join(cmd) + "\n")
+            fh.flush()
+            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT)
+        if proc.returncode != 0:
+            raise StepError("cuda-root", "pip could not install the CUDA wheels "
+                            f"({', '.join(requirements)}); pass --find-links/--index-url for an "
+                            "offline host", log=log, tail=log_tail(log))
+        done.write_text(json.dumps(list(requirements)))
+    return target
+
+
+def _link_entries(src_dir: Path, dest_dir: Path) -> None:
+    """Symlink every entry of ``src_dir`` into ``dest_dir`` (first provider wins)."""
+    if not src_dir.is_dir():
+        return
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(src_dir.iterdir()):
+        dest = dest_dir / entry.name
+        if dest.exists() or dest.is_symlink():
+            continue
+        dest.symlink_to(entry.resolve() if not entry.is_symlink() else entry.resolve())
+
+
+def _add_dev_links(lib_dir: Path) -> list[str]:
+    """``libX.so -> libX.so.N`` for every library shipped only with a versioned name."""
+    added = []
+    by_stem: dict[str, list[str]] = {}
+    for entry in lib_dir.iterdir():
+        m = re.match(r"^(lib[^/]+?\.so)\.(\d+)(?:\.[\d.]+)?$", entry.name)
+        if m:
+            by_stem.setdefault(m.group(1), []).append(entry.name)
+    for stem, names in by_stem.items():
+        dev = lib_dir / stem
+        if dev.exists() or dev.is_symlink():
+            continue
+        # link to the shortest name (the SONAME, libcudnn.so.9) rather than a full version
+        dev.symlink_to(sorted(names, key=len)[0])
+        added.append(stem)
+    return added
+
+
+def build_driver_stub(dest: Path, cc: str = "gcc") -> Path:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    src = dest.parent / "libcuda_stub.c"
+    src.write_text(_STUB_SOURCE)
+    proc = subprocess.run([cc, "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(dest), str(src)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise StepError("cuda-root", f"building the link-only libcuda.so stub failed: {proc.stderr.strip()}")
+    return dest
+
+
+def assemble_cuda_root(cache: Path | None = None, nvcc_home: Path | None = None,
+                       requirements=CUDA_BUILD_WHEELS, python: str | None = None,
+                       find_links=(), index_url: str | None = None) -> CudaRoot:
+    """Install (cached) the CUDA wheels and assemble the root; returns the CMake definitions."""
+    cache = Path(cache) if cache else default_cache_dir()
+    nvcc_home = Path(nvcc_home) if nvcc_home else find_nvcc_home()
+    wheels = install_wheels(cache, requirements, python, find_links, index_url)
+    key = hashlib.sha256(f"{nvcc_home}|{wheels}".encode()).hexdigest()[:12]
+    root = cache / f"cuda-root-{key}"
+    with FileLock(str(root) + ".lock"):
+        if not (root / ".complete").exists():
+            if root.exists():
+                shutil.rmtree(root)
+            _assemble(root, nvcc_home, wheels / "nvidia")
+            (root / ".complete").write_text(str(nvcc_home))
+    cmake_args = {
+        "CUDAToolkit_ROOT": str(root),
+        "CMAKE_CUDA_COMPILER": str(root / "bin" / "nvcc"),
+        "CUDNN_ROOT": str(root),
+        "NCCL_ROOT": str(root),
+    }
+    env = {"CUDA_HOME": str(root), "CUDA_PATH": str(root)}
+    return CudaRoot(root=root, wheels_dir=wheels, cmake_args=cmake_args, env=env)
+
+
+def _assemble(root: Path, nvcc_home: Path, nvidia: Path) -> None:
+    bin_dir = root / "bin"
+    bin_dir.mkdir(parents=True)
+    # nvcc and its profile are copied, not linked: nvcc reads TOP from the directory it runs from.
+    for name in ("nvcc", "nvcc.profile"):
+        shutil.copy2(nvcc_home / "bin" / name, bin_dir / name)
+    _link_entries(nvcc_home / "bin", bin_dir)
+    for name in ("nvvm", "share", "extras", "nvml"):
+        if (nvcc_home / name).exists():
+            (root / name).symlink_to((nvcc_home / name).resolve())
+
+    include, lib = root / "include", root / "lib64"
+    _link_entries(nvcc_home / "include", include)
+    _link_entries(nvcc_home / "lib64" if (nvcc_home / "lib64").exists() else nvcc_home / "lib", lib)
+    if not nvidia.is_dir():
+        raise StepError("cuda-root", f"{nvidia} missing: the CUDA wheels did not install nvidia/*")
+    for pkg in sorted(nvidia.iterdir()):
+        _link_entries(pkg / "include", include)
+        _link_entries(pkg / "lib", lib)
+    _add_dev_links(lib)
+    build_driver_stub(lib / "stubs" / "libcuda.so")
+    (root / "lib").symlink_to("lib64")
+    targets = root / "targets" / "x86_64-linux"
+    targets.mkdir(parents=True)
+    (targets / "include").symlink_to("../../include")
+    (targets / "lib").symlink_to("../../lib64")

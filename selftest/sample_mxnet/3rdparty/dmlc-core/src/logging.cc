@@ -1,0 +1,2 @@
+#include <dmlc/base.h>
+namespace dmlc { const int kSampleDmlc = 1; }

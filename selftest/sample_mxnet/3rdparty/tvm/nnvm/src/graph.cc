@@ -1,0 +1,2 @@
+#include <nnvm/graph.h>
+namespace nnvm { int SampleGraphSize() { return 3; } }

@@ -1,0 +1,28 @@
+# MXNET_CUDA_ARCH ("8.0;8.6;9.0;12.0+PTX") -> nvcc -gencode flags, as the fork's
+# cmake/upstream/select_compute_arch.cmake does: X.Y -> sm_XY SASS, X.Y+PTX -> sm_XY + compute_XY.
+# An entry that yields no flag at all is a FATAL_ERROR (the fork's H4 guard), never a silent skip.
+function(mxnet_select_nvcc_arch_flags arch_list out_var)
+  set(flags)
+  foreach(arch IN LISTS arch_list)
+    string(STRIP "${arch}" arch)
+    if(arch STREQUAL "")
+      continue()
+    endif()
+    set(before "${flags}")
+    if(arch MATCHES "^([0-9]+)\\.([0-9])(\\+PTX)?$")
+      set(num "${CMAKE_MATCH_1}${CMAKE_MATCH_2}")
+      list(APPEND flags "-gencode=arch=compute_${num},code=sm_${num}")
+      if(CMAKE_MATCH_3)
+        list(APPEND flags "-gencode=arch=compute_${num},code=compute_${num}")
+      endif()
+    endif()
+    if("${flags}" STREQUAL "${before}")
+      message(FATAL_ERROR "Requested CUDA arch '${arch}' (sm_${arch}) produced no -gencode flags. "
+                          "Use the form X.Y or X.Y+PTX in MXNET_CUDA_ARCH.")
+    endif()
+  endforeach()
+  if(NOT flags)
+    message(FATAL_ERROR "MXNET_CUDA_ARCH is empty: no -gencode flags")
+  endif()
+  set(${out_var} "${flags}" PARENT_SCOPE)
+endfunction()
