@@ -1,0 +1,213 @@
+"""CMake configure (first time or refresh) and verification of what CMake really did.
+
+The fork's script refuses to start without a cache and then trusts the cache; both were wrong.
+A missing cache gets the profile's full first-time flag set. An existing cache gets the feature
+toggles refreshed. Then the cache is *verified*: a toggle that says ON proves nothing, because
+MXNet's CMake drops cuDNN with a normal variable (the cache keeps ON) when FindCUDNN finds no
+unversioned libcudnn.so, so each wanted library must also have been found.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .errors import StepError, log_tail
+from .profiles import CMAKE_FEATURES, parse_cuda_arch
+
+#: Toggles refreshed on every configure (the fork's partial reconfigure set, plus the CPU's).
+REFRESH_KEYS = ("USE_CUDA", "USE_CUDNN", "USE_NCCL", "USE_ONEDNN", "USE_OPENCV", "USE_OPENMP")
+
+#: For a toggle the profile wants ON: the cache entries that prove CMake found the library,
+#: and the package to install when it did not.
+FOUND_EVIDENCE = {
+    "USE_CUDNN": (("CUDNN_LIBRARY", "CUDNN_INCLUDE"),
+                  "libcudnn9-dev-cuda-13 (FindCUDNN needs the unversioned libcudnn.so; or pass "
+                  "--cuda-from-wheels)"),
+    "USE_NCCL": (("NCCL_LIBRARIES", "NCCL_INCLUDE_DIRS"), "libnccl-dev (or pass --cuda-from-wheels)"),
+    "USE_OPENCV": (("OpenCV_DIR",), "libopencv-dev"),
+}
+#: Optional CUDA extras that stay ON in the cache when not found: reported, never fatal.
+OPTIONAL_KEYS = ("USE_NVML", "USE_NVTX", "USE_CUTENSOR")
+
+_TRUE = {"1", "ON", "TRUE", "YES", "Y"}
+_FALSE = {"0", "OFF", "FALSE", "NO", "N", ""}
+STEP_LOG = ".harness-steps.log"
+
+
+@dataclass
+class ConfigureResult:
+    build_dir: Path
+    first_time: bool
+    seconds: float
+    log: Path
+    cache: dict                      # key -> value (types dropped)
+    gencode: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["build_dir"], d["log"] = str(self.build_dir), str(self.log)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "ConfigureResult":
+        return cls(**{**d, "build_dir": Path(d["build_dir"]), "log": Path(d["log"])})
+
+
+def read_cache(path: Path) -> dict:
+    """CMakeCache.txt -> {key: value}; the last occurrence wins, comments skipped."""
+    cache = {}
+    for line in Path(path).read_text(errors="replace").splitlines():
+        if not line or line.startswith(("//", "#")) or "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        cache[key.split(":", 1)[0].strip()] = value.strip()
+    return cache
+
+
+def cache_bool(value: str | None) -> bool | None:
+    if value is None:
+        return None
+    v = value.strip().upper()
+    if v in _TRUE:
+        return True
+    if v in _FALSE or v.endswith("-NOTFOUND"):
+        return False
+    return None
+
+
+def _found(value: str | None) -> bool:
+    return bool(value) and not value.upper().endswith("NOTFOUND") and value.upper() not in ("OFF", "FALSE")
+
+
+def record_step(build_dir: Path, step: str, detail: str = "") -> None:
+    """Append one line per executed step: how the selftests count configure/compile runs."""
+    with open(Path(build_dir) / STEP_LOG, "a") as fh:
+        fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {step} {detail}\n")
+
+
+def configure_command(src: Path, build_dir: Path, profile, arch_text: str, first_time: bool,
+                      extra: dict | None = None) -> list[str]:
+    defs = dict(profile.configure_flags) if first_time else {
+        k: profile.configure_flags[k] for k in REFRESH_KEYS if k in profile.configure_flags}
+    if profile.is_cuda:
+        defs["MXNET_CUDA_ARCH"] = arch_text
+    for k, v in (extra or {}).items():
+        # Changing the CUDA compiler of an existing cache makes CMake wipe it: first time only.
+        if k == "CMAKE_CUDA_COMPILER" and not first_time:
+            continue
+        defs[k] = v
+    cmd = ["cmake", "-S", str(src), "-B", str(build_dir)]
+    if first_time:
+        cmd += ["-G", "Ninja"] if shutil.which("ninja") else []
+    cmd += [f"-D{k}={v}" for k, v in defs.items()]
+    return cmd
+
+
+def configure(src: Path, build_dir: Path, profile, arch_text: str, log_dir: Path,
+              extra_defs: dict | None = None, env: dict | None = None) -> ConfigureResult:
+    """Configure (or refresh) ``build_dir`` and verify the cache against the profile."""
+    src, build_dir, log_dir = Path(src), Path(build_dir), Path(log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    cache_file = build_dir / "CMakeCache.txt"
+    first_time = not cache_file.exists()
+    cmd = configure_command(src, build_dir, profile, arch_text, first_time, extra_defs)
+    log = log_dir / "configure.log"
+    start = time.monotonic()
+    with open(log, "w") as fh:
+        fh.write("$ " + " ".join(cmd) + "\n")
+        fh.flush()
+        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT,
+                              env={**os.environ, **(env or {})})
+    seconds = time.monotonic() - start
+    record_step(build_dir, "configure", "first-time" if first_time else "refresh")
+    if proc.returncode != 0:
+        raise StepError("configure", f"CMake configure of {src} into {build_dir} failed "
+                        f"(exit {proc.returncode})", log=log, tail=log_tail(log))
+    result = ConfigureResult(build_dir=build_dir, first_time=first_time, seconds=seconds, log=log,
+                             cache=read_cache(cache_file))
+    result.gencode = emitted_gencode(log, build_dir)
+    verify_cache(result, profile, arch_text)
+    return result
+
+
+def emitted_gencode(log: Path, build_dir: Path) -> list[str]:
+    """The -gencode flags CMake announced (the fork's select_compute_arch message), else build.ninja's."""
+    text = Path(log).read_text(errors="replace")
+    m = None
+    for m in re.finditer(r"CUDA: Using the following NVCC architecture flags (.*)", text):
+        pass
+    source = m.group(1) if m else ""
+    if not source and (build_dir / "build.ninja").exists():
+        source = " ".join(l for l in (build_dir / "build.ninja").read_text(errors="replace").splitlines()
+                          if "-gencode" in l)
+    flags = []
+    for f in re.findall(r"-gencode[= ]arch=compute_\w+,code=\[?[\w,]+\]?", source):
+        f = f.replace("-gencode ", "-gencode=")
+        if f not in flags:
+            flags.append(f)
+    return flags
+
+
+def verify_cache(result: ConfigureResult, profile, arch_text: str) -> None:
+    """Fail (StepError 'configure') on every way the cache disagrees with the profile."""
+    cache, problems = result.cache, []
+    for key in CMAKE_FEATURES:
+        want = bool(profile.features.get(key))
+        have = cache_bool(cache.get(key))
+        if have is None:
+            problems.append(f"{key} is not in {result.build_dir}/CMakeCache.txt as a boolean")
+        elif have != want:
+            problems.append(f"{key} is {'ON' if have else 'OFF'} in the cache, the {profile.name} "
+                            f"profile wants {'ON' if want else 'OFF'}: reconfigure with -D{key}="
+                            f"{'ON' if want else 'OFF'}")
+    for key, (evidence, package) in FOUND_EVIDENCE.items():
+        if not profile.features.get(key) or cache_bool(cache.get(key)) is not True:
+            continue
+        missing = [e for e in evidence if not _found(cache.get(e))]
+        if missing:
+            shown = ", ".join(f"{e}={cache.get(e, '<unset>')}" for e in missing)
+            problems.append(
+                f"{key}:BOOL=ON in the cache but CMake did not find the library ({shown}): the build "
+                f"would silently compile it out. Install {package}, delete {result.build_dir} and "
+                "reconfigure")
+    ninja = result.build_dir / "build.ninja"
+    if ninja.exists():
+        text = ninja.read_text(errors="replace")
+        for key in FOUND_EVIDENCE:
+            macro = "MXNET_" + key
+            if profile.features.get(key) and re.search(rf"-D{macro}=0\b", text):
+                problems.append(f"build.ninja compiles with -D{macro}=0 although {key} is wanted ON: "
+                                f"CMake dropped it; install {FOUND_EVIDENCE[key][1]} and reconfigure")
+    if profile.is_cuda:
+        requested = parse_cuda_arch(arch_text)
+        cached = cache.get("MXNET_CUDA_ARCH")
+        try:
+            same = cached is not None and parse_cuda_arch(cached) == requested
+        except Exception:
+            same = False
+        if not same:
+            problems.append(f"MXNET_CUDA_ARCH is {cached!r} in the cache, requested {arch_text!r}")
+        elif result.gencode and set(result.gencode) != set(requested.gencode_flags):
+            problems.append(
+                f"CMake emitted {' '.join(result.gencode)} for MXNET_CUDA_ARCH={arch_text}, expected "
+                f"{' '.join(requested.gencode_flags)}")
+        elif not result.gencode:
+            problems.append("CMake emitted no -gencode flags (is CMAKE_CUDA_ARCHITECTURES forced "
+                            "OFF and MXNET_CUDA_ARCH honoured?)")
+    log_text = Path(result.log).read_text(errors="replace") if Path(result.log).exists() else ""
+    for key in OPTIONAL_KEYS:
+        if cache_bool(cache.get(key)):
+            said = [l.strip("- ").strip() for l in log_text.splitlines()
+                    if key[4:] in l and re.search(r"not found|NOT FOUND|could not find", l, re.I)]
+            result.notes.append(f"{key}=ON in the cache" + (f" but: {said[-1]}" if said else "")
+                                + " (optional: reported, not fatal)")
+    if problems:
+        raise StepError("configure", "the CMake cache does not match the release profile:\n  - "
+                        + "\n  - ".join(problems), log=result.log)
