@@ -169,6 +169,67 @@ def wheel_path(options, request) -> Path:
 # --------------------------------------------------------------------------------------------
 # Throwaway venv and runtime probes
 # --------------------------------------------------------------------------------------------
+PROBES_DIR = HARNESS_ROOT / "tests" / "probes"
+_VENV_KEY = "release-venv"
+
+
+def expected_wheel_version(options, wheel: Path) -> str:
+    """The version the wheel must report: --package-version, else the one in its file name."""
+    from packaging.utils import parse_wheel_filename
+    if options.package_version:
+        return options.package_version
+    try:
+        return str(parse_wheel_filename(Path(wheel).name)[1])
+    except Exception as exc:  # the provenance gates explain a bad name; here it is a usage error
+        raise UsageError(f"cannot read a version from the wheel name {Path(wheel).name}: {exc}") from None
+
+
+@pytest.fixture(scope="session")
+def release_venv(options, wheel_path, shared_dir):
+    """The throwaway venv with the wheel under test installed, one for all xdist workers.
+
+    Works the same for --wheel PATH and for the wheel the build chain made. Created in
+    --venv-dir or in the run's shared temp dir; removed by the last worker at session end
+    unless --keep-venv.
+    """
+    import sys
+    from build_steps import venv as venv_step
+    from build_steps.profiles import GATE_TEST_REQUIREMENTS
+
+    root = options.venv_dir or (shared_dir / "release-venv")
+    log = shared_dir / "release-venv-install.log"
+
+    def make() -> dict:
+        venv = venv_step.create_venv(root, options.build_python or sys.executable, log=log)
+        installed = venv_step.install(
+            venv, wheel_path, find_links=options.find_links, index_url=options.index_url,
+            extra_requirements=options.extra_requirements, test_requirements=GATE_TEST_REQUIREMENTS,
+            no_deps=options.no_deps, log=log)
+        return {**venv.to_dict(), "installed": installed, "log": str(log), "wheel": str(wheel_path)}
+
+    product = venv_step.acquire_shared(shared_dir, _VENV_KEY, make)
+    yield venv_step.Venv.from_dict(product)
+    cleanup = None if options.keep_venv else (lambda p: venv_step.remove_venv(Path(p["root"])))
+    venv_step.release_shared(shared_dir, _VENV_KEY, cleanup)
+
+
+@pytest.fixture(scope="session")
+def install_report(release_venv, options, wheel_path) -> dict:
+    """check_install's facts: where mxnet and libmxnet.so resolve in the venv, and the version."""
+    from build_steps.venv import check_install
+    return check_install(release_venv, expected_wheel_version(options, wheel_path))
+
+
+@pytest.fixture(scope="session")
+def venv_probe(release_venv, tmp_path_factory):
+    """``venv_probe("probe_x.py", *args, timeout=..)`` runs a probe in the venv, returns its dict."""
+    from build_steps.venv import run_probe
+
+    def _probe(name: str, *args, timeout: float = 600, env: dict | None = None) -> dict:
+        return run_probe(release_venv, PROBES_DIR / name, args, timeout=timeout, env=env,
+                         cwd=tmp_path_factory.mktemp("probe"))
+    return _probe
+
 
 # --------------------------------------------------------------------------------------------
 # Publish

@@ -265,3 +265,84 @@ def run_probe(venv: Venv, probe: Path, args=(), timeout: float = 600, env: dict 
     if data is None:
         return {**base, "ok": False, "no_result": True}
     return {**base, **data}
+
+
+# ------------------------------------------------------------------------------------------
+# One venv for all pytest-xdist workers, removed by the last one out
+# ------------------------------------------------------------------------------------------
+def acquire_shared(shared_dir: Path, key: str, make) -> dict:
+    """``make()``'s product, made once and shared by every process that acquires ``key``.
+
+    Like once.run_once, plus a user count: each acquire must be paired with release_shared, and
+    the last release removes the product. A process that comes after the removal (an xdist
+    worker whose first runtime test starts after another worker finished) makes it again
+    instead of using a deleted venv. A failure is recorded and reported once.
+    """
+    from filelock import FileLock
+    from .once import StepFailedElsewhere
+
+    shared_dir.mkdir(parents=True, exist_ok=True)
+    state_file = shared_dir / f"{key}.state.json"
+    with FileLock(str(state_file) + ".lock"):
+        state = json.loads(state_file.read_text()) if state_file.exists() else {}
+        if state.get("failed"):
+            raise StepFailedElsewhere(f"step {key!r} already failed in this run (reported once, above): "
+                                      f"{state['failed']}")
+        product = state.get("product")
+        if not product or not Path(product["root"]).exists():
+            try:
+                product = make()
+            except BaseException as exc:
+                first = (str(exc).splitlines() or [type(exc).__name__])[0]
+                state_file.write_text(json.dumps({"failed": first}))
+                raise
+            state = {"product": product, "users": 0}
+        state["users"] = state.get("users", 0) + 1
+        state_file.write_text(json.dumps(state))
+        return product
+
+
+def release_shared(shared_dir: Path, key: str, cleanup=None) -> None:
+    """Drop one user of ``key``; the last one calls ``cleanup(product)``."""
+    from filelock import FileLock
+
+    state_file = shared_dir / f"{key}.state.json"
+    with FileLock(str(state_file) + ".lock"):
+        if not state_file.exists():
+            return
+        state = json.loads(state_file.read_text())
+        if not state.get("product"):
+            return
+        state["users"] = max(0, state.get("users", 1) - 1)
+        if state["users"] == 0 and cleanup is not None:
+            cleanup(state["product"])
+            state["product"] = None
+        state_file.write_text(json.dumps(state))
+
+
+def remove_venv(root: Path) -> None:
+    """Delete a venv this harness created (it must look like one: pyvenv.cfg)."""
+    root = Path(root)
+    if (root / "pyvenv.cfg").exists():
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def explain_probe(result: dict) -> str | None:
+    """Why a probe did not produce a usable result, in words; None when it ran to the end."""
+    if result.get("crashed"):
+        return (f"the probe {result.get('probe')} was killed by {result.get('signal')} inside the venv's "
+                f"interpreter (a crash in a native library).\n--- stderr ---\n{result.get('stderr_tail', '')}")
+    if result.get("timed_out"):
+        return f"the probe {result.get('probe')} did not finish within {result.get('timeout_s')} s"
+    if result.get("no_result"):
+        return (f"the probe {result.get('probe')} exited {result.get('returncode')} without a result.\n"
+                f"--- stderr ---\n{result.get('stderr_tail', '')}")
+    if result.get("import_error"):
+        return (f"`import mxnet` fails in the venv (LD_LIBRARY_PATH cleared): {result['import_error']}; "
+                "a library libmxnet.so needs is neither bundled, nor reachable through its RUNPATH, nor "
+                "provided by a declared dependency")
+    origin = result.get("origin") or {}
+    if origin and not origin.get("ok", True):
+        return ("MXNet did not load from the installed wheel: " + "; ".join(origin.get("problems", []))
+                + " (a stale build tree or a system copy wins over the wheel's own files)")
+    return None
