@@ -147,9 +147,9 @@ def preflight(src: Path, remote: str, *, dry_run: bool, yes: bool = False,
         remote_tags = gitops.remote_tags(repo, remote)
     except gitops.GitError as exc:
         raise PublishRefused(
-            f"--publish: cannot read the tags of remote {remote!r}: {exc}. Refusing to pick a "
-            "version or call a tag free without seeing the remote; fix the network/credentials "
-            "or choose another remote with --remote") from None
+            f"--publish: cannot read the tags of remote {remote!r}.\nRefusing to pick a version or "
+            "call a tag free without seeing the remote; fix the network/credentials or choose "
+            f"another remote with --remote.\n{exc}") from None
     return RepoState(repo=repo, head=gitops.head_commit(repo), branch=gitops.current_branch(repo),
                      remote=remote, remote_url=url, remote_tags=tuple(remote_tags),
                      local_tags=tuple(gitops.local_tags(repo)))

@@ -1,0 +1,72 @@
+"""The publish gate: tag and release the wheel, only after every other gate of this run passed.
+
+It is collected only with --publish and always runs last (conftest "Publish" section). It reads
+the facts of this run's provenance audit for the release notes, re-checks the tree and the tags
+(an hour-long build leaves time for someone else to publish), and then either prints the exact
+commands (--dry-run) or runs them (--yes).
+"""
+from __future__ import annotations
+
+import pytest
+
+from build_steps import publish
+from build_steps.errors import HarnessError
+
+pytestmark = [pytest.mark.release, pytest.mark.publish]
+
+
+# Waiting for other workers' gates may take longer than pytest-timeout's default; the commands
+# themselves carry their own time limits.
+@pytest.mark.timeout(0)
+def test_publish(request, options, profile):
+    plugin = request.config.pluginmanager.get_plugin("mxnet-publish")
+
+    def record(**facts):
+        request.node.user_properties.append(("mxnet_publish", facts))
+
+    try:
+        _publish(request, options, profile, plugin, record)
+    except HarnessError as exc:
+        record(published=False, reason=(str(exc).splitlines() or ["?"])[0])
+        raise
+    except pytest.fail.Exception as exc:
+        record(published=False, reason=(str(exc).splitlines() or ["?"])[0])
+        raise
+
+
+def _publish(request, options, profile, plugin, record):
+    if plugin is None or plugin.release is None:
+        pytest.fail("publish refused: no release version was chosen at session start "
+                    "(the publish preflight did not run); run with --publish")
+    others = [item.nodeid for item in request.session.items if item is not request.node]
+    if not others:
+        pytest.fail("publish refused: no other gate ran in this session; a release is published "
+                    "only from a full run: pytest -m release --publish ...")
+    verdicts = plugin.verdicts_of(others)
+    not_passed = publish.gates_not_passed(others, verdicts)
+    if not_passed:
+        listing = "\n".join(f"  {verdict.upper():8} {nodeid}" for nodeid, verdict in not_passed)
+        pytest.fail(f"publish refused: {len(not_passed)} of {len(others)} gates did not pass "
+                    f"(every gate must pass, none may skip):\n{listing}", pytrace=False)
+
+    wheel = request.getfixturevalue("wheel_path")
+    release = plugin.release
+    if publish.wheel_version(wheel) != release.version:
+        pytest.fail(f"publish refused: {wheel.name} carries version {publish.wheel_version(wheel)}, "
+                    f"but this run releases {release.version} ({release.source}); the build did "
+                    "not use the release version (options.wheel_version)", pytrace=False)
+    facts = publish.release_facts(request.getfixturevalue("audit"))
+
+    # Re-read the repository now: HEAD, a clean tree and free tags, as at session start.
+    state = publish.preflight(plugin.src, options.remote, dry_run=options.dry_run, yes=options.yes)
+    publish.resolve_release_version(state, profile, explicit=release.version)
+    publish.check_commit(facts, state.head)
+    plan = publish.plan_release(state, release, profile, facts, wheel)
+
+    if options.dry_run:
+        print("\n".join(plan.printable()))
+        record(published=False, dry_run=True, tag=plan.tag, wheel=str(plan.wheel),
+               commands=plan.printable())
+        return
+    url = publish.execute(plan)
+    record(published=True, tag=plan.tag, url=url, wheel=str(plan.wheel))
