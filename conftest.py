@@ -165,6 +165,204 @@ def wheel_path(options, request) -> Path:
 # --------------------------------------------------------------------------------------------
 # Build chain: source -> configure -> compile -> bundle -> package
 # --------------------------------------------------------------------------------------------
+import json as _bc_json
+import sys as _bc_sys
+
+from build_steps import bundle as _bundle
+from build_steps import compile as _compile
+from build_steps import configure as _configure
+from build_steps import cuda_root as _cuda_root
+from build_steps import package as _package
+from build_steps import source as _source
+from build_steps.once import run_once as _run_once
+
+_BUILD_RECORD = "built_wheel"
+
+
+def _say(line: str) -> None:
+    """Progress for the person watching: pytest captures sys.stderr, so use the real one."""
+    print(line, file=_bc_sys.__stderr__ or _bc_sys.stderr, flush=True)
+
+
+class BuildPaths:
+    """Where one build of one tree lives: the CMake tree, its logs, the wheel staging dir."""
+
+    def __init__(self, options, src: Path):
+        self.src = src
+        bd = options.build_dir or Path(options.profile.build_dir)
+        self.build_dir = (bd if bd.is_absolute() else src / bd).resolve()
+        self.logs = self.build_dir / "harness-logs"
+        self.staging = self.build_dir / "harness-wheel"
+        self.dist = src / "dist"
+
+
+@pytest.fixture(scope="session")
+def mxnet_source(options, shared_dir, request) -> _source.SourceInfo:
+    """The MXNet tree to build (--mxnet-src, or the cwd when it is one), checked for submodules."""
+    if options.wheel is not None:
+        pytest.skip("--wheel given: the build chain does not run (nothing is configured or built)")
+
+    def produce():
+        root = _source.resolve_source(options.mxnet_src, Path(request.config.invocation_params.dir))
+        info = _source.check_source_tree(root)
+        _say(f"==> MXNet source tree: {root} (commit {info.commit or 'not a git checkout'}, "
+             f"flavor {options.profile.name})")
+        return info.to_json()
+    return _source.SourceInfo.from_json(_run_once(shared_dir, "source", produce))
+
+
+@pytest.fixture(scope="session")
+def build_paths(options, mxnet_source) -> BuildPaths:
+    return BuildPaths(options, mxnet_source.root)
+
+
+@pytest.fixture(scope="session")
+def cuda_root(options, shared_dir):
+    """--cuda-from-wheels: the assembled CUDA root (None otherwise, or for the CPU flavor)."""
+    if not (options.cuda_from_wheels and options.profile.is_cuda):
+        return None
+
+    def produce():
+        _say("==> assembling a CUDA root from nvcc + pip's nvidia-* wheels (cached)")
+        root = _cuda_root.assemble_cuda_root(python=_bc_sys.executable, find_links=options.find_links,
+                                             index_url=options.index_url)
+        return root.to_json()
+    return _cuda_root.CudaRoot.from_json(_run_once(shared_dir, "cuda_root", produce))
+
+
+@pytest.fixture(scope="session")
+def configured_tree(options, profile, shared_dir, build_paths, cuda_root) -> _configure.ConfigureResult:
+    def produce():
+        _say(f"==> configure {build_paths.build_dir}")
+        res = _configure.configure(build_paths.src, build_paths.build_dir, profile, options.cuda_arch_text,
+                                   build_paths.logs, extra_defs=cuda_root.cmake_args if cuda_root else None,
+                                   env=cuda_root.env if cuda_root else None)
+        _say(f"[configure] {'first-time' if res.first_time else 'refresh'} in {res.seconds:.1f}s; "
+             f"gencode: {' '.join(res.gencode) or 'none (CPU)'}")
+        for note in res.notes:
+            _say(f"[configure] note: {note}")
+        return res.to_json()
+    return _configure.ConfigureResult.from_json(_run_once(shared_dir, "configure", produce))
+
+
+@pytest.fixture(scope="session")
+def libmxnet(options, shared_dir, build_paths, configured_tree, cuda_root) -> _compile.CompileResult:
+    def produce():
+        _say(f"==> compile target mxnet in {build_paths.build_dir} with {options.jobs} jobs "
+             f"(log: {build_paths.logs / 'compile.log'})")
+        return _compile.compile_mxnet(build_paths.build_dir, options.jobs, build_paths.logs,
+                                      env=cuda_root.env if cuda_root else None).to_json()
+    return _compile.CompileResult.from_json(_run_once(shared_dir, "compile", produce))
+
+
+@pytest.fixture(scope="session")
+def staged_package(profile, shared_dir, build_paths, libmxnet) -> dict:
+    """libmxnet.so + headers staged into python/mxnet, OpenCV closure bundled, RUNPATHs set."""
+    def produce():
+        import time as _t
+        start = _t.monotonic()
+        staged = _bundle.stage_package(libmxnet.library, build_paths.src, profile)
+        _say(f"[stage] {len(staged.bundle)} libraries bundled into {staged.package_dir / 'lib'}; "
+             f"libmxnet RUNPATH {':'.join(staged.runpath)}")
+        for w in staged.warnings:
+            _say(f"[stage] warning: {w}")
+        return {
+            "package_dir": str(staged.package_dir), "libmxnet": str(staged.libmxnet),
+            "bundled": [{"soname": b.soname, "path": str(b.path), "source": str(b.source),
+                         "seed": b.seed, "needed_by": b.needed_by} for b in staged.bundle],
+            "unresolved": staged.bundle.unresolved, "runpath": staged.runpath,
+            "dropped_runpath": staged.dropped_runpath, "headers": staged.headers,
+            "warnings": staged.warnings, "seconds": _t.monotonic() - start,
+        }
+    return _run_once(shared_dir, "stage", produce)
+
+
+@pytest.fixture(scope="session")
+def built_wheel(options, profile, shared_dir, build_paths, staged_package) -> Path:
+    """The wheel, in a staging dir: dist/ gets it only after the gates passed (sessionfinish)."""
+    def produce():
+        version = options.wheel_version or profile.default_version()
+        _say(f"==> python -m build --wheel (version {version}) in {build_paths.src / 'python'}")
+        res = _package.build_wheel(build_paths.src, version, profile, build_paths.staging,
+                                   build_paths.logs, options.build_python or _bc_sys.executable)
+        _say(f"[package] {res.wheel.name} in {res.seconds:.1f}s (staged; dist/ after the gates)")
+        return {**res.to_json(), "version": version, "dist": str(build_paths.dist)}
+    return Path(_run_once(shared_dir, _BUILD_RECORD, produce)["wheel"])
+
+
+class _BuildVerdicts:
+    """Gate outcomes as the controller sees them (every worker's reports arrive there)."""
+    failed: list = []
+    passed_provenance: int = 0
+
+
+@pytest.hookimpl(specname="pytest_runtest_logreport")
+def pytest_build_chain_logreport(report):
+    if not ("provenance" in report.keywords or "build" in report.keywords):
+        return
+    if "release" not in report.keywords:
+        return
+    if report.failed or (report.when == "call" and report.skipped):
+        _BuildVerdicts.failed.append(report.nodeid)
+    elif report.when == "call" and report.passed and "provenance" in report.keywords:
+        _BuildVerdicts.passed_provenance += 1
+
+
+@pytest.hookimpl(specname="pytest_sessionfinish")
+def pytest_build_chain_sessionfinish(session, exitstatus):
+    """Move the built wheel to dist/ if the gates passed, else keep it aside as FAILED-GATES."""
+    config = session.config
+    if hasattr(config, "workerinput"):
+        return
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is None:
+        return
+    shared = factory.getbasetemp() / "harness-shared"
+    lines = []
+    records = {}
+    for key in ("source", "configure", "compile", "stage", _BUILD_RECORD):
+        f = shared / f"{key}.json"
+        if f.exists():
+            records[key] = _bc_json.loads(f.read_text())
+    if not records:
+        return
+    src = records.get("source", {}).get("result", {})
+    if src:
+        lines.append(f"build chain: MXNet tree {src.get('root')} (commit {src.get('commit') or 'n/a'})")
+    times = []
+    for key, label in (("configure", "configure"), ("compile", "compile"), ("stage", "stage+bundle"),
+                       (_BUILD_RECORD, "package")):
+        rec = records.get(key)
+        if rec is None:
+            continue
+        if rec.get("failed"):
+            times.append(f"{label} FAILED")
+            continue
+        r = rec["result"]
+        extra = ""
+        if key == "compile":
+            extra = " (no work to do)" if r.get("no_work") else f" ({r.get('steps_run')} steps)"
+        times.append(f"{label} {r.get('seconds', 0):.1f}s{extra}")
+    if times:
+        lines.append("build chain steps: " + ", ".join(times))
+    rec = records.get(_BUILD_RECORD)
+    if rec and not rec.get("failed"):
+        wheel = Path(rec["result"]["wheel"])
+        dist = Path(rec["result"]["dist"])
+        if _BuildVerdicts.failed:
+            kept = _package.reject_wheel(wheel, dist)
+            lines.append(f"wheel NOT copied to dist/: {len(_BuildVerdicts.failed)} build/provenance "
+                         f"gate(s) failed; kept aside as {kept}")
+        elif not _BuildVerdicts.passed_provenance:
+            lines.append(f"wheel NOT copied to dist/: no provenance gate ran; it stays in {wheel.parent}")
+        else:
+            dest = _package.publish_to_dist(wheel, dist)
+            lines.append(f"wheel passed {_BuildVerdicts.passed_provenance} provenance gate(s): {dest}")
+    add_report_lines(config, lines)
+    if not config.stash.get(_RESULTS_KEY, None):
+        # the gate table (which prints report lines) is empty on an xdist controller
+        for line in lines:
+            _say(line)
 
 # --------------------------------------------------------------------------------------------
 # Throwaway venv and runtime probes
