@@ -302,7 +302,7 @@ class Command:
     cwd: Path
 
     def shell(self) -> str:
-        return f"(cd {shlex.quote(str(self.cwd))} && {shlex.join(self.argv)})"
+        return f"cd {shlex.quote(str(self.cwd))} && {shlex.join(self.argv)}"
 
 
 @dataclass(frozen=True)
