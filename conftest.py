@@ -371,17 +371,6 @@ PROBES_DIR = HARNESS_ROOT / "tests" / "probes"
 _VENV_KEY = "release-venv"
 
 
-def expected_wheel_version(options, wheel: Path) -> str:
-    """The version the wheel must report: --package-version, else the one in its file name."""
-    from packaging.utils import parse_wheel_filename
-    if options.package_version:
-        return options.package_version
-    try:
-        return str(parse_wheel_filename(Path(wheel).name)[1])
-    except Exception as exc:  # the provenance gates explain a bad name; here it is a usage error
-        raise UsageError(f"cannot read a version from the wheel name {Path(wheel).name}: {exc}") from None
-
-
 @pytest.fixture(scope="session")
 def release_venv(options, wheel_path, shared_dir):
     """The throwaway venv with the wheel under test installed, one for all xdist workers.
@@ -414,8 +403,8 @@ def release_venv(options, wheel_path, shared_dir):
 @pytest.fixture(scope="session")
 def install_report(release_venv, options, wheel_path) -> dict:
     """check_install's facts: where mxnet and libmxnet.so resolve in the venv, and the version."""
-    from build_steps.venv import check_install
-    return check_install(release_venv, expected_wheel_version(options, wheel_path))
+    from build_steps.venv import check_install, expected_version
+    return check_install(release_venv, expected_version(wheel_path, options.package_version))
 
 
 @pytest.fixture(scope="session")
@@ -427,6 +416,17 @@ def venv_probe(release_venv, tmp_path_factory):
         return run_probe(release_venv, PROBES_DIR / name, args, timeout=timeout, env=env,
                          cwd=tmp_path_factory.mktemp("probe"))
     return _probe
+
+
+@pytest.fixture(scope="session")
+def cuda_preflight(release_venv, tmp_path_factory) -> dict:
+    """The ctypes cuBLAS/driver preflight, run in the venv's interpreter before any MXNet import:
+    driver and GPUs, the cuBLAS the wheel would load (the venv's pip nvidia/cu13/lib first),
+    its version and the verdict on the known traps. Works where MXNet cannot load."""
+    from build_steps.venv import run_probe
+    return run_probe(release_venv, HARNESS_ROOT / "build_steps" / "cublas_probe.py",
+                     ["preflight", "--search-dir", str(release_venv.site_packages)], timeout=300,
+                     cwd=tmp_path_factory.mktemp("preflight"))
 
 
 # --------------------------------------------------------------------------------------------

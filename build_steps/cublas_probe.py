@@ -380,7 +380,8 @@ def diagnose(pre: dict, result: dict) -> str | None:
     drv = (pre.get("driver") or {}).get("driver_major")
     traps = {t["id"]: t["message"] for t in (pre.get("verdict") or {}).get("traps", [])}
     kind = result.get("kind", "")
-    if result.get("status") == "CUBLAS_STATUS_NOT_INITIALIZED" or result.get("create_status") == "CUBLAS_STATUS_NOT_INITIALIZED":
+    # A raw check reports the status; MXNet reports it inside its error text.
+    if "CUBLAS_STATUS_NOT_INITIALIZED" in json.dumps(result):
         if "r580-cublas-13.2-not-initialized" in traps:
             return traps["r580-cublas-13.2-not-initialized"]
         return (f"CUBLAS_STATUS_NOT_INITIALIZED with cuBLAS {ver} on driver R{drv}: the driver is too old "

@@ -346,3 +346,15 @@ def explain_probe(result: dict) -> str | None:
         return ("MXNet did not load from the installed wheel: " + "; ".join(origin.get("problems", []))
                 + " (a stale build tree or a system copy wins over the wheel's own files)")
     return None
+
+
+def expected_version(wheel: Path, override: str | None = None) -> str:
+    """The version the installed wheel must report: ``override`` (--package-version), else the
+    version in the wheel's file name."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+    if override:
+        return override
+    try:
+        return str(parse_wheel_filename(Path(wheel).name)[1])
+    except (InvalidWheelFilename, ValueError) as exc:
+        raise UsageError(f"cannot read a version from the wheel name {Path(wheel).name}: {exc}") from None
