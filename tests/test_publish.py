@@ -47,7 +47,7 @@ def _publish(request, options, profile, plugin, record):
     if not_passed:
         listing = "\n".join(f"  {verdict.upper():8} {nodeid}" for nodeid, verdict in not_passed)
         pytest.fail(f"publish refused: {len(not_passed)} of {len(others)} gates did not pass "
-                    f"(every gate must pass, none may skip):\n{listing}", pytrace=False)
+                    f"(every gate must pass, none may skip)\n{listing}", pytrace=False)
 
     wheel = request.getfixturevalue("wheel_path")
     release = plugin.release

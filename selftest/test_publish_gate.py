@@ -1,0 +1,97 @@
+"""The publish gate end to end, in a child pytest run as a user would run it.
+
+Refusals before anything is built (dirty tree, unreachable remote, no --yes) exit with a usage
+error; refusals after the gates (one skipped or failed) fail the publish gate and change nothing.
+"""
+from __future__ import annotations
+
+import pytest
+
+from selftest.conftest import HARNESS_ROOT, run_gates
+from selftest.fixtures_publish import git, make_release_repo, other_gates_source
+
+PUBLISH_GATE = HARNESS_ROOT / "tests" / "test_publish.py"
+
+
+def _run(pytester, repo, *args, others: str | None = None):
+    paths = [PUBLISH_GATE]
+    if others is not None:
+        paths.append(pytester.makepyfile(test_other_gates=other_gates_source(others)))
+    return run_gates(pytester, *paths, "--mxnet-src", repo.repo, *args, timeout=300)
+
+
+def _final_line(result) -> str:
+    lines = [ln for ln in result.outlines if ln.startswith("RELEASE ")]
+    assert lines, result.stdout.str()
+    return lines[-1]
+
+
+def test_dirty_tree_refused_before_anything_runs(pytester, release_repo):
+    (release_repo.repo / "CMakeLists.txt").write_text("edited\n")
+    result = _run(pytester, release_repo, "--publish", "--dry-run", others="passes")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*uncommitted tracked change*commit or stash*"])
+    assert "passed" not in result.stdout.str()
+
+
+def test_unreachable_remote_refused_before_anything_runs(pytester, release_repo):
+    git(release_repo.repo, "remote", "set-url", "origin", "/nonexistent/remote.git")
+    result = _run(pytester, release_repo, "--publish", "--dry-run", others="passes")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*cannot read the tags of remote 'origin'*"])
+
+
+def test_taken_tag_refused_before_anything_runs(pytester, release_repo):
+    release_repo.tag("v2.0.0+cu13.bw.20260614.1", push=True, local=False)
+    result = _run(pytester, release_repo, "--publish", "--dry-run",
+                  "--wheel-version", "2.0.0+cu13.bw.20260614.1", others="passes")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*already exists on remote 'origin'*"])
+
+
+def test_real_publish_without_yes_refused(pytester, release_repo, gh_standin):
+    result = _run(pytester, release_repo, "--publish", others="passes")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*confirm with --yes*"])
+    assert gh_standin.calls() == []
+
+
+def test_dry_run_without_publish_is_a_usage_error(pytester, release_repo):
+    result = _run(pytester, release_repo, "--dry-run", others="passes")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--dry-run and --yes only apply together with --publish*"])
+
+
+@pytest.mark.parametrize("kind, verdict", [("skips", "SKIPPED"), ("fails", "FAILED")])
+def test_publish_refused_when_a_gate_did_not_pass(pytester, release_repo, kind, verdict):
+    result = _run(pytester, release_repo, "--publish", "--dry-run", "-p", "no:randomly", others=kind)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "*publish refused: 1 of 2 gates did not pass*",
+        f"*{verdict}*::test_gate_that_{kind}",
+    ])
+    assert "NOT published: publish refused: 1 of 2 gates did not pass" in _final_line(result)
+    assert release_repo.local_tags() == [] and release_repo.remote_tags() == []
+
+
+def test_publish_refused_under_xdist_waits_for_every_worker(pytester, release_repo):
+    result = _run(pytester, release_repo, "--publish", "--dry-run", "-n", "2", others="fails")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*publish refused: 1 of 2 gates did not pass*",
+                                 "*FAILED*test_gate_that_fails*"])
+    assert "FAIL (1/2 gates passed); NOT published" in _final_line(result)
+
+
+def test_without_publish_the_gate_is_not_collected(pytester, release_repo):
+    result = _run(pytester, release_repo, "-m", "release", others="passes")
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=2, deselected=1)
+    assert _final_line(result).endswith("PASS (2/2 gates passed); not published (--publish not given)")
+
+
+def test_publish_gate_runs_last(pytester, release_repo):
+    # The gate is named first on the command line, and still runs after the others.
+    result = _run(pytester, release_repo, "--publish", "--dry-run", "-v", others="skips")
+    order = [ln for ln in result.outlines if "::" in ln and ("PASSED" in ln or "FAILED" in ln
+                                                             or "SKIPPED" in ln)]
+    assert "test_publish.py::test_publish" in order[-1], order
