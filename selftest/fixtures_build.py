@@ -1,1 +1,56 @@
-"""Selftest fixtures: build area."""
+"""Selftest fixtures: build area.
+
+``sample_tree()`` copies selftest/sample_mxnet to a fresh directory and commits it in a new git
+repo (so the commit stamp and the clean-tree check see a real HEAD). The selftests never build
+inside the repo's own copy. ``step_counts(build_dir)`` reads the chain's per-step execution log.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+SAMPLE_TREE = Path(__file__).resolve().parent / "sample_mxnet"
+
+
+def copy_sample_tree(dest: Path, edit=None) -> Path:
+    """A committed copy of the sample tree at ``dest``; ``edit(path)`` may change it first."""
+    shutil.copytree(SAMPLE_TREE, dest, symlinks=True, ignore=_ignore_outputs)
+    if edit is not None:
+        edit(dest)
+    git = ["git", "-C", str(dest), "-c", "user.email=selftest@example.invalid", "-c", "user.name=selftest"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "sample tree"], check=True)
+    return dest
+
+
+def _ignore_outputs(directory, names):
+    # The repo's copy may hold outputs of a README main-job run; only sources are copied.
+    rel = Path(directory).relative_to(SAMPLE_TREE)
+    drop = {n for n in names if n.startswith("build") and rel == Path(".")}
+    drop |= {n for n in names if n in ("dist", "__pycache__") or n.endswith(".egg-info")}
+    if rel == Path("python"):
+        drop |= {n for n in names if n == "build"}
+    if rel == Path("python/mxnet"):
+        drop |= {n for n in names if n in ("lib", "include", "libmxnet.so", "_build_info.py")}
+    return drop
+
+
+def step_counts(build_dir: Path) -> Counter:
+    """How often each step ran in ``build_dir`` (configure/compile lines of .harness-steps.log)."""
+    log = Path(build_dir) / ".harness-steps.log"
+    if not log.exists():
+        return Counter()
+    return Counter(line.split()[2] for line in log.read_text().splitlines() if len(line.split()) > 2)
+
+
+@pytest.fixture
+def sample_tree(tmp_path):
+    """``sample_tree(name="src", edit=None)`` -> path of a fresh committed copy of the sample."""
+    def make(name: str = "src", edit=None) -> Path:
+        return copy_sample_tree(tmp_path / name, edit)
+    return make
