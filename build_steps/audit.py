@@ -151,7 +151,8 @@ def collect(extracted, options) -> Audit:
     audit = Audit(
         wheel_file=str(getattr(extracted, "path", "")), filename=extracted.filename,
         distribution=extracted.distribution, version=str(extracted.version),
-        tags=sorted(map(str, extracted.tags or [])), build_tag=extracted.build_tag and str(extracted.build_tag),
+        tags=sorted(map(str, extracted.tags or [])),
+        build_tag="".join(map(str, extracted.build_tag)) if extracted.build_tag else None,
         record_problems=list(extracted.record_problems or []),
         metadata_problems=list(extracted.metadata_problems or []),
         members=members, profile=profile.name, libmxnet_present=present, libmxnet=lib_info,
@@ -191,3 +192,39 @@ def collect(extracted, options) -> Audit:
         audit.warnings.append(f"{len(rpath_libs)} librar{'y uses' if len(rpath_libs) == 1 else 'ies use'} "
                               f"DT_RPATH instead of DT_RUNPATH: {', '.join(rpath_libs[:5])}")
     return audit
+
+
+def shared_product(shared_dir: Path, key: str, produce):
+    """``produce()`` computed by one process for all xdist workers, shared as a pickle.
+
+    run_once shares JSON; the audit objects are richer, so the same lock-and-record pattern is
+    used with pickle. A failure is recorded and re-raised (same message) in every worker.
+    """
+    import pickle
+
+    from filelock import FileLock
+    shared_dir = Path(shared_dir)
+    shared_dir.mkdir(parents=True, exist_ok=True)
+    record = shared_dir / f"{key}.pickle"
+    failed = shared_dir / f"{key}.failed"
+    with FileLock(str(record) + ".lock"):
+        if failed.exists():
+            raise HarnessError(failed.read_text())
+        if record.exists():
+            return pickle.loads(record.read_bytes())
+        try:
+            product = produce()
+        except HarnessError as exc:
+            failed.write_text(str(exc))
+            raise
+        tmp = record.with_suffix(".tmp")
+        tmp.write_bytes(pickle.dumps(product))
+        tmp.replace(record)
+        return product
+
+
+def load_shared(shared_dir: Path, key: str):
+    """The product another process stored with shared_product, or None."""
+    import pickle
+    record = Path(shared_dir) / f"{key}.pickle"
+    return pickle.loads(record.read_bytes()) if record.exists() else None

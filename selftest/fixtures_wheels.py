@@ -1,1 +1,450 @@
-"""Selftest fixtures: wheels area."""
+"""Selftest fixtures: wheels area.
+
+Wheels made from real parts, once per session for all xdist workers:
+- libmxnet.so linked by gcc, so its NEEDED entries come from a real link: against link-only stubs
+  that carry the CUDA SONAMEs (libcuda.so.1, libcudart.so.13, libcublas.so.13, libcudnn.so.9,
+  libnccl.so.2; never shipped) and against the host's real OpenCV 4.6 (libopencv-dev);
+- a real nvcc fatbin for the release arch list linked in, and a commit stamp string in .rodata;
+- the real OpenCV closure bundled by build_steps.bundle (per-library $ORIGIN RUNPATH, patchelf),
+  libmxnet's RUNPATH set from the profile, METADATA from the profile, mxnet/onnx/, a correct RECORD;
+- a tiny git "source tree" with a build dir (CMakeCache.txt, build.ninja) the stamp points at.
+Regression variants are derived from the good wheel by rewriting the zip (compresslevel 1),
+swapping in a relinked libmxnet or a patched member, and fixing RECORD unless RECORD is the point.
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from build_steps.once import run_once
+from build_steps.profiles import PROFILES, parse_cuda_arch
+
+OPENCV_DIR = Path("/usr/lib/x86_64-linux-gnu")
+OPENCV_LIBS = ("libopencv_core.so.406", "libopencv_imgproc.so.406", "libopencv_imgcodecs.so.406")
+CUDA_STUBS = ("libcuda.so.1", "libcudart.so.13", "libcublas.so.13", "libcudnn.so.9", "libnccl.so.2")
+VERSION = {"cuda": "2.0.0+cu13.bw.20260614.1", "cpu": "2.0.0+cpu.linux.20260614.1"}
+WHEEL_TAG = "cp311-cp311-linux_x86_64"
+BUILD_TREE_RPATH = "/home/builder/mxnet/build"
+#: A second 40-hex string in .rodata, as oneDNN's version hash is in the real libmxnet.
+DECOY_HASH = "0123456789abcdef0123456789abcdef01234567"
+WHEEL_FILE = (f"Wheel-Version: 1.0\nGenerator: mxnet-selftest\nRoot-Is-Purelib: false\n"
+              f"Tag: {WHEEL_TAG}\n\n").encode()
+ONNX_EXTRA = 'onnx>=1.7.0,<1.22; extra == "onnx"'
+
+_KERNEL = r"""
+static __global__ void axpy(float a, const float *x, float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] += a * x[i];
+}
+extern "C" void %(name)s(float a, const float *x, float *y, int n) { axpy<<<(n + 255) / 256, 256>>>(a, x, y, n); }
+"""
+
+
+def _run(cmd, cwd=None, env=None):
+    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+    return proc.stdout
+
+
+# --------------------------------------------------------------------------------------------
+# Parts
+# --------------------------------------------------------------------------------------------
+def make_source_tree(src: Path) -> str:
+    """A git checkout with one commit; returns HEAD. Build dirs are ignored, as in MXNet."""
+    src.mkdir(parents=True)
+    (src / "README.md").write_text("mxnet-shaped selftest tree\n")
+    (src / ".gitignore").write_text("build/\nbuild-cpu/\n")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@x", "GIT_AUTHOR_DATE": "2026-06-14T00:00:00Z",
+           "GIT_COMMITTER_DATE": "2026-06-14T00:00:00Z"}
+    _run(["git", "init", "-q", "-b", "master", src])
+    _run(["git", "-C", src, "add", "-A"], env=env)
+    _run(["git", "-C", src, "commit", "-q", "-m", "init"], env=env)
+    return _run(["git", "-C", src, "rev-parse", "HEAD"]).strip()
+
+
+def commit_again(src: Path) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@x"}
+    (src / "README.md").write_text("changed after the build\n")
+    _run(["git", "-C", src, "commit", "-q", "-am", "later"], env=env)
+    return _run(["git", "-C", src, "rev-parse", "HEAD"]).strip()
+
+
+def write_build_dir(build: Path, flavor: str, commit: str, *, features=None, cuda_arch=None) -> Path:
+    """CMakeCache.txt + build.ninja as CMake writes them (the stamp as a global define)."""
+    profile = PROFILES[flavor]
+    build.mkdir(parents=True, exist_ok=True)
+    feats = dict(profile.features, **(features or {}))
+    lines = ["# This is the CMakeCache file.", "//Build type", "CMAKE_BUILD_TYPE:STRING=Release"]
+    for key, on in feats.items():
+        lines += [f"//Use {key}", f"{key}:BOOL={'ON' if on else 'OFF'}"]
+    arch = cuda_arch if cuda_arch is not None else profile.cuda_arch
+    if arch:
+        lines += ["//CUDA archs", f"MXNET_CUDA_ARCH:STRING={arch}"]
+    (build / "CMakeCache.txt").write_text("\n".join(lines) + "\n")
+    (build / "build.ninja").write_text(
+        "ninja_required_version = 1.5\n"
+        f"build CMakeFiles/mxnet.dir/src/c_api.cc.o: CXX_COMPILER__mxnet_Release ../src/c_api.cc\n"
+        f"  DEFINES = -DMXNET_BRANCH=\\\"master\\\" -DMXNET_COMMIT_HASH=\\\"{commit}\\\" -DNDEBUG\n")
+    return build / "CMakeCache.txt"
+
+
+def make_stubs(d: Path) -> dict:
+    """Link-only libraries that carry the CUDA SONAMEs (they are never shipped)."""
+    d.mkdir(parents=True)
+    (d / "stub.c").write_text("int mxnet_selftest_stub_symbol(void) { return 0; }\n")
+    out = {}
+    for soname in CUDA_STUBS:
+        _run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", d / soname, d / "stub.c"])
+        out[soname] = d / soname
+    return out
+
+
+def compile_kernel(d: Path, name: str, arch: str) -> Path:
+    """A real fatbin: nvcc -gencode for every arch of ``arch`` (MXNET_CUDA_ARCH syntax)."""
+    d.mkdir(parents=True, exist_ok=True)
+    cu = d / f"{name}.cu"
+    cu.write_text(_KERNEL % {"name": name})
+    obj = d / f"{name}.o"
+    _run(["nvcc", "-c", "-Xcompiler", "-fPIC", *parse_cuda_arch(arch).gencode_flags, "-o", obj, cu])
+    return obj
+
+
+def compile_stamp(d: Path, commit: str | None) -> Path:
+    """The commit stamp as MXGetCommitHash returns it: a string literal in .rodata."""
+    d.mkdir(parents=True, exist_ok=True)
+    src = d / f"stamp_{commit or 'none'}.c"
+    body = f'const char *MXGetCommitHash(void) {{ return "{commit}"; }}\n' if commit else ""
+    body += f'const char *dnnl_version_hash(void) {{ return "{DECOY_HASH}"; }}\n'
+    src.write_text(body)
+    obj = src.with_suffix(".o")
+    _run(["gcc", "-c", "-fPIC", "-O0", "-o", obj, src])
+    return obj
+
+
+def link_libmxnet(out: Path, objects, needed_libs) -> Path:
+    """gcc -shared with --no-as-needed, so every library given becomes a DT_NEEDED entry."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _run(["gcc", "-shared", "-o", out, "-Wl,-soname,libmxnet.so", "-Wl,--no-as-needed",
+          f"-Wl,-rpath,{BUILD_TREE_RPATH}", *objects, *needed_libs, "-lgomp", "-lstdc++"])
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Wheels
+# --------------------------------------------------------------------------------------------
+def _record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def metadata_text(flavor: str, version: str, requires=None) -> str:
+    profile = PROFILES[flavor]
+    reqs = list(profile.hard_requirements) if requires is None else list(requires)
+    lines = ["Metadata-Version: 2.1", "Name: mxnet", f"Version: {version}",
+             "Summary: MXNet selftest wheel", "Requires-Python: >=3.10", "Provides-Extra: onnx"]
+    lines += [f"Requires-Dist: {r}" for r in reqs] + [f"Requires-Dist: {ONNX_EXTRA}"]
+    return "\n".join(lines) + "\n\n"
+
+
+def write_wheel(dest: Path, files: dict, *, version: str, fix_record: bool = True, record_override=None) -> Path:
+    """Write ``files`` (member -> bytes) plus dist-info as a wheel; RECORD is computed from the bytes."""
+    dist_info = f"mxnet-{version}.dist-info"
+    files = dict(files)
+    files.setdefault(f"{dist_info}/WHEEL", WHEEL_FILE)
+    record_name = f"{dist_info}/RECORD"
+    rows = [(m, _record_hash(b), str(len(b))) for m, b in files.items()] + [(record_name, "", "")]
+    if record_override:
+        rows = [(m, record_override.get(m, h), s) for m, h, s in rows]
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    files[record_name] = buf.getvalue().encode()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(".tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for member, data in files.items():
+            zf.writestr(member, data)
+    tmp.replace(dest)
+    return dest
+
+
+def rewrite_wheel(src: Path, dest: Path, files: dict, original: dict, *, record_override=None) -> Path:
+    """``dest`` = ``src`` with members changed/added/removed to match ``files``; RECORD recomputed.
+
+    Unchanged members are copied as their compressed bytes (zipfile has no public raw copy, so
+    the local header is rewritten here), which makes a variant of a 150 MB wheel cost ~1 s.
+    """
+    import copy
+    import struct
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(".tmp")
+    with zipfile.ZipFile(src) as zsrc, open(src, "rb") as fh, \
+            zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zdst:
+        infos = {i.filename: i for i in zsrc.infolist()}
+        rows = []
+        for member, data in files.items():
+            rows.append((member, _record_hash(data), str(len(data))))
+            if member in infos and original.get(member) is data:
+                info = infos[member]
+                fh.seek(info.header_offset)
+                head = fh.read(30)
+                n, m = struct.unpack("<HH", head[26:30])
+                fh.seek(info.header_offset + 30 + n + m)
+                raw = fh.read(info.compress_size)
+                zi = copy.copy(info)
+                zi.extra = b""
+                zi.header_offset = zdst.fp.tell()
+                zdst.fp.write(zi.FileHeader())
+                zdst.fp.write(raw)
+                zdst.filelist.append(zi)
+                zdst.NameToInfo[zi.filename] = zi
+                zdst.start_dir = zdst.fp.tell()
+                zdst._didModify = True
+            else:
+                zdst.writestr(member, data)
+        record_name = next(n for n in infos if n.endswith(".dist-info/RECORD"))
+        if record_override:
+            rows = [(m, record_override.get(m, h), s) for m, h, s in rows]
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(rows + [(record_name, "", "")])
+        zdst.writestr(record_name, buf.getvalue())
+    tmp.replace(dest)
+    return dest
+
+
+def wheel_name(version: str) -> str:
+    return f"mxnet-{version}-{WHEEL_TAG}.whl"
+
+
+def read_wheel(path: Path) -> dict:
+    """member -> bytes, without dist-info RECORD (it is recomputed on write)."""
+    with zipfile.ZipFile(path) as zf:
+        return {n: zf.read(n) for n in zf.namelist() if not n.endswith(".dist-info/RECORD")}
+
+
+def stage_package(stage: Path, libmxnet: Path, flavor: str) -> dict:
+    """Stage mxnet/ with the bundled OpenCV closure; returns member -> bytes (links as copies)."""
+    from build_steps.bundle import bundle_closure, set_runpath
+    profile = PROFILES[flavor]
+    pkg = stage / "mxnet"
+    (pkg / "onnx").mkdir(parents=True)
+    (pkg / "__init__.py").write_text('"""mxnet (selftest)"""\n')
+    (pkg / "onnx" / "__init__.py").write_text('"""mxnet.onnx (selftest)"""\n')
+    lib = pkg / "libmxnet.so"
+    shutil.copy2(libmxnet, lib)
+    bundle_closure(lib, pkg / "lib", profile)
+    set_runpath(lib, list(profile.runpath))
+    files = {}
+    for p in sorted(stage.rglob("*")):
+        if p.is_file():  # follows SONAME symlinks: a zip stores them as second copies
+            files[p.relative_to(stage).as_posix()] = p.read_bytes()
+    return files
+
+
+def patched_libmxnet(src: Path, dest: Path, runpath) -> bytes:
+    from build_steps.bundle import set_runpath
+    shutil.copy2(src, dest)
+    set_runpath(dest, list(runpath))
+    return dest.read_bytes()
+
+
+def _leaf_and_inner(root: Path, files: dict):
+    """A bundled leaf (only host NEEDED) and a transitive non-OpenCV lib that another bundled lib needs."""
+    from build_steps.elf import read_dynamic
+    from build_steps.profiles import is_host_library
+    bundled = [m for m in files if m.startswith("mxnet/lib/")]
+    needed_by_others = {}
+    leaf = None
+    for m in sorted(bundled):
+        info = read_dynamic(root / m)
+        for n in info.needed:
+            needed_by_others.setdefault(n, m)
+        if leaf is None and info.needed and all(is_host_library(n) for n in info.needed):
+            leaf = m
+    inner = next(n for n in sorted(needed_by_others) if f"mxnet/lib/{n}" in files
+                 and not n.startswith("libopencv_") and needed_by_others[n].startswith("mxnet/lib/libopencv_"))
+    return leaf, inner
+
+
+def _same_file_members(files: dict, member: str) -> list:
+    data = files[member]
+    return [m for m, b in files.items() if m.startswith("mxnet/lib/") and b == data]
+
+
+def build_selftest_wheels(work: Path) -> dict:
+    """Everything the static-gate selftests need; returns a JSON-able dict of paths."""
+    work.mkdir(parents=True, exist_ok=True)
+    out = {}
+    src = work / "src"
+    head = make_source_tree(src)
+    out["src"], out["head"] = str(src), head
+    out["cache_cuda"] = str(write_build_dir(src / "build", "cuda", head))
+    out["cache_cpu"] = str(write_build_dir(src / "build-cpu", "cpu", head))
+
+    stubs = make_stubs(work / "stubs")
+    opencv = [OPENCV_DIR / n for n in OPENCV_LIBS]
+    cuda_libs = [stubs[n] for n in CUDA_STUBS]
+    objs = work / "obj"
+    release = PROFILES["cuda"].cuda_arch
+    k_full = compile_kernel(objs, "k_full", release)
+    k_no100 = compile_kernel(objs, "k_no100", release.replace("10.0;", ""))
+    k_noptx = compile_kernel(objs, "k_noptx", release.replace("+PTX", ""))
+    k_no89 = compile_kernel(objs, "k_no89", release.replace("8.9;", ""))
+    stamp = compile_stamp(objs, head)
+    nostamp = compile_stamp(objs, None)
+
+    libs = work / "libs"
+    L = {
+        "cuda": link_libmxnet(libs / "cuda/libmxnet.so", [stamp, k_full], cuda_libs + opencv),
+        "cuda_no_opencv": link_libmxnet(libs / "cuda_no_opencv/libmxnet.so", [stamp, k_full], cuda_libs),
+        "cuda_no100": link_libmxnet(libs / "cuda_no100/libmxnet.so", [stamp, k_no100], cuda_libs + opencv),
+        "cuda_noptx": link_libmxnet(libs / "cuda_noptx/libmxnet.so", [stamp, k_noptx], cuda_libs + opencv),
+        "cuda_partial": link_libmxnet(libs / "cuda_partial/libmxnet.so", [stamp, k_full, k_no89], cuda_libs + opencv),
+        "cuda_no_libcuda": link_libmxnet(libs / "cuda_no_libcuda/libmxnet.so", [stamp, k_full],
+                                         [stubs[n] for n in CUDA_STUBS if n != "libcuda.so.1"] + opencv),
+        "cuda_no_nccl": link_libmxnet(libs / "cuda_no_nccl/libmxnet.so", [stamp, k_full],
+                                      [stubs[n] for n in CUDA_STUBS if n != "libnccl.so.2"] + opencv),
+        "cuda_nostamp": link_libmxnet(libs / "cuda_nostamp/libmxnet.so", [nostamp, k_full], cuda_libs + opencv),
+        "cpu": link_libmxnet(libs / "cpu/libmxnet.so", [stamp], opencv),
+        "cpu_cuda": link_libmxnet(libs / "cpu_cuda/libmxnet.so", [stamp], [stubs["libcudart.so.13"]] + opencv),
+    }
+    wheels = work / "wheels"
+    good = {}
+    for flavor in ("cuda", "cpu"):
+        stage = work / f"stage-{flavor}"
+        files = stage_package(stage, L[flavor], flavor)
+        files[f"mxnet-{VERSION[flavor]}.dist-info/METADATA"] = metadata_text(flavor, VERSION[flavor]).encode()
+        files[f"mxnet-{VERSION[flavor]}.dist-info/WHEEL"] = WHEEL_FILE
+        good[flavor] = (files, stage)
+        out[f"good_{flavor}"] = str(write_wheel(wheels / flavor / wheel_name(VERSION[flavor]), files,
+                                                version=VERSION[flavor]))
+
+    variants = {}
+
+    def variant(name, flavor, edit, **kw):
+        files = dict(good[flavor][0])
+        edit(files)
+        dest = wheels / name / wheel_name(VERSION[flavor])
+        variants[name] = str(rewrite_wheel(Path(out[f"good_{flavor}"]), dest, files, good[flavor][0], **kw))
+
+    cuda_rp, cpu_rp = PROFILES["cuda"].runpath, PROFILES["cpu"].runpath
+    tmp = work / "patched"
+    tmp.mkdir()
+
+    def lib_swap(key, runpath):
+        def edit(files):
+            files["mxnet/libmxnet.so"] = patched_libmxnet(L[key], tmp / f"{key}.so", runpath)
+        return edit
+
+    def meta(flavor, transform):
+        def edit(files):
+            name = f"mxnet-{VERSION[flavor]}.dist-info/METADATA"
+            reqs = transform(list(PROFILES[flavor].hard_requirements))
+            files[name] = metadata_text(flavor, VERSION[flavor], reqs).encode()
+        return edit
+
+    cuda_files, cuda_stage = good["cuda"]
+    leaf, inner = _leaf_and_inner(cuda_stage, cuda_files)
+    out["leaf"], out["inner"] = leaf, inner
+
+    def opencv_off(files):
+        for m in [m for m in files if m.startswith("mxnet/lib/")]:
+            del files[m]
+        lib_swap("cuda_no_opencv", cuda_rp)(files)
+
+    def drop_lib_dir(files):
+        for m in [m for m in files if m.startswith("mxnet/lib/")]:
+            del files[m]
+
+    def drop_members(*names):
+        def edit(files):
+            for m in _same_file_members(files, names[0]):
+                del files[m]
+        return edit
+
+    def strip_runpath(files):
+        from build_steps.bundle import patchelf_command
+        p = tmp / "leaf.so"
+        p.write_bytes(files[leaf])
+        _run([*patchelf_command(), "--remove-rpath", p])
+        data = p.read_bytes()
+        for m in _same_file_members(files, leaf):
+            files[m] = data
+
+    def add_member(member, data):
+        def edit(files):
+            files[member] = data
+        return edit
+
+    variant("opencv_off", "cuda", opencv_off)
+    variant("closure_not_bundled", "cuda", drop_lib_dir)
+    variant("soname_missing", "cuda", drop_members("mxnet/lib/libopencv_imgcodecs.so.406"))
+    variant("closure_incomplete", "cuda", drop_members(f"mxnet/lib/{inner}"))
+    variant("no_origin", "cuda", strip_runpath)
+    variant("libcuda_bundled", "cuda", add_member("mxnet/lib/libcuda.so.1", stubs["libcuda.so.1"].read_bytes()))
+    variant("no_libcuda_needed", "cuda", lib_swap("cuda_no_libcuda", cuda_rp))
+    variant("no_nccl_needed", "cuda", lib_swap("cuda_no_nccl", cuda_rp))
+    variant("cudnn_runpath_missing", "cuda",
+            lib_swap("cuda", [e for e in cuda_rp if "cudnn" not in e]))
+    variant("build_tree_runpath", "cuda", lib_swap("cuda", list(cuda_rp) + [BUILD_TREE_RPATH]))
+    variant("sm100_dropped", "cuda", lib_swap("cuda_no100", cuda_rp))
+    variant("ptx_missing", "cuda", lib_swap("cuda_noptx", cuda_rp))
+    variant("container_partial", "cuda", lib_swap("cuda_partial", cuda_rp))
+    variant("nostamp", "cuda", lib_swap("cuda_nostamp", cuda_rp))
+    variant("onnx_extra_only", "cuda", meta("cuda", lambda r: [x for x in r if not x.startswith("onnx")]))
+    variant("no_onnx_package", "cuda", lambda f: f.pop("mxnet/onnx/__init__.py"))
+    variant("cublas_pin_wrong", "cuda", meta("cuda", lambda r: [
+        "nvidia-cublas>=13.1,<14" if x.startswith("nvidia-cublas") else x for x in r]))
+    variant("bad_record", "cuda", lambda f: None,
+            record_override={"mxnet/__init__.py": _record_hash(b"something else")})
+    variant("cpu_links_cuda", "cpu", lib_swap("cpu_cuda", cpu_rp))
+    variant("cpu_onnx_hard", "cpu", meta("cpu", lambda r: r + ["onnx>=1.7.0,<1.22"]))
+    variant("no_libmxnet", "cuda", lambda f: f.pop("mxnet/libmxnet.so"))
+    variant("libmxnet_not_elf", "cuda", add_member("mxnet/libmxnet.so", b"#!/bin/sh\necho not a library\n" * 50))
+    out["variants"] = variants
+
+    # Bad inputs that are not wheels at all.
+    bad = work / "bad"
+    bad.mkdir()
+    (bad / "not-a-wheel.whl").write_text("this is text, not a zip\n")
+    data = Path(out["good_cpu"]).read_bytes()
+    (bad / wheel_name("9.9.9")).write_bytes(data[: len(data) // 2])
+    out["truncated"] = str(bad / wheel_name("9.9.9"))
+    out["not_a_wheel"] = str(bad / "not-a-wheel.whl")
+    slip = bad / "slip" / wheel_name(VERSION["cpu"])
+    slip_files = dict(good["cpu"][0])
+    slip_files["../../evil.txt"] = b"escaped"
+    out["zip_slip"] = str(write_wheel(slip, slip_files, version=VERSION["cpu"]))
+
+    # Build-provenance variants: caches and source trees that disagree with the wheel.
+    prov = work / "prov"
+    out["cache_opencv_off"] = str(write_build_dir(prov / "opencv_off", "cuda", head, features={"USE_OPENCV": False}))
+    out["cache_openmp_off"] = str(write_build_dir(prov / "openmp_off", "cuda", head, features={"USE_OPENMP": False}))
+    out["cache_arch_old"] = str(write_build_dir(prov / "arch_old", "cuda", head, cuda_arch="8.0;8.6;8.9;9.0;12.0+PTX"))
+    out["cache_unavailable"] = str(write_build_dir(prov / "unavailable", "cuda", "Unavailable"))
+    dirty = work / "src-dirty"
+    shutil.copytree(src, dirty, symlinks=True)
+    (dirty / "README.md").write_text("edited, not committed\n")
+    out["src_dirty"] = str(dirty)
+    moved = work / "src-moved"
+    shutil.copytree(src, moved, symlinks=True)
+    out["moved_head"] = commit_again(moved)
+    out["src_moved"] = str(moved)
+    return out
+
+
+@pytest.fixture(scope="session")
+def selftest_wheels(shared_dir) -> dict:
+    """Paths of the good wheels, every regression variant, the source tree and caches (see above)."""
+    return run_once(shared_dir, "selftest-wheels", lambda: build_selftest_wheels(shared_dir / "selftest-wheels"))

@@ -1,0 +1,84 @@
+"""The provenance report: terminal summary lines and the machine-readable ``--provenance-json``."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+
+def summary_lines(audit, verdicts: dict) -> list:
+    """Human lines for the end of the run: what the wheel is, and what it was judged to be."""
+    if audit is None:
+        return ["provenance: no wheel was audited in this run"]
+    lines = [f"wheel: {audit.filename} (profile {audit.profile})"]
+    lib = audit.libmxnet
+    if audit.libmxnet_error:
+        lines.append(f"libmxnet.so: {audit.libmxnet_error}")
+    elif lib is not None:
+        lines.append(f"libmxnet.so NEEDED: {', '.join(lib.needed) or '(none)'}")
+        lines.append(f"libmxnet.so {lib.search_tag or 'RUNPATH'}: {':'.join(lib.search_path) or '(none)'}")
+    if audit.fatbin:
+        lines.append(f"CUDA SASS: {' '.join(audit.fatbin['sass']) or '(none)'}; PTX: "
+                     f"{' '.join(audit.fatbin['ptx']) or '(none)'} (ISA {', '.join(audit.fatbin['ptx_versions']) or '-'}); "
+                     f"{audit.fatbin['containers']} fatbin containers")
+    elif audit.fatbin_error:
+        lines.append(f"CUDA fatbin: {audit.fatbin_error}")
+    else:
+        lines.append("CUDA fatbin: none (no .nv_fatbin section)")
+    names = sorted({m.rsplit('/', 1)[-1] for m in audit.bundled_elf})
+    shown = ", ".join(names[:12]) + (f", ... (+{len(names) - 12})" if len(names) > 12 else "")
+    lines.append(f"bundled libraries: {len(audit.bundled_elf)} files in mxnet/lib: {shown or '(none)'}")
+    unresolved = audit.closure.unresolved()
+    lines.append(f"bundled closure: {len(audit.closure.resolutions)} NEEDED entries resolved, "
+                 f"{len(unresolved)} unresolved")
+    hard = ", ".join(f"{n}{s}" for n, s in sorted(audit.requirements.hard.items()))
+    lines.append(f"hard dependencies: {hard or '(none)'}")
+    if audit.cmake:
+        feats = " ".join(f"{k}={'ON' if v['enabled'] else 'OFF' if v['enabled'] is False else '?'}"
+                         for k, v in audit.cmake["features"].items())
+        lines.append(f"CMake cache {audit.cmake['path']}: {feats}; MXNET_CUDA_ARCH={audit.cmake['cuda_arch']}")
+    if audit.git:
+        g = audit.git
+        lines.append(f"source: {g['root']} HEAD {g['commit'] or g['error']}"
+                     f"{' (dirty)' if g.get('tracked_changes') else ''}")
+    if audit.stamps:
+        src = audit.stamps.get("source") or ("binary" if audit.stamps.get("binary") else
+                                             "build files (fallback)" if audit.stamps.get("build_files") else "none")
+        lines.append(f"commit stamp read from: {src}; binary candidates: {', '.join(audit.stamps.get('binary') or []) or '(none)'}")
+    for w in audit.warnings:
+        lines.append(f"WARNING: {w}")
+    counts = {}
+    for verdict, _ in verdicts.values():
+        counts[verdict] = counts.get(verdict, 0) + 1
+    lines.append("provenance verdict: " + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "no gates ran"))
+    return lines
+
+
+def provenance_document(audit, verdicts: dict, options) -> dict:
+    gates = {nodeid: {"verdict": v, "message": why} for nodeid, (v, why) in sorted(verdicts.items())}
+    return {
+        "schema": 1,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "profile": options.profile.name,
+        "expected": {"package_version": options.package_version, "cuda_arch": options.cuda_arch_text,
+                     "features": dict(options.profile.features)},
+        "passed": bool(gates) and all(g["verdict"] == "passed" for g in gates.values()),
+        "gates": gates,
+        "facts": audit.to_json() if audit is not None else None,
+    }
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """Write JSON next to ``path`` and rename it into place: readers never see half a file."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True, default=str)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,93 @@
+"""OpenCV: linked in, bundled with its whole closure, and every bundled library loadable on its own.
+
+The regression this exists for: a wheel built with OpenCV compiled out imported fine and broke
+27 notebooks (cuda_wheel_build.md §1); and wheels whose bundled closure missed a transitive
+library (libcharls.so.2, libgdcmMSFF.so.3.0) on clean hosts.
+"""
+import pytest
+
+from build_steps.loader import UNRESOLVED
+from build_steps.profiles import NEVER_BUNDLE, is_host_library, pip_library_prefix
+
+pytestmark = [pytest.mark.release, pytest.mark.provenance]
+
+
+def _opencv(needed):
+    return [n for n in needed if n.startswith("libopencv_")]
+
+
+def test_opencv_linked_as_profile_says(libmxnet, profile):
+    found = _opencv(libmxnet.needed)
+    if profile.features["USE_OPENCV"] and not found:
+        pytest.fail("libmxnet.so has no libopencv_* NEEDED: the wheel was built with OpenCV compiled out "
+                    "(mx.image.imdecode/imresize will raise 'Build with USE_OPENCV=1'); install "
+                    "libopencv-dev, delete the build dir, reconfigure with USE_OPENCV=ON and rebuild",
+                    pytrace=False)
+    if not profile.features["USE_OPENCV"] and found:
+        pytest.fail(f"libmxnet.so has OpenCV NEEDED entries although the {profile.name} profile builds "
+                    f"without OpenCV: {', '.join(found)}; reconfigure with USE_OPENCV=OFF", pytrace=False)
+
+
+def test_needed_opencv_sonames_bundled(libmxnet, audit):
+    # Owns libmxnet's own libopencv_* NEEDED entries (whether OpenCV should be linked at all is the
+    # gate above); the libraries those pull in are the closure gate's.
+    needed = _opencv(libmxnet.needed)
+    bundled = {m.rsplit("/", 1)[-1] for m in audit.bundled}
+    if needed and not any(b.startswith("libopencv_") for b in bundled):
+        pytest.fail(f"{audit.filename} does not bundle mxnet/lib/libopencv_*, but libmxnet.so needs "
+                    f"{', '.join(needed)}: on a host without libopencv-dev `import mxnet` fails; "
+                    "bundle the OpenCV closure (build_steps.bundle) before packaging", pytrace=False)
+    missing = [n for n in needed if n not in bundled]
+    if missing:
+        pytest.fail(f"{audit.filename} needs {', '.join(missing)} but does not bundle that SONAME in "
+                    "mxnet/lib/ (the loader looks the SONAME up, not the real file name): re-run the "
+                    "bundle step, which creates a SONAME entry for each seed", pytrace=False)
+
+
+def test_bundled_closure_resolves(audit, profile):
+    problems = []
+    for member, obj in audit.closure.objects.items():
+        if obj.error:
+            problems.append(f"{member}: {obj.error}")
+    for r in audit.closure.resolutions:
+        if r.verdict != UNRESOLVED:
+            continue
+        if r.by == "mxnet/libmxnet.so" and (r.needed.startswith("libopencv_")
+                                            or pip_library_prefix(r.needed, profile)):
+            continue  # owned by the OpenCV SONAME gate and the libmxnet RUNPATH gate
+        problems.append(f"{r.by} -> {r.detail}")
+    if problems:
+        pytest.fail(f"the bundled closure does not resolve on a clean host ({len(problems)} problem(s)):\n  "
+                    + "\n  ".join(problems[:20])
+                    + "\nfix: bundle the missing libraries into mxnet/lib with $ORIGIN RUNPATH "
+                    "(build_steps.bundle), or declare the pip dependency that provides them", pytrace=False)
+
+
+def test_bundled_libs_have_origin_runpath(audit):
+    bad = []
+    for member in audit.bundled_elf:
+        obj = audit.closure.objects.get(member)
+        if obj is None or obj.error:
+            continue  # reported by the closure gate
+        if not obj.has_origin:
+            bad.append(f"{member} ({obj.search_tag or 'no RUNPATH'}: {':'.join(obj.search_path) or '-'})")
+    if bad:
+        pytest.fail(f"{len(bad)} bundled librar{'y has' if len(bad) == 1 else 'ies have'} no $ORIGIN "
+                    "search path; a RUNPATH is not inherited, so their own dependencies are looked up on "
+                    "the host: " + ", ".join(bad[:10]) + "; set RUNPATH $ORIGIN on each bundled library "
+                    "(patchelf --set-rpath '$ORIGIN')", pytrace=False)
+
+
+def test_nothing_forbidden_bundled(audit):
+    bad = []
+    for member in audit.bundled:
+        name = member.rsplit("/", 1)[-1]
+        reason = next((why for prefix, why in NEVER_BUNDLE.items() if name.startswith(prefix)), None)
+        if reason is None and is_host_library(name):
+            reason = (f"{name} is a host library (profiles.HOST_LIBRARIES): a second copy next to the "
+                      "host's fights it at run time")
+        if reason:
+            bad.append(f"{member}: {reason}")
+    if bad:
+        pytest.fail("the wheel bundles libraries it must never ship:\n  " + "\n  ".join(bad)
+                    + "\nfix: remove them from mxnet/lib (the bundle step skips host libraries)", pytrace=False)
