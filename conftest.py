@@ -162,6 +162,71 @@ def wheel_path(options, request) -> Path:
     return request.getfixturevalue("built_wheel")
 
 
+_AUDIT_DIR_KEY = pytest.StashKey[Path]()
+
+
+@pytest.fixture(scope="session")
+def extracted_wheel(wheel_path, shared_dir, request):
+    """The wheel, extracted (RECORD verified while extracting) once for all xdist workers."""
+    from build_steps.audit import shared_product
+    from build_steps.wheel import extract_wheel
+    request.config.stash[_AUDIT_DIR_KEY] = shared_dir
+    return shared_product(shared_dir, "extracted-wheel",
+                          lambda: extract_wheel(wheel_path, shared_dir / "wheel"))
+
+
+@pytest.fixture(scope="session")
+def audit(extracted_wheel, options, shared_dir):
+    """Every fact the static gates judge (build_steps.audit.collect), computed once."""
+    from build_steps.audit import collect, shared_product
+    return shared_product(shared_dir, "audit", lambda: collect(extracted_wheel, options))
+
+
+@pytest.fixture(scope="session")
+def libmxnet(audit):
+    """libmxnet.so's dynamic facts; a gate that needs them fails with the reason they are missing."""
+    if audit.libmxnet_error or audit.libmxnet is None:
+        pytest.fail(f"cannot check: {audit.libmxnet_error}", pytrace=False)
+    return audit.libmxnet
+
+
+_AUDIT_VERDICTS: dict = {}
+
+
+def pytest_runtest_logreport(report):
+    # Runs on the xdist controller too, so the JSON report sees every worker's verdicts.
+    if "provenance" not in report.keywords or (report.when != "call" and report.passed):
+        return
+    why = ""
+    if not report.passed:
+        text = getattr(report, "longreprtext", "") or ""
+        why = next((ln[2:].strip() for ln in text.splitlines() if ln.startswith("E ")),
+                   (text.strip().splitlines() or [""])[0])[:300]
+    if report.when == "call" or report.nodeid not in _AUDIT_VERDICTS or not report.passed:
+        _AUDIT_VERDICTS[report.nodeid] = (report.outcome, why)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if hasattr(config, "workerinput"):
+        return  # the controller reports for everyone
+    verdicts = dict(_AUDIT_VERDICTS)
+    _AUDIT_VERDICTS.clear()
+    options = config.stash[_OPTIONS_KEY] if _OPTIONS_KEY in config.stash else None
+    if not verdicts or options is None:
+        return
+    from build_steps.audit import load_shared
+    from build_steps.report import provenance_document, summary_lines, write_json_atomic
+    shared = config.stash.get(_AUDIT_DIR_KEY, None)
+    if shared is None and getattr(config, "_tmp_path_factory", None) is not None:
+        shared = Path(config._tmp_path_factory.getbasetemp()) / "harness-shared"
+    audit_facts = load_shared(shared, "audit") if shared is not None else None
+    add_report_lines(config, ["", "Provenance report:"] + ["  " + ln for ln in summary_lines(audit_facts, verdicts)])
+    if options.provenance_json is not None:
+        write_json_atomic(options.provenance_json, provenance_document(audit_facts, verdicts, options))
+        add_report_lines(config, [f"  provenance JSON written to {options.provenance_json}"])
+
+
 # --------------------------------------------------------------------------------------------
 # Build chain: source -> configure -> compile -> bundle -> package
 # --------------------------------------------------------------------------------------------
