@@ -183,7 +183,7 @@ def audit(extracted_wheel, options, shared_dir):
 
 
 @pytest.fixture(scope="session")
-def libmxnet(audit):
+def libmxnet_info(audit):
     """libmxnet.so's dynamic facts; a gate that needs them fails with the reason they are missing."""
     if audit.libmxnet_error or audit.libmxnet is None:
         pytest.fail(f"cannot check: {audit.libmxnet_error}", pytrace=False)

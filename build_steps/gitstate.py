@@ -15,8 +15,8 @@ from .errors import UsageError
 
 #: MXNET_COMMIT_HASH as CMake writes it into compile commands, with any level of quote escaping.
 STAMP_IN_BUILD_FILES = re.compile(r"MXNET_COMMIT_HASH\s*=\s*(?:\\*[\"'])?([0-9a-f]{40}|Unavailable)")
-#: How the stamp sits in the binary: a NUL-terminated 40-hex string literal in .rodata.
-STAMP_IN_BINARY = rb"(?<![0-9A-Za-z])[0-9a-f]{40}(?=\x00)"
+#: How the stamp sits in the binary: a 40-hex string literal in .rodata (matched as a whole string).
+STAMP_IN_BINARY = rb"[0-9a-f]{40}"
 #: Generated files a build writes into the tree; they do not make it "dirty" (they are untracked).
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 

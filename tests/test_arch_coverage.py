@@ -10,14 +10,14 @@ def _gpus(arch):
     return ARCH_GPU_FAMILIES.get(arch, "GPUs of that generation")
 
 
-def _fatbin(audit, libmxnet):
+def _fatbin(audit, libmxnet_info):
     if audit.fatbin_error:
         pytest.fail(audit.fatbin_error, pytrace=False)
     return audit.fatbin
 
 
-def test_sass_for_every_requested_arch(audit, libmxnet, options, profile):
-    fat = _fatbin(audit, libmxnet)
+def test_sass_for_every_requested_arch(audit, libmxnet_info, options, profile):
+    fat = _fatbin(audit, libmxnet_info)
     if not profile.is_cuda:
         if fat is not None:
             pytest.fail(f"the CPU wheel's libmxnet.so carries a .nv_fatbin ({', '.join(fat['sass'])}): "
@@ -35,8 +35,8 @@ def test_sass_for_every_requested_arch(audit, libmxnet, options, profile):
                     "older arch list)", pytrace=False)
 
 
-def test_ptx_for_ptx_archs(audit, libmxnet, options, profile):
-    fat = _fatbin(audit, libmxnet) or {"ptx_archs": [], "ptx": []}
+def test_ptx_for_ptx_archs(audit, libmxnet_info, options, profile):
+    fat = _fatbin(audit, libmxnet_info) or {"ptx_archs": [], "ptx": []}
     missing = [a for a in options.cuda_arch.ptx if a not in fat["ptx_archs"]]
     if missing:
         pytest.fail(f"libmxnet.so has no PTX for {', '.join(f'compute_{a}' for a in missing)} (it carries "
@@ -47,10 +47,10 @@ def test_ptx_for_ptx_archs(audit, libmxnet, options, profile):
         assert not fat["ptx"], "the CPU wheel carries PTX"
 
 
-def test_fatbin_containers_consistent(audit, libmxnet):
+def test_fatbin_containers_consistent(audit, libmxnet_info):
     # The union is the SASS gate's; this one catches a module compiled with a narrower arch list
     # (its kernels would be missing on that arch). PTX is judged on the union only (anchors §5.3).
-    fat = _fatbin(audit, libmxnet)
+    fat = _fatbin(audit, libmxnet_info)
     if fat is None:
         return
     report = audit._fatbin_obj

@@ -8,23 +8,23 @@ pytestmark = [pytest.mark.release, pytest.mark.provenance]
 _CUDA = re.compile(r"^lib(cuda|cudart|cublas|cublasLt|cudnn\w*|nccl|nvrtc|cufft|cusolver|cusparse|curand|nvJitLink)\.so")
 
 
-def test_cuda_driver_linkage(libmxnet, profile):
+def test_cuda_driver_linkage(libmxnet_info, profile):
     if profile.is_cuda:
-        if "libcuda.so.1" not in libmxnet.needed:
+        if "libcuda.so.1" not in libmxnet_info.needed:
             pytest.fail("libmxnet.so has no DT_NEEDED for libcuda.so.1: CMakeLists.txt must link "
                         "CUDA::cuda_driver; fix the link and rebuild (never patchelf --add-needed: it "
                         "corrupts the ~1 GB library)", pytrace=False)
     else:
-        cuda = [n for n in libmxnet.needed if _CUDA.match(n)]
+        cuda = [n for n in libmxnet_info.needed if _CUDA.match(n)]
         if cuda:
             pytest.fail(f"CPU wheel libmxnet.so unexpectedly links CUDA libraries: {', '.join(cuda)}; "
                         "reconfigure the CPU build dir with USE_CUDA=OFF (delete its CMakeCache.txt)",
                         pytrace=False)
 
 
-def test_cudnn_nccl_needed(libmxnet, profile):
-    cudnn = [n for n in libmxnet.needed if n.startswith("libcudnn")]
-    nccl = [n for n in libmxnet.needed if n.startswith("libnccl")]
+def test_cudnn_nccl_needed(libmxnet_info, profile):
+    cudnn = [n for n in libmxnet_info.needed if n.startswith("libcudnn")]
+    nccl = [n for n in libmxnet_info.needed if n.startswith("libnccl")]
     problems = []
     for key, found, lib, pkg in (("USE_CUDNN", cudnn, "libcudnn", "libcudnn9-dev-cuda-13"),
                                  ("USE_NCCL", nccl, "libnccl", "libnccl-dev")):
@@ -38,13 +38,13 @@ def test_cudnn_nccl_needed(libmxnet, profile):
         pytest.fail("\n".join(problems), pytrace=False)
 
 
-def test_libmxnet_runpath(libmxnet, profile):
-    path = [e.replace("${ORIGIN}", "$ORIGIN") for e in libmxnet.search_path]
+def test_libmxnet_runpath(libmxnet_info, profile):
+    path = [e.replace("${ORIGIN}", "$ORIGIN") for e in libmxnet_info.search_path]
     want = list(profile.runpath)
     if path[: len(want)] != want:
         missing = [e for e in want if e not in path]
         what = (f"lacks {', '.join(missing)}" if missing else "has them in another order")
-        pytest.fail(f"libmxnet.so {libmxnet.search_tag or 'RUNPATH'} is {':'.join(path) or '(none)'}; it "
+        pytest.fail(f"libmxnet.so {libmxnet_info.search_tag or 'RUNPATH'} is {':'.join(path) or '(none)'}; it "
                     f"{what} (the {profile.name} profile wants {':'.join(want)} first), so the bundled "
                     "OpenCV or the pip-installed cuDNN/NCCL/cuBLAS will not be found; set it with "
                     "patchelf --set-rpath in the stage step", pytrace=False)

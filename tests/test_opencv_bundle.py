@@ -16,8 +16,8 @@ def _opencv(needed):
     return [n for n in needed if n.startswith("libopencv_")]
 
 
-def test_opencv_linked_as_profile_says(libmxnet, profile):
-    found = _opencv(libmxnet.needed)
+def test_opencv_linked_as_profile_says(libmxnet_info, profile):
+    found = _opencv(libmxnet_info.needed)
     if profile.features["USE_OPENCV"] and not found:
         pytest.fail("libmxnet.so has no libopencv_* NEEDED: the wheel was built with OpenCV compiled out "
                     "(mx.image.imdecode/imresize will raise 'Build with USE_OPENCV=1'); install "
@@ -28,10 +28,10 @@ def test_opencv_linked_as_profile_says(libmxnet, profile):
                     f"without OpenCV: {', '.join(found)}; reconfigure with USE_OPENCV=OFF", pytrace=False)
 
 
-def test_needed_opencv_sonames_bundled(libmxnet, audit):
+def test_needed_opencv_sonames_bundled(libmxnet_info, audit):
     # Owns libmxnet's own libopencv_* NEEDED entries (whether OpenCV should be linked at all is the
     # gate above); the libraries those pull in are the closure gate's.
-    needed = _opencv(libmxnet.needed)
+    needed = _opencv(libmxnet_info.needed)
     bundled = {m.rsplit("/", 1)[-1] for m in audit.bundled}
     if needed and not any(b.startswith("libopencv_") for b in bundled):
         pytest.fail(f"{audit.filename} does not bundle mxnet/lib/libopencv_*, but libmxnet.so needs "
