@@ -1,0 +1,59 @@
+"""The runtime gates, run for real in a child pytest against the real mxnet 1.9.1 wheel from PyPI:
+they pass on it, GPU gates skip without a GPU (and fail under -m release), and each gate fails
+on the regression it exists for, with a message that names it."""
+from pathlib import Path
+
+import pytest
+
+from selftest.fixtures_runtime import runtime_args
+
+pytestmark = pytest.mark.slow
+
+
+def test_gates_pass_on_mxnet191_and_gpu_gates_skip(gates, mxnet191_wheel, mxnet191_wheelhouse, tmp_path):
+    base = tmp_path / "bt"
+    r = gates("-m", "runtime or build", *runtime_args(mxnet191_wheel, mxnet191_wheelhouse),
+              "--flavor=cpu", f"--basetemp={base}", "-k", "not build_chain")
+    out = r.stdout.str()
+    # 4 OpenCV + 6 features + version + 2 ONNX + 3 install = 16 pass; 3 GPU + 9 cuBLAS skip.
+    r.assert_outcomes(passed=16, skipped=12)
+    assert "no CUDA GPU on this host" in out
+    assert "PASSED   tests/test_runtime_features.py::test_feature_matches_profile[USE_ONEDNN]" in out
+    # The throwaway venv is gone after the session (no --keep-venv).
+    assert not (base / "harness-shared" / "release-venv").exists()
+
+
+def test_release_run_turns_gpu_skips_into_failures(gates, mxnet191_wheel, mxnet191_wheelhouse, tmp_path):
+    base = tmp_path / "bt"
+    r = gates("-m", "release and runtime", "-k", "gpu or cublas or png_rgb",
+              *runtime_args(mxnet191_wheel, mxnet191_wheelhouse, "--keep-venv"), "--flavor=cpu",
+              f"--basetemp={base}")
+    r.assert_outcomes(passed=1, failed=12)
+    r.stdout.fnmatch_lines(["*release run: gate skipped, which counts as a failure (*no CUDA GPU on this host*"])
+    # --keep-venv keeps it, usable by hand.
+    assert (base / "harness-shared" / "release-venv" / "bin" / "python").exists()
+
+
+def test_features_gate_fails_for_cuda_profile_on_cpu_wheel(gates, mxnet191_wheel, mxnet191_wheelhouse):
+    r = gates("-m", "runtime", "-k", "feature_matches_profile",
+              *runtime_args(mxnet191_wheel, mxnet191_wheelhouse), "--flavor=cuda")
+    r.assert_outcomes(passed=3, failed=3)
+    out = r.stdout.str()
+    for name in ("CUDA", "CUDNN", "NCCL"):
+        assert f"Features() says {name} is OFF but the cuda profile requires ON" in out
+
+
+def test_onnx_gate_fails_on_perturbed_export(gates, perturbed_onnx_wheel, mxnet191_wheelhouse):
+    r = gates("-m", "onnx", *runtime_args(perturbed_onnx_wheel, mxnet191_wheelhouse), "--flavor=cpu")
+    r.assert_outcomes(passed=1, failed=1)
+    r.stdout.fnmatch_lines(["*onnxruntime output differs from MXNet's: max |diff|*the exported model computes "
+                            "something else than MXNet*"])
+
+
+def test_version_gates_fail_on_wrong_version(gates, mxnet191_wheel, mxnet191_wheelhouse):
+    r = gates("-m", "runtime or build", "-k", "installed_version or version_matches_wheel",
+              *runtime_args(mxnet191_wheel, mxnet191_wheelhouse), "--flavor=cpu", "--package-version=1.9.2")
+    r.assert_outcomes(failed=2)
+    out = r.stdout.str()
+    assert "installed mxnet is 1.9.1, expected 1.9.2" in out
+    assert "mxnet.__version__ is 1.9.1 but the wheel is 1.9.2" in out
