@@ -444,7 +444,37 @@ def build_selftest_wheels(work: Path) -> dict:
     return out
 
 
+def _inputs_key() -> str:
+    """Hash of everything that shapes the selftest wheels: a change rebuilds them."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for rel in ("selftest/fixtures_wheels.py", "build_steps/bundle.py", "build_steps/profiles.py",
+                "build_steps/elf.py"):
+        h.update((root / rel).read_bytes())
+    return h.hexdigest()[:16]
+
+
 @pytest.fixture(scope="session")
-def selftest_wheels(shared_dir) -> dict:
-    """Paths of the good wheels, every regression variant, the source tree and caches (see above)."""
-    return run_once(shared_dir, "selftest-wheels", lambda: build_selftest_wheels(shared_dir / "selftest-wheels"))
+def selftest_wheels(request, shared_dir) -> dict:
+    """Paths of the good wheels, every regression variant, the source tree and caches (see above).
+
+    Built once for all xdist workers and kept in pytest's cache dir (keyed by the inputs' hash),
+    so a second selftest run does not rebuild ~150 MB wheels; without the cache plugin they live
+    in this run's shared temp dir.
+    """
+    from filelock import FileLock
+    cache = getattr(request.config, "cache", None)
+    if cache is None:
+        return run_once(shared_dir, "selftest-wheels", lambda: build_selftest_wheels(shared_dir / "selftest-wheels"))
+    base = Path(cache.mkdir("selftest-wheels"))
+    key = _inputs_key()
+    done = base / f"{key}.json"
+    with FileLock(str(base / "build.lock")):
+        if done.exists():
+            return json.loads(done.read_text())
+        for old in base.iterdir():  # earlier inputs: stale
+            if old.name != "build.lock":
+                shutil.rmtree(old) if old.is_dir() else old.unlink()
+        result = build_selftest_wheels(base / key)
+        done.write_text(json.dumps(result))
+        return result
