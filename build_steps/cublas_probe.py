@@ -417,6 +417,27 @@ def run_all(search_dirs=(), lib_path: str | None = None, sizes=CHECK_SIZES, kind
     return out
 
 
+def summary(d: dict) -> str:
+    """A few human lines for a run_all() result."""
+    p = d["preflight"]
+    drv = p["driver"]
+    gpus = [f"{g['name']} sm_{g['compute_capability'].replace('.', '')}" for g in drv.get("gpus", [])]
+    lines = [f"driver {drv.get('kernel_module')} (cuDriverGetVersion {drv.get('cuda_driver_version')}, "
+             f"cudaDriverGetVersion {drv.get('cudart_driver_version')}), GPUs {gpus}",
+             f"cuBLAS {p.get('full_version') or p.get('version')} from {p.get('loaded_from') or p.get('lib')}",
+             f"verdict: {p['verdict']['status']}"]
+    lines += ["  TRAP " + t["message"] for t in p["verdict"]["traps"]]
+    lines += ["  risk " + r for r in p["verdict"]["risks"]]
+    if d.get("skipped"):
+        lines.append("checks skipped: " + d["skipped"])
+    for c in d.get("checks", []):
+        err = c.get("rel_error")
+        lines.append(f"  {'ok  ' if c.get('ok') else 'FAIL'} {c['kind']:5} N={c['n']:<5} "
+                     f"status={c.get('status', c.get('signal', '?'))} "
+                     f"rel_err={'-' if err is None else format(err, '.2e')} {c.get('diagnosis') or ''}")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -428,6 +449,7 @@ def main(argv=None) -> int:
     a.add_argument("--lib")
     a.add_argument("--sizes", default=",".join(map(str, CHECK_SIZES)))
     a.add_argument("--kinds", default=",".join(CHECK_KINDS))
+    a.add_argument("--summary", action="store_true", help="also print a human summary on stderr")
     c = sub.add_parser("check")
     c.add_argument("kind", choices=CHECK_KINDS)
     c.add_argument("n", type=int)
@@ -449,6 +471,8 @@ def main(argv=None) -> int:
         with open(out_file, "w") as fh:
             fh.write(text)
     print(text, flush=True)
+    if args.cmd == "all" and args.summary:
+        print(summary(res), file=sys.stderr, flush=True)
     return 0
 
 

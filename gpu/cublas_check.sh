@@ -12,25 +12,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-out=$(PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} "$PY" build_steps/cublas_probe.py all "$@")
+out=$(PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} "$PY" build_steps/cublas_probe.py all --summary "$@")
 echo "$out"
 if [ -n "${OUT:-}" ]; then echo "$out" > "$OUT/cublas_check.json"; fi
-echo "$out" | "$PY" -c '
-import json, sys
-d = json.load(sys.stdin)
-p = d["preflight"]; drv = p["driver"]
-print(f"driver {drv.get(\"kernel_module\")} (cuDriverGetVersion {drv.get(\"cuda_driver_version\")}, "
-      f"cudaDriverGetVersion {drv.get(\"cudart_driver_version\")}), GPUs {[g[\"name\"] + \" sm_\" + g[\"compute_capability\"].replace(\".\", \"\") for g in drv.get(\"gpus\", [])]}", file=sys.stderr)
-print(f"cuBLAS {p.get(\"full_version\") or p.get(\"version\")} from {p.get(\"loaded_from\") or p.get(\"lib\")}", file=sys.stderr)
-v = p["verdict"]
-print(f"verdict: {v[\"status\"]}", file=sys.stderr)
-for t in v["traps"]: print("  TRAP " + t["message"], file=sys.stderr)
-for r in v["risks"]: print("  risk " + r, file=sys.stderr)
-if d.get("skipped"): print("checks skipped: " + d["skipped"], file=sys.stderr)
-for c in d["checks"]:
-    state = "ok  " if c.get("ok") else "FAIL"
-    extra = c.get("diagnosis") or ""
-    err = c.get("rel_error")
-    print(f"  {state} {c[\"kind\"]:5} N={c[\"n\"]:5} status={c.get(\"status\", c.get(\"signal\", \"?\"))} "
-          f"rel_err={err if err is None else format(err, \".2e\")} {extra}", file=sys.stderr)
-'
