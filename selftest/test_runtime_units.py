@@ -1,0 +1,97 @@
+"""The venv step and the cuBLAS verdict on their own: a real venv, real child processes."""
+import json
+import os
+import textwrap
+
+import pytest
+
+from build_steps import cublas_probe
+from build_steps.venv import check_install, create_venv, explain_probe, run_probe
+
+
+@pytest.fixture(scope="module")
+def bare_venv(tmp_path_factory):
+    return create_venv(tmp_path_factory.mktemp("v") / "venv")
+
+
+def _probe(tmp_path, body):
+    p = tmp_path / "probe_x.py"
+    p.write_text(textwrap.dedent(body))
+    return p
+
+
+def test_probe_crash_becomes_a_result(bare_venv, tmp_path):
+    probe = _probe(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    r = run_probe(bare_venv, probe, timeout=60)
+    assert r["crashed"] and r["signal"] == "SIGSEGV" and not r["ok"]
+    assert "killed by SIGSEGV" in explain_probe(r)
+
+
+def test_probe_timeout_becomes_a_result(bare_venv, tmp_path):
+    probe = _probe(tmp_path, "import time\ntime.sleep(30)\n")
+    r = run_probe(bare_venv, probe, timeout=1)
+    assert r["timed_out"] and "did not finish within 1" in explain_probe(r)
+
+
+def test_probe_runs_in_venv_with_loader_variables_cleared(bare_venv, tmp_path, monkeypatch):
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/somewhere/build")
+    monkeypatch.setenv("MXNET_LIBRARY_PATH", "/somewhere/build/libmxnet.so")
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/python")
+    probe = _probe(tmp_path, """
+        import json, os, sys
+        print(json.dumps({"ok": True, "prefix": sys.prefix,
+                          "leaks": [k for k in ("LD_LIBRARY_PATH", "MXNET_LIBRARY_PATH", "PYTHONPATH") if k in os.environ]}))
+    """)
+    r = run_probe(bare_venv, probe, timeout=60)
+    assert r["ok"] and r["leaks"] == []
+    assert os.path.realpath(r["prefix"]) == os.path.realpath(bare_venv.root)
+
+
+def test_check_install_without_mxnet_names_the_problem(bare_venv):
+    facts = check_install(bare_venv, "1.9.1")
+    text = " ".join(facts["problems"])
+    assert "`import mxnet` finds nothing" in text and "installed mxnet is None, expected 1.9.1" in text
+
+
+def test_venv_dir_that_is_not_a_venv_is_refused(tmp_path):
+    from build_steps.errors import UsageError
+    d = tmp_path / "precious"
+    d.mkdir()
+    (d / "notes.txt").write_text("keep me")
+    with pytest.raises(UsageError, match="is not a venv"):
+        create_venv(d)
+    assert (d / "notes.txt").exists()
+
+
+@pytest.mark.parametrize("version, full, driver, trap", [
+    ((13, 5, 1), None, 580, "r580-cublas-13.2-not-initialized"),
+    ((13, 2, 0), "13.2.0.9", 580, "r580-cublas-13.2-not-initialized"),
+    ((13, 1, 1), "13.1.1.3", 590, "cublas-13.1.1.3-syrk-crash"),
+    ((13, 5, 1), None, 575, "driver-too-old"),
+])
+def test_verdict_names_the_trap(version, full, driver, trap):
+    v = cublas_probe.verdict(version, full, driver)
+    assert v["status"] == "trap" and trap in [t["id"] for t in v["traps"]]
+
+
+def test_verdict_ok_and_risk():
+    assert cublas_probe.verdict((13, 5, 1), None, 590)["status"] == "ok"
+    assert cublas_probe.verdict((13, 1, 0), "13.1.0.3", 580)["status"] == "risk"
+
+
+def test_diagnose_maps_failures_to_traps():
+    pre = {"full_version": "13.1.1.3", "driver": {"driver_major": 580},
+           "verdict": cublas_probe.verdict((13, 1, 1), "13.1.1.3", 580)}
+    crash = cublas_probe.diagnose(pre, {"kind": "syrk", "n": 256, "crashed": True, "signal": "SIGSEGV"})
+    assert "cuBLAS >= 13.5" in crash
+    pre2 = {"version": "13.5.1", "driver": {"driver_major": 580},
+            "verdict": cublas_probe.verdict((13, 5, 1), None, 580)}
+    noinit = cublas_probe.diagnose(pre2, {"kind": "gemm", "n": 1024, "ok": False,
+                                          "error": "MXNetError: ... CUBLAS_STATUS_NOT_INITIALIZED"})
+    assert "R590+" in noinit
+
+
+def test_preflight_without_driver_reports_instead_of_raising(tmp_path):
+    res = cublas_probe.preflight(search_dirs=[str(tmp_path)])
+    json.dumps(res)
+    assert res["verdict"]["status"] in ("unknown", "risk", "ok", "trap")
