@@ -72,6 +72,11 @@ def tracked_changes(repo: Path) -> list:
     return [line for line in out.splitlines() if line.strip()]
 
 
+def committer_ident(repo: Path) -> str:
+    """Who an annotated tag would be signed as; GitError when git has no identity configured."""
+    return git(repo, "var", "GIT_COMMITTER_IDENT").strip()
+
+
 def local_tags(repo: Path, pattern: str = "*") -> list:
     out = git(repo, "tag", "--list", pattern)
     return [t.strip() for t in out.splitlines() if t.strip()]

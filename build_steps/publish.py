@@ -142,6 +142,13 @@ def preflight(src: Path, remote: str, *, dry_run: bool, yes: bool = False,
             "commit or stash them first: a release must be built from a commit, not a working tree")
     if not dry_run:
         check_gh(gh)
+        try:
+            gitops.committer_ident(repo)
+        except gitops.GitError:
+            # An annotated tag needs one; finding out after the build would waste the build.
+            raise PublishRefused(
+                f"--publish: git has no committer identity in {repo} (needed for the annotated "
+                "tag); set it with git config user.name / user.email") from None
     try:
         url = gitops.remote_url(repo, remote)
         remote_tags = gitops.remote_tags(repo, remote)

@@ -159,3 +159,13 @@ def test_clone_of_another_history_keeps_its_head(tmp_path):
     first = make_release_repo(tmp_path / "a")
     second = make_release_repo(tmp_path / "b", source=first.repo)
     assert second.head == first.head
+
+
+def test_missing_committer_identity_is_refused(release_repo, gh_standin, monkeypatch):
+    for key in ("GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "EMAIL"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(release_repo.repo.parent))  # no ~/.gitconfig
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    git(release_repo.repo, "config", "user.useConfigOnly", "true")
+    with pytest.raises(publish.PublishRefused, match="no committer identity"):
+        publish.preflight(release_repo.repo, "origin", dry_run=False, yes=True)
