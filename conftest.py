@@ -259,9 +259,37 @@ from build_steps.once import run_once as _run_once
 _BUILD_RECORD = "built_wheel"
 
 
+_BC_STATE: dict = {}
+
+
+@pytest.hookimpl(specname="pytest_configure")
+def pytest_build_chain_configure(config):
+    _BC_STATE["config"] = config
+
+
+class _LiveStream:
+    """Writes straight to the terminal while pytest's capture is on (as live logging does)."""
+
+    def write(self, text):
+        config = _BC_STATE.get("config")
+        capman = config.pluginmanager.getplugin("capturemanager") if config else None
+        if capman is None:
+            (_bc_sys.__stderr__ or _bc_sys.stderr).write(text)
+            return
+        with capman.global_and_fixture_disabled():
+            _bc_sys.stderr.write(text)
+            _bc_sys.stderr.flush()
+
+    def flush(self):
+        pass
+
+
+_LIVE = _LiveStream()
+
+
 def _say(line: str) -> None:
-    """Progress for the person watching: pytest captures sys.stderr, so use the real one."""
-    print(line, file=_bc_sys.__stderr__ or _bc_sys.stderr, flush=True)
+    """Progress for the person watching, past pytest's output capture."""
+    print(line, file=_LIVE, flush=True)
 
 
 class BuildPaths:
@@ -331,7 +359,7 @@ def libmxnet(options, shared_dir, build_paths, configured_tree, cuda_root) -> _c
         _say(f"==> compile target mxnet in {build_paths.build_dir} with {options.jobs} jobs "
              f"(log: {build_paths.logs / 'compile.log'})")
         return _compile.compile_mxnet(build_paths.build_dir, options.jobs, build_paths.logs,
-                                      env=cuda_root.env if cuda_root else None).to_json()
+                                      env=cuda_root.env if cuda_root else None, progress=_LIVE).to_json()
     return _compile.CompileResult.from_json(_run_once(shared_dir, "compile", produce))
 
 

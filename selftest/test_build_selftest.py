@@ -17,6 +17,9 @@ from selftest.fixtures_build import step_counts
 REQUIRES_NVCC = pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
                                    reason="nvcc (CUDA 13) is needed to compile the sample's fatbin")
 CHAIN = "release and (build or provenance)"
+#: the venv install gates belong to the runtime area and have their own selftests; skipping them
+#: here keeps this area's selftests within their time budget
+NO_INSTALL = ("-k", "not install")
 
 
 def _out(result) -> str:
@@ -26,7 +29,7 @@ def _out(result) -> str:
 @pytest.mark.slow
 def test_cpu_chain_runs_once_under_xdist_and_rerun_is_a_noop_compile(gates, sample_tree):
     src = sample_tree()
-    first = gates("-m", CHAIN, f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", "-n", "3")
+    first = gates("-m", CHAIN, *NO_INSTALL, f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", "-n", "3")
     out = _out(first)
     assert first.ret == 0, out[-4000:]
     counts = step_counts(src / "build-cpu")
@@ -36,7 +39,7 @@ def test_cpu_chain_runs_once_under_xdist_and_rerun_is_a_noop_compile(gates, samp
     assert list((src / "dist").glob("mxnet-2.0.0+cpu.linux.*-cp3*-linux_x86_64.whl")), \
         "a wheel that passed its gates must reach dist/"
 
-    second = gates("-m", CHAIN, f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2")
+    second = gates("-m", CHAIN, *NO_INSTALL, f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2")
     out2 = _out(second)
     assert second.ret == 0, out2[-4000:]
     compile_log = (src / "build-cpu" / "harness-logs" / "compile.log").read_text()
@@ -49,7 +52,7 @@ def test_cpu_chain_runs_once_under_xdist_and_rerun_is_a_noop_compile(gates, samp
 @REQUIRES_NVCC
 def test_cuda_chain_from_wheels_builds_bundles_packages_and_passes(gates, sample_tree):
     src = sample_tree()
-    result = gates("-m", CHAIN, f"--mxnet-src={src}", "--cuda-from-wheels", "--jobs=2")
+    result = gates("-m", CHAIN, *NO_INSTALL, f"--mxnet-src={src}", "--cuda-from-wheels", "--jobs=2")
     out = _out(result)
     assert result.ret == 0, out[-6000:]
     assert "-gencode=arch=compute_100,code=sm_100" in out and "code=compute_120" in out
@@ -61,7 +64,7 @@ def test_emptied_submodule_is_named_by_the_source_check(gates, sample_tree):
         shutil.rmtree(path / "3rdparty" / "tvm")
         (path / "3rdparty" / "tvm").mkdir()
     src = sample_tree(edit=empty_tvm)
-    result = gates("-m", CHAIN, f"--mxnet-src={src}", "--flavor=cpu")
+    result = gates("-m", CHAIN, *NO_INSTALL, f"--mxnet-src={src}", "--flavor=cpu")
     out = _out(result)
     assert result.ret != 0
     assert "3rdparty/tvm" in out and "git submodule update --init --recursive" in out, out[-3000:]
@@ -76,7 +79,7 @@ def test_configure_that_loses_opencv_fails_at_configure_naming_libopencv_dev(gat
         text = cm.read_text().replace("if(USE_OPENCV)\n  find_package(", "if(FALSE)\n  find_package(")
         cm.write_text(text)
     src = sample_tree(edit=lose_opencv)
-    result = gates("-m", CHAIN, f"--mxnet-src={src}", "--flavor=cpu")
+    result = gates("-m", CHAIN, *NO_INSTALL, f"--mxnet-src={src}", "--flavor=cpu")
     out = _out(result)
     assert result.ret != 0
     assert "[configure]" in out and "USE_OPENCV" in out and "libopencv-dev" in out, out[-3000:]
@@ -95,7 +98,7 @@ def test_not_an_mxnet_tree_without_mxnet_src_is_a_usage_error(gates, tmp_path, m
 @REQUIRES_NVCC
 def test_dropping_10_0_from_cuda_arch_fails_the_arch_gate_naming_sm_100(gates, sample_tree):
     src = sample_tree()
-    result = gates("-m", CHAIN, f"--mxnet-src={src}", "--cuda-from-wheels", "--jobs=2",
+    result = gates("-m", CHAIN, *NO_INSTALL, f"--mxnet-src={src}", "--cuda-from-wheels", "--jobs=2",
                    "--cuda-arch=8.0;8.6;8.9;9.0;12.0+PTX")
     out = _out(result)
     assert result.ret != 0
