@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <cuda.h>
 #include <cuda_runtime.h>
+#ifndef MXNET_SAMPLE_NO_CUBLAS  /* gpu/sample_kernel_check.sh builds the kernel without cuBLAS */
 #include <cublas_v2.h>
+#endif
 #include "mxnet/c_api.h"
 #if MXNET_USE_CUDNN
 #include <cudnn.h>
@@ -27,12 +29,14 @@ int mxnet_sample_gpu_count() {
 }
 
 extern "C" int MXSampleDriverVersion(int *out) { return cuDriverGetVersion(out) == CUDA_SUCCESS ? 0 : -1; }
+#ifndef MXNET_SAMPLE_NO_CUBLAS
 extern "C" int MXSampleCublasVersion(int *major, int *minor, int *patch) {
   cublasGetProperty(MAJOR_VERSION, major);
   cublasGetProperty(MINOR_VERSION, minor);
   cublasGetProperty(PATCH_LEVEL, patch);
   return 0;
 }
+#endif
 extern "C" size_t MXSampleCudnnVersion() {
 #if MXNET_USE_CUDNN
   return cudnnGetVersion();
