@@ -126,8 +126,10 @@ def compile_stamp(d: Path, commit: str | None) -> Path:
     """The commit stamp as MXGetCommitHash returns it: a string literal in .rodata."""
     d.mkdir(parents=True, exist_ok=True)
     src = d / f"stamp_{commit or 'none'}.c"
-    body = f'const char *MXGetCommitHash(void) {{ return "{commit}"; }}\n' if commit else ""
-    body += f'const char *dnnl_version_hash(void) {{ return "{DECOY_HASH}"; }}\n'
+    # Without a stamp there is no 40-hex string at all, so the build-file fallback is exercised.
+    body = (f'const char *MXGetCommitHash(void) {{ return "{commit}"; }}\n'
+            f'const char *dnnl_version_hash(void) {{ return "{DECOY_HASH}"; }}\n') if commit else \
+        'const char *MXGetCommitHash(void) { return "NotProvided"; }\n'
     src.write_text(body)
     obj = src.with_suffix(".o")
     _run(["gcc", "-c", "-fPIC", "-O0", "-o", obj, src])
@@ -392,7 +394,9 @@ def build_selftest_wheels(work: Path) -> dict:
     variant("soname_missing", "cuda", drop_members("mxnet/lib/libopencv_imgcodecs.so.406"))
     variant("closure_incomplete", "cuda", drop_members(f"mxnet/lib/{inner}"))
     variant("no_origin", "cuda", strip_runpath)
-    variant("libcuda_bundled", "cuda", add_member("mxnet/lib/libcuda.so.1", stubs["libcuda.so.1"].read_bytes()))
+    # Bundled the way the fork's bundler would have done it: with its own $ORIGIN RUNPATH.
+    variant("libcuda_bundled", "cuda", add_member("mxnet/lib/libcuda.so.1", patched_libmxnet(
+        stubs["libcuda.so.1"], tmp / "libcuda.so.1", ["$ORIGIN"])))
     variant("no_libcuda_needed", "cuda", lib_swap("cuda_no_libcuda", cuda_rp))
     variant("no_nccl_needed", "cuda", lib_swap("cuda_no_nccl", cuda_rp))
     variant("cudnn_runpath_missing", "cuda",

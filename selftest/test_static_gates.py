@@ -34,7 +34,7 @@ N_GATES = sum(len(v) for v in ALL_GATES.values())
 def _failed(result) -> set:
     out = set()
     for line in result.outlines:
-        m = re.match(r"^(FAILED|ERROR) tests/\S+::(\w+)", line)
+        m = re.match(r"^(FAILED|ERROR) \S*tests/\S+::(\w+)", line)
         if m:
             out.add(m.group(2))
     return out
