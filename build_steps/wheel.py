@@ -47,11 +47,16 @@ import zlib
 
 # Compressed bytes read per step, and the most inflated bytes produced per step (also a guard
 # against a member that inflates far beyond its declared size).
-_READ = 2 << 20
-_OUT = 8 << 20
+_READ = 1 << 20
+_OUT = 1 << 20
 # Members below this compressed size are done inline; a thread costs more than it saves.
 _THREAD_MIN = 4 << 20
-_QUEUE_DEPTH = 3
+# Inflating in one thread while hashing and writing in others pays off only with a core to spare:
+# on a busy 2-core machine the pipeline measured slower than one thread (bench/bench_audit.py).
+# MXNET_HARNESS_EXTRACT_THREADS=0/1 forces the choice.
+_PIPELINE = {"0": False, "1": True}.get(os.environ.get("MXNET_HARNESS_EXTRACT_THREADS", ""),
+                                        len(os.sched_getaffinity(0)) >= 3)
+_QUEUE_DEPTH = 4
 
 # Hash algorithms RECORD may use that we accept (the wheel spec forbids md5 and sha1).
 _RECORD_ALGOS = ("sha256", "sha384", "sha512")
@@ -275,8 +280,58 @@ def _threaded(chunks):
         worker.join()
 
 
-def _extract_member(zf, fh, wheel, info, target: Path, algo: str):
-    """Write one member to ``target``; return (digest, size). Raises on corruption."""
+class _WriteBehind:
+    """Writes pieces to a file in a helper thread, so a write that blocks on the page cache's
+    writeback does not stall inflating and hashing. Errors surface at ``close()``."""
+
+    def __init__(self, out):
+        self._out = out
+        self._q: queue.Queue = queue.Queue(maxsize=_QUEUE_DEPTH)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="wheel-write", daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while True:
+            piece = self._q.get()
+            if piece is _DONE:
+                return
+            if self._error is None:  # after an error keep draining, so the producer never blocks
+                try:
+                    self._out.write(piece)
+                except BaseException as exc:
+                    self._error = exc
+
+    def write(self, piece):
+        if self._error is not None:
+            raise self._error
+        self._q.put(piece)
+
+    def close(self):
+        self._q.put(_DONE)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
+def _file_crc(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(_OUT)
+            if not block:
+                return crc
+            crc = zlib.crc32(block, crc)
+
+
+def _extract_member(zf, fh, wheel, info, target: Path, algo: str, expected: str | None):
+    """Write one member to ``target``; return (digest, size). Raises on corruption.
+
+    ``expected`` is RECORD's digest (without the ``algo=`` prefix) when it has one. Then the
+    sha256 check subsumes the zip's CRC-32 and the CRC is computed only on a mismatch, to tell
+    a damaged archive (raised) from a changed file (a RECORD problem): that saves a pass over
+    every byte of a 1 GB library.
+    """
     if info.compress_type == zipfile.ZIP_DEFLATED:
         chunks = _inflated_chunks(fh, wheel, info, _data_offset(fh, wheel, info))
         check_crc = True
@@ -286,23 +341,33 @@ def _extract_member(zf, fh, wheel, info, target: Path, algo: str):
     else:
         chunks = _fallback_chunks(zf, wheel, info)
         check_crc = False  # zipfile checked it
-    if info.compress_size >= _THREAD_MIN:
+    crc_now = check_crc and expected is None
+    big = _PIPELINE and info.compress_size >= _THREAD_MIN
+    if big:
         chunks = _threaded(chunks)
     hasher = hashlib.new(algo)
     crc = 0
     size = 0
-    with open(target, "wb") as out:
-        for piece in chunks:
-            hasher.update(piece)
-            if check_crc:
-                crc = zlib.crc32(piece, crc)
-            out.write(piece)
-            size += len(piece)
+    with open(target, "wb", buffering=0) as raw_out:
+        out = _WriteBehind(raw_out) if big else raw_out
+        try:
+            for piece in chunks:
+                hasher.update(piece)
+                if crc_now:
+                    crc = zlib.crc32(piece, crc)
+                out.write(piece)
+                size += len(piece)
+        finally:
+            if big:
+                out.close()
     if size != info.file_size:
         raise _corrupt(wheel, info.filename, f"{size} bytes inflated, {info.file_size} declared")
-    if check_crc and crc != info.CRC:
+    digest = hasher.digest()
+    if check_crc and not crc_now and _b64(digest) != expected:
+        crc = _file_crc(target)  # rare path: RECORD disagrees; is the archive itself damaged?
+    if check_crc and (crc_now or _b64(digest) != expected) and crc != info.CRC:
         raise _corrupt(wheel, info.filename, "CRC-32 mismatch")
-    return hasher.digest(), size
+    return digest, size
 
 
 # ---------------------------------------------------------------------------------------------
@@ -420,9 +485,11 @@ def _extract_all(zf, fh, wheel, infos, tmp: Path):
         if parent not in made_dirs:
             parent.mkdir(parents=True, exist_ok=True)
             made_dirs.add(parent)
-        algo = _record_algo(record_rows.get(info.filename))
+        entry = record_rows.get(info.filename)
+        algo = _record_algo(entry)
+        expected = entry[0].split("=", 1)[1] if entry and entry[0].startswith(algo + "=") else None
         try:
-            digest, size = _extract_member(zf, fh, wheel, info, target, algo)
+            digest, size = _extract_member(zf, fh, wheel, info, target, algo, expected)
         except OSError as exc:
             raise WheelError(f"{wheel.name}: cannot write member {info.filename!r} ({exc}); "
                              "check free disk space and that no two members clash as file and "
