@@ -139,9 +139,7 @@ def _first_line(report) -> str:
             return line[2:].strip()
     # pytest.fail(..., pytrace=False) gives the bare message: its first line names the regression.
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    if lines and isinstance(report.longrepr, str):
-        return lines[0][:200]
-    return (lines or [""])[-1][:200]
+    return (lines or [""])[0][:200]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
