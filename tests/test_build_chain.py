@@ -108,3 +108,20 @@ def test_wheel_has_requested_version_and_binary_tag(built_wheel, options, profil
     assert all(t.platform.startswith("linux") and t.interpreter.startswith("cp") for t in tags), (
         f"{built_wheel.name} is tagged {sorted(map(str, tags))}, not cpXY-cpXY-linux_x86_64: setup.py "
         "lost its has_ext_modules() Distribution")
+
+
+def test_requested_arch_covers_the_release_arch_list(configured_tree, options, profile):
+    """A narrower --cuda-arch builds fine and passes a coverage check against itself; the release
+    promises the profile's list, so every GPU family of it must be in the build."""
+    if not profile.is_cuda:
+        return
+    from build_steps.profiles import ARCH_GPU_FAMILIES, parse_cuda_arch
+    release = parse_cuda_arch(profile.cuda_arch)
+    missing_sass = [a for a in release.sass if a not in options.cuda_arch.sass]
+    missing_ptx = [a for a in release.ptx if a not in options.cuda_arch.ptx]
+    assert not (missing_sass or missing_ptx), (
+        "this build leaves out " + ", ".join(
+            [f"sm_{a} ({ARCH_GPU_FAMILIES.get(a, 'unknown GPUs')})" for a in missing_sass]
+            + [f"compute_{a} PTX" for a in missing_ptx])
+        + f" of the {profile.name} release list {profile.cuda_arch}: those GPUs would get no kernel "
+        f"image; rebuild with --cuda-arch '{profile.cuda_arch}'")
