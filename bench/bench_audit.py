@@ -86,7 +86,7 @@ def _host_bulk(total: int, skip=()) -> list:
 
 
 def build_wheel(size_mb: int, rebuild: bool = False) -> Path:
-    from build_steps.profiles import PROFILES, RELEASE_CUDA_ARCH, parse_cuda_arch
+    from build_steps.profiles import RELEASE_CUDA_ARCH, parse_cuda_arch
     from selftest import fixtures_wheels as fw
 
     key = hashlib.sha256(repr((RECIPE_VERSION, size_mb, KERNELS_CU)).encode()).hexdigest()[:12]
@@ -133,8 +133,10 @@ def build_wheel(size_mb: int, rebuild: bool = False) -> Path:
     files[f"{dist_info}/METADATA"] = fw.metadata_text("cuda", version).encode()
     files[f"{dist_info}/WHEEL"] = fw.WHEEL_FILE if isinstance(fw.WHEEL_FILE, bytes) else fw.WHEEL_FILE.encode()
     _write_wheel(wheel, files, f"{dist_info}/RECORD")
-    shutil.rmtree(work / "stage", ignore_errors=True)
     libsize = len(files["mxnet/libmxnet.so"])
+    for bulky in ("stage", "lib", "bulk.o", "kernels.fatbin"):  # only the wheel is reused
+        path = work / bulky
+        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
     (work / "recipe.json").write_text(json.dumps({
         "libmxnet_bytes": libsize, "fatbin_file_bytes": fat_size, "fatbin_repeats": repeats,
         "text_bulk": [str(p) for p in text_libs], "rodata_bulk": [str(p) for p in ro_libs],
