@@ -18,7 +18,7 @@ def test_gates_pass_on_mxnet191_and_gpu_gates_left_out_for_cpu(gates, mxnet191_w
     # 4 OpenCV + 6 features + version + 2 ONNX + 3 install = 16 pass; the 3 GPU + 9 cuBLAS gates
     # are not promises of the cpu profile, so they are deselected rather than skipped.
     r.assert_outcomes(passed=16)
-    assert "12 deselected" in out
+    assert "tests/test_gpu_smoke.py" not in out and "tests/test_cublas.py" not in out
     assert "PASSED   tests/test_runtime_features.py::test_feature_matches_profile[USE_ONEDNN]" in out
     # The throwaway venv is gone after the session (no --keep-venv).
     assert not (base / "harness-shared" / "release-venv").exists()
