@@ -74,10 +74,19 @@ def _expand(entry: str, origin_dir: Path) -> Path:
     return Path(entry) if entry else origin_dir
 
 
-def object_info(root: Path, member: str) -> ObjectInfo:
+def object_info(root: Path, member: str, seen: dict | None = None) -> ObjectInfo:
+    """Dynamic facts of one member. ``seen`` (keyed by inode) lets the SONAME-named twin of a
+    bundled library, which extraction links to the same file, be parsed once."""
     path = Path(root) / member
     try:
-        dyn = read_dynamic(path)
+        if seen is None:
+            dyn = read_dynamic(path)
+        else:
+            st = path.stat()
+            key = (st.st_dev, st.st_ino)
+            if key not in seen:
+                seen[key] = read_dynamic(path)
+            dyn = seen[key]
     except NotElfError as exc:
         return ObjectInfo(member, None, [], None, [], error=f"not an ELF shared object: {exc}")
     except OSError as exc:
@@ -103,9 +112,10 @@ def resolve_closure(root: Path, libmxnet: str, bundled: list, profile: Profile,
     root = Path(root)
     declared = {canonicalize_name(d) for d in declared}
     closure = Closure()
+    seen: dict = {}
     for member in [libmxnet, *bundled]:
         if (root / member).is_file():
-            closure.objects[member] = object_info(root, member)
+            closure.objects[member] = object_info(root, member, seen)
     top = closure.objects.get(libmxnet)
     top_rpath = top.search_path if top and top.search_tag == "RPATH" else []
     # Every bundled file, by basename: to tell "missing" from "bundled but not reachable".

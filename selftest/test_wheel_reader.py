@@ -245,3 +245,36 @@ def test_wheel_built_by_python_build(tmp_path):
     assert ew.distribution == "tiny-pkg" and ew.version == Version("1.2.3")
     assert [str(r) for r in ew.requires_dist] == ["packaging>=20"]
     assert ew.file("tinypkg/__init__.py").read_text() == "VALUE = 1\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# SONAME twins: setuptools stores a bundled library and its SONAME link as two full copies
+
+def _twin_files() -> dict:
+    files = minimal_files()
+    blob = os.urandom(3 << 20)  # incompressible, so the stored member is >= 1 MB like a real library
+    files["mxnet/lib/libopencv_core.so.4.6.0"] = blob
+    files["mxnet/lib/libopencv_core.so.406"] = blob
+    return files
+
+
+def test_identical_twins_are_extracted_once_and_both_verified(tmp_path):
+    files = _twin_files()
+    wheel = write_wheel(tmp_path / "in" / NAME, files)
+    ew = extract_wheel(wheel, tmp_path / "out")
+    assert ew.record_problems == []
+    real, twin = (ew.file("mxnet/lib/libopencv_core.so.4.6.0"), ew.file("mxnet/lib/libopencv_core.so.406"))
+    assert real.read_bytes() == twin.read_bytes() == files["mxnet/lib/libopencv_core.so.4.6.0"]
+    assert real.stat().st_ino == twin.stat().st_ino  # linked, not inflated twice
+    assert ew.hashes["mxnet/lib/libopencv_core.so.406"] == record_hash(files["mxnet/lib/libopencv_core.so.406"])
+
+
+def test_twin_with_a_wrong_record_hash_is_still_reported(tmp_path):
+    def edit(rows):
+        for row in rows:
+            if row[0] == "mxnet/lib/libopencv_core.so.406":
+                row[1] = "sha256=" + "A" * 43
+    wheel = write_wheel(tmp_path / "in" / NAME, _twin_files(), record_edit=edit)
+    ew = extract_wheel(wheel, tmp_path / "out")
+    assert any("libopencv_core.so.406" in p for p in ew.record_problems), ew.record_problems
+    assert not any("libopencv_core.so.4.6.0" in p for p in ew.record_problems)
