@@ -68,6 +68,9 @@ def make_release_repo(root: Path, source: Path | None = None) -> ReleaseRepo:
         (repo / ".gitignore").write_text("build/\n")
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", "init")
+    # A repo-local identity: CI machines need not have a global one, and the tag is annotated.
+    git(repo, "config", "user.name", GIT_IDENTITY["GIT_AUTHOR_NAME"])
+    git(repo, "config", "user.email", GIT_IDENTITY["GIT_AUTHOR_EMAIL"])
     git(repo, "remote", "add", "origin", str(remote))
     git(repo, "push", "-q", "origin", "HEAD:refs/heads/master")
     return ReleaseRepo(repo=repo, remote=remote)

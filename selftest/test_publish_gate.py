@@ -92,8 +92,9 @@ def test_without_publish_the_gate_is_not_collected(pytester, release_repo):
 def test_publish_gate_runs_last(pytester, release_repo):
     # The gate is named first on the command line, and still runs after the others.
     result = _run(pytester, release_repo, "--publish", "--dry-run", "-v", others="skips")
-    order = [ln for ln in result.outlines if "::" in ln and ("PASSED" in ln or "FAILED" in ln
-                                                             or "SKIPPED" in ln)]
+    # Only pytest's own "-v" result lines (not indented lines of the failure text).
+    order = [ln for ln in result.outlines if "::" in ln and not ln.startswith(" ")
+             and ("PASSED" in ln or "FAILED" in ln or "SKIPPED" in ln)]
     assert "test_publish.py::test_publish" in order[-1], order
 
 

@@ -166,6 +166,8 @@ def test_missing_committer_identity_is_refused(release_repo, gh_standin, monkeyp
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("HOME", str(release_repo.repo.parent))  # no ~/.gitconfig
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    git(release_repo.repo, "config", "--unset", "user.name")
+    git(release_repo.repo, "config", "--unset", "user.email")
     git(release_repo.repo, "config", "user.useConfigOnly", "true")
     with pytest.raises(publish.PublishRefused, match="no committer identity"):
         publish.preflight(release_repo.repo, "origin", dry_run=False, yes=True)
