@@ -118,9 +118,18 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_collection_modifyitems(config, items):
+    options = harness_options(config)
+    # A run that will build needs an MXNet tree: say so once, before anything starts, instead of
+    # erroring every gate that depends on the wheel.
+    if options.wheel is None and any("mxnet_source" in getattr(i, "fixturenames", ()) for i in items):
+        from build_steps.source import resolve_source
+        try:
+            resolve_source(options.mxnet_src, Path(config.invocation_params.dir))
+        except UsageError as exc:
+            raise pytest.UsageError(str(exc)) from None
     # The GPU and cuBLAS gates are promises of the CUDA profile only. A CPU wheel does not make
     # them, so they are left out of its run (rather than skipped, which -m release counts as failed).
-    if harness_options(config).profile.is_cuda:
+    if options.profile.is_cuda:
         return
     keep, dropped = [], []
     for item in items:

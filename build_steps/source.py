@@ -59,8 +59,8 @@ def resolve_source(option_value: Path | None, cwd: Path | None = None) -> Path:
         return cwd
     raise UsageError(
         f"no --mxnet-src given and the current directory {cwd} is not an MXNet source tree (no "
-        "CMakeLists.txt + python/setup.py): pass --mxnet-src PATH (e.g. --mxnet-src ~/mxnet), or "
-        "--wheel PATH to audit an existing wheel without building")
+        "CMakeLists.txt + python/setup.py): pass --mxnet-src=PATH (e.g. --mxnet-src=$HOME/mxnet), or "
+        "--wheel=PATH to audit an existing wheel without building")
 
 
 def _git(root: Path, *args) -> subprocess.CompletedProcess:
