@@ -147,7 +147,8 @@ pytestmark = [pytest.mark.release, pytest.mark.provenance]
 
 
 def test_gate_that_passes():
-    assert 1 + 1 == 2
+    # Stands in for a gate that passed: the publish gate reads only the verdicts of the others.
+    pass
 
 
 def test_gate_that_{name}():
