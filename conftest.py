@@ -164,6 +164,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 _REPORT_LINES_KEY = pytest.StashKey[list]()
+#: Where the built wheel ended up after the gates (dist/ or dist/rejected/), for the final line.
+FINAL_WHEEL_KEY = pytest.StashKey[str]()
 
 
 def add_report_lines(config, lines):
@@ -470,12 +472,14 @@ def pytest_build_chain_sessionfinish(session, exitstatus):
         dist = Path(rec["result"]["dist"])
         if _BuildVerdicts.failed:
             kept = _package.reject_wheel(wheel, dist)
+            config.stash[FINAL_WHEEL_KEY] = str(kept)
             lines.append(f"wheel NOT copied to dist/: {len(_BuildVerdicts.failed)} build/provenance "
                          f"gate(s) failed; kept aside as {kept}")
         elif not _BuildVerdicts.passed_provenance:
             lines.append(f"wheel NOT copied to dist/: no provenance gate ran; it stays in {wheel.parent}")
         else:
             dest = _package.publish_to_dist(wheel, dist)
+            config.stash[FINAL_WHEEL_KEY] = str(dest)
             lines.append(f"wheel passed {_BuildVerdicts.passed_provenance} provenance gate(s): {dest}")
     add_report_lines(config, lines)
     if not config.stash.get(_RESULTS_KEY, None):
@@ -716,7 +720,8 @@ class _PublishPlugin:
             published = f"NOT published: {out['reason']}"
         else:
             published = "NOT published (the publish gate did not run)"
-        wheel = out.get("wheel") or self.wheel or (str(opts.wheel) if opts.wheel else "no wheel")
+        wheel = (config.stash.get(FINAL_WHEEL_KEY, None) or out.get("wheel") or self.wheel
+                 or (str(opts.wheel) if opts.wheel else "no wheel"))
         tr.write_line(f"RELEASE {wheel}: {verdict} ({passed}/{len(gates)} gates passed); {published}",
                       bold=True, green=verdict == "PASS", red=verdict != "PASS")
 
