@@ -24,12 +24,19 @@ class CacheEntry:
     @property
     def enabled(self) -> bool | None:
         """True/False for a CMake boolean, None for anything else (e.g. a path)."""
-        v = self.value.strip().upper()
-        if v in _TRUE:
-            return True
-        if v in _FALSE or v.endswith("-NOTFOUND"):
-            return False
+        return to_bool(self.value)
+
+
+def to_bool(value: str | None) -> bool | None:
+    """A cache value as CMake reads a boolean: True/False, or None when it is not one (or absent)."""
+    if value is None:
         return None
+    v = value.strip().upper()
+    if v in _TRUE:
+        return True
+    if v in _FALSE or v.endswith("-NOTFOUND"):
+        return False
+    return None
 
 
 def read_cache(path: Path) -> dict:

@@ -16,6 +16,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from . import cmake_cache
 from .errors import StepError, log_tail
 from .profiles import CMAKE_FEATURES, parse_cuda_arch
 
@@ -34,8 +35,6 @@ FOUND_EVIDENCE = {
 #: Optional CUDA extras that stay ON in the cache when not found: reported, never fatal.
 OPTIONAL_KEYS = ("USE_NVML", "USE_NVTX", "USE_CUTENSOR")
 
-_TRUE = {"1", "ON", "TRUE", "YES", "Y"}
-_FALSE = {"0", "OFF", "FALSE", "NO", "N", ""}
 STEP_LOG = ".harness-steps.log"
 
 
@@ -60,25 +59,8 @@ class ConfigureResult:
 
 
 def read_cache(path: Path) -> dict:
-    """CMakeCache.txt -> {key: value}; the last occurrence wins, comments skipped."""
-    cache = {}
-    for line in Path(path).read_text(errors="replace").splitlines():
-        if not line or line.startswith(("//", "#")) or "=" not in line:
-            continue
-        key, value = line.split("=", 1)
-        cache[key.split(":", 1)[0].strip()] = value.strip()
-    return cache
-
-
-def cache_bool(value: str | None) -> bool | None:
-    if value is None:
-        return None
-    v = value.strip().upper()
-    if v in _TRUE:
-        return True
-    if v in _FALSE or v.endswith("-NOTFOUND"):
-        return False
-    return None
+    """CMakeCache.txt -> {key: value} (types dropped): what ConfigureResult.cache records."""
+    return {key: entry.value for key, entry in cmake_cache.read_cache(path).items()}
 
 
 def _found(value: str | None) -> bool:
@@ -160,7 +142,7 @@ def verify_cache(result: ConfigureResult, profile, arch_text: str) -> None:
     cache, problems = result.cache, []
     for key in CMAKE_FEATURES:
         want = bool(profile.features.get(key))
-        have = cache_bool(cache.get(key))
+        have = cmake_cache.to_bool(cache.get(key))
         if have is None:
             problems.append(f"{key} is not in {result.build_dir}/CMakeCache.txt as a boolean")
         elif have != want:
@@ -168,7 +150,7 @@ def verify_cache(result: ConfigureResult, profile, arch_text: str) -> None:
                             f"profile wants {'ON' if want else 'OFF'}: reconfigure with -D{key}="
                             f"{'ON' if want else 'OFF'}")
     for key, (evidence, package) in FOUND_EVIDENCE.items():
-        if not profile.features.get(key) or cache_bool(cache.get(key)) is not True:
+        if not profile.features.get(key) or cmake_cache.to_bool(cache.get(key)) is not True:
             continue
         missing = [e for e in evidence if not _found(cache.get(e))]
         if missing:
@@ -203,7 +185,7 @@ def verify_cache(result: ConfigureResult, profile, arch_text: str) -> None:
                             "OFF and MXNET_CUDA_ARCH honoured?)")
     log_text = Path(result.log).read_text(errors="replace") if Path(result.log).exists() else ""
     for key in OPTIONAL_KEYS:
-        if cache_bool(cache.get(key)):
+        if cmake_cache.to_bool(cache.get(key)):
             said = [l.strip("- ").strip() for l in log_text.splitlines()
                     if key[4:] in l and re.search(r"not found|NOT FOUND|could not find", l, re.I)]
             result.notes.append(f"{key}=ON in the cache" + (f" but: {said[-1]}" if said else "")

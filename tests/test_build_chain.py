@@ -13,7 +13,8 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from build_steps import source
-from build_steps.configure import FOUND_EVIDENCE, cache_bool
+from build_steps.cmake_cache import to_bool
+from build_steps.configure import FOUND_EVIDENCE
 from build_steps.elf import is_elf, read_dynamic
 from build_steps.profiles import CMAKE_FEATURES
 
@@ -30,7 +31,7 @@ def test_source_tree_has_every_submodule(mxnet_source):
 
 def test_cmake_cache_toggles_match_profile(configured_tree, profile):
     wrong = {k: configured_tree.cache.get(k) for k in CMAKE_FEATURES
-             if cache_bool(configured_tree.cache.get(k)) != bool(profile.features.get(k))}
+             if to_bool(configured_tree.cache.get(k)) != bool(profile.features.get(k))}
     assert not wrong, (f"CMake cache toggles {wrong} disagree with the {profile.name} profile: the wheel "
                        f"would ship with features missing or extra; reconfigure {configured_tree.build_dir}")
 
