@@ -12,13 +12,12 @@ wheel declares provides it and the object's own search path reaches that depende
 """
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from .elf import NotElfError, is_elf, read_dynamic
+from .elf import NotElfError, expand_origin, is_elf, read_dynamic
 from .profiles import PIP_LIBRARY_DISTRIBUTIONS, Profile, is_host_library, pip_library_prefix
 
 BUNDLED, HOST, PIP, UNRESOLVED = "bundled", "host", "pip", "unresolved"
@@ -68,10 +67,9 @@ def _norm(entry: str) -> str:
 
 
 def _expand(entry: str, origin_dir: Path) -> Path:
-    entry = _norm(entry)
-    if entry.startswith("$ORIGIN"):
-        return Path(os.path.normpath(str(origin_dir) + entry[len("$ORIGIN"):]))
-    return Path(entry) if entry else origin_dir
+    # An empty element is taken as the object's own directory (the wheel's closure never
+    # depends on the process's current directory).
+    return expand_origin(entry, origin_dir) if entry else origin_dir
 
 
 def object_info(root: Path, member: str, seen: dict | None = None) -> ObjectInfo:
