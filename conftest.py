@@ -83,12 +83,19 @@ def profile(options):
     return options.profile
 
 
+def shared_root(config) -> Path | None:
+    """The directory common to all xdist workers of this run (where run-once records live):
+    the controller's basetemp, which is each worker's basetemp's parent. None before tmp paths exist."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is None:
+        return None
+    base = factory.getbasetemp()
+    return (base.parent if hasattr(config, "workerinput") else base) / "harness-shared"
+
+
 @pytest.fixture(scope="session")
-def shared_dir(tmp_path_factory, worker_id) -> Path:
-    """A directory common to all xdist workers of this run (where run-once records live)."""
-    base = tmp_path_factory.getbasetemp()
-    root = base if worker_id == "master" else base.parent
-    path = root / "harness-shared"
+def shared_dir(request) -> Path:
+    path = shared_root(request.config)
     path.mkdir(exist_ok=True)
     return path
 
@@ -190,15 +197,11 @@ def wheel_path(options, request) -> Path:
     return request.getfixturevalue("built_wheel")
 
 
-_AUDIT_DIR_KEY = pytest.StashKey[Path]()
-
-
 @pytest.fixture(scope="session")
-def extracted_wheel(wheel_path, shared_dir, request):
+def extracted_wheel(wheel_path, shared_dir):
     """The wheel, extracted (RECORD verified while extracting) once for all xdist workers."""
     from build_steps.audit import shared_product
     from build_steps.wheel import extract_wheel
-    request.config.stash[_AUDIT_DIR_KEY] = shared_dir
     return shared_product(shared_dir, "extracted-wheel",
                           lambda: extract_wheel(wheel_path, shared_dir / "wheel"))
 
@@ -245,9 +248,7 @@ def pytest_sessionfinish(session, exitstatus):
         return
     from build_steps.audit import load_shared
     from build_steps.report import provenance_document, summary_lines, write_json_atomic
-    shared = config.stash.get(_AUDIT_DIR_KEY, None)
-    if shared is None and getattr(config, "_tmp_path_factory", None) is not None:
-        shared = Path(config._tmp_path_factory.getbasetemp()) / "harness-shared"
+    shared = shared_root(config)
     audit_facts = load_shared(shared, "audit") if shared is not None else None
     add_report_lines(config, ["", "Provenance report:"] + ["  " + ln for ln in summary_lines(audit_facts, verdicts)])
     if options.provenance_json is not None:
@@ -435,10 +436,9 @@ def pytest_build_chain_sessionfinish(session, exitstatus):
     config = session.config
     if hasattr(config, "workerinput"):
         return
-    factory = getattr(config, "_tmp_path_factory", None)
-    if factory is None:
+    shared = shared_root(config)
+    if shared is None:
         return
-    shared = factory.getbasetemp() / "harness-shared"
     lines = []
     records = {}
     for key in ("source", "configure", "compile", "stage", _BUILD_RECORD):
