@@ -237,6 +237,9 @@ def pytest_runtest_logreport(report):
         _AUDIT_VERDICTS[report.nodeid] = (report.outcome, why)
 
 
+# tryfirst: pytest removes a green run's basetemp (tmp_path_retention_policy) in its own
+# sessionfinish; the records under shared_root must be read before that.
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
     if hasattr(config, "workerinput"):
@@ -430,7 +433,7 @@ def pytest_build_chain_logreport(report):
         _BuildVerdicts.passed_provenance += 1
 
 
-@pytest.hookimpl(specname="pytest_sessionfinish")
+@pytest.hookimpl(specname="pytest_sessionfinish", tryfirst=True)
 def pytest_build_chain_sessionfinish(session, exitstatus):
     """Move the built wheel to dist/ if the gates passed, else keep it aside as FAILED-GATES."""
     config = session.config

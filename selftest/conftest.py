@@ -5,12 +5,16 @@ made here from real parts. Each area keeps its fixtures in its own module, impor
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from build_steps.cuda_root import default_cache_dir
+
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
+#: Read before pytester points HOME at each test's tmp dir: child runs share the user's cache, so
+#: the ~3 GB of CUDA wheels behind --cuda-from-wheels are installed once per machine, not per test.
+HARNESS_CACHE = default_cache_dir()
 
 from selftest.fixtures_readers import *  # noqa: E402,F401,F403
 from selftest.fixtures_wheels import *  # noqa: E402,F401,F403
@@ -28,6 +32,11 @@ def run_gates(pytester, *args, timeout: float = 1800):
     return pytester.runpytest_subprocess(
         "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir", str(HARNESS_ROOT),
         "-p", "no:cacheprovider", *map(str, args), timeout=timeout)
+
+
+@pytest.fixture(autouse=True)
+def _shared_harness_cache(monkeypatch):
+    monkeypatch.setenv("MXNET_HARNESS_CACHE", str(HARNESS_CACHE))
 
 
 @pytest.fixture
