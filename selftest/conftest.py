@@ -5,6 +5,7 @@ made here from real parts. Each area keeps its fixtures in its own module, impor
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,29 @@ def run_gates(pytester, *args, timeout: float = 1800):
     return pytester.runpytest_subprocess(
         "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir", str(HARNESS_ROOT),
         "-p", "no:cacheprovider", *map(str, args), timeout=timeout)
+
+
+_CALL_PASSED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call":
+        item.stash[_CALL_PASSED] = report.passed
+    return report
+
+
+@pytest.fixture
+def pytester(pytester, request):
+    """pytester, whose directory goes once the test passed.
+
+    pytester makes its directory with tmp_path_factory, which tmp_path_retention_policy does not
+    cover; a child release run leaves a ~260 MB extracted wheel there, dozens per selftest run.
+    """
+    yield pytester
+    if request.node.stash.get(_CALL_PASSED, False):
+        shutil.rmtree(pytester.path, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
