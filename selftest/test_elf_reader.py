@@ -59,6 +59,21 @@ def test_matches_readelf(elf_libs):
     assert read_dynamic(elf_libs["both"]).needed == needed
 
 
+def test_without_section_headers_the_dynamic_segment_is_read(elf_libs, tmp_path):
+    """A library whose section header table is gone (sstrip, some packers): the loader needs
+    only PT_DYNAMIC, and so does read_dynamic. The ELF header is edited to say "no sections"."""
+    import struct
+    stripped = tmp_path / "libstripped.so"
+    blob = bytearray(elf_libs["runpath"].read_bytes())
+    assert blob[4] == 2, "64-bit ELF expected"
+    struct.pack_into("<Q", blob, 0x28, 0)            # e_shoff
+    struct.pack_into("<HHH", blob, 0x3A, 0, 0, 0)    # e_shentsize, e_shnum, e_shstrndx
+    stripped.write_bytes(bytes(blob))
+    out = subprocess.run(["readelf", "-S", str(stripped)], capture_output=True, text=True)
+    assert "There are no sections" in out.stdout, out.stdout
+    assert read_dynamic(stripped) == read_dynamic(elf_libs["runpath"])
+
+
 @pytest.mark.parametrize("spelling", ["$ORIGIN/lib", "${ORIGIN}/lib"])
 def test_origin_spellings(spelling, tmp_path):
     assert uses_origin(spelling)
