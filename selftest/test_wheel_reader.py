@@ -21,6 +21,24 @@ NAME = f"mxnet-{VERSION}-cp311-cp311-linux_x86_64.whl"
 DIST_INFO = f"mxnet-{VERSION}.dist-info"
 
 
+@pytest.fixture(autouse=True, params=["as-configured", "largest-member-in-background"])
+def extraction_mode(request, monkeypatch):
+    """Every test twice: as this machine extracts, and with the largest member (here a few MB)
+    in a thread of its own beside the rest, the path a 900 MB libmxnet.so takes."""
+    started = []  # members that got the background thread
+    if request.param == "largest-member-in-background":
+        from build_steps import wheel as wheel_mod
+        monkeypatch.setattr(wheel_mod, "_PIPELINE", True)
+        monkeypatch.setattr(wheel_mod, "_BACKGROUND_MIN", 1 << 20)
+        real_start = wheel_mod._Background.start.__func__
+
+        def start(cls, zf, wheel, info, tmp, record_rows):
+            started.extend([info.filename] if info is not None else [])
+            return real_start(cls, zf, wheel, info, tmp, record_rows)
+        monkeypatch.setattr(wheel_mod._Background, "start", classmethod(start))
+    return started
+
+
 def _leftovers(tmp_path: Path) -> list:
     """Anything the extraction left beside the wheel (the destination or a partial temp dir)."""
     return sorted(p.name for p in tmp_path.iterdir() if p.name != "in")
@@ -33,9 +51,11 @@ def good(tmp_path):
     return write_wheel(tmp_path / "in" / NAME, files), files
 
 
-def test_good_wheel(good, tmp_path):
+def test_good_wheel(good, tmp_path, extraction_mode, request):
     wheel, files = good
     ew = extract_wheel(wheel, tmp_path / "x")
+    if "background" in request.node.callspec.id:
+        assert extraction_mode == ["mxnet/lib/libopencv_core.so.406"]
     assert ew.record_problems == [] and ew.metadata_problems == []
     assert ew.distribution == "mxnet" and ew.version == Version(VERSION)
     assert ew.tags == frozenset({"cp311-cp311-linux_x86_64"}) and ew.build_tag == ()
