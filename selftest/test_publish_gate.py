@@ -101,14 +101,7 @@ def test_publish_gate_runs_last(pytester, release_repo):
 # --------------------------------------------------------------------------------------------
 # End to end: the static gates on a good wheel made from real parts, then the publish gate
 # --------------------------------------------------------------------------------------------
-def _needs_audit_fixture():
-    text = (HARNESS_ROOT / "conftest.py").read_text()
-    if "def audit(" not in text:
-        pytest.skip("the static gates' `audit` fixture is not in conftest.py yet (issue 2)")
-
-
 def _green_run(pytester, tmp_path, selftest_wheels, *args):
-    _needs_audit_fixture()
     from pathlib import Path
     repo = make_release_repo(tmp_path / "e2e", source=Path(selftest_wheels["src"]))
     assert repo.head == selftest_wheels["head"]  # the good wheel's stamp names this commit

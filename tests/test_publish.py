@@ -1,6 +1,6 @@
 """The publish gate: tag and release the wheel, only after every other gate of this run passed.
 
-It is collected only with --publish and always runs last (conftest "Publish" section). It reads
+It is collected only with --publish and always runs last (harness/publish.py). It reads
 the facts of this run's provenance audit for the release notes, re-checks the tree and the tags
 (an hour-long build leaves time for someone else to publish), and then either prints the exact
 commands (--dry-run) or runs them (--yes).

@@ -1,0 +1,14 @@
+"""The harness's pytest plugins, one per concern; the root ``conftest.py`` registers them.
+
+- ``common``: the run's options and where xdist workers meet (no hooks of its own);
+- ``gates``: strict release runs (a skipped gate fails) and the gate table at the end;
+- ``audit``: the wheel under test, extracted once, the facts the static gates read, and the
+  provenance report;
+- ``chain``: the build chain as session fixtures (source, configure, compile, stage, package) and
+  where the wheel goes after the gates (dist/ or dist/rejected/);
+- ``runtime``: the throwaway venv and the probes that run in its interpreter;
+- ``publish``: the publish preflight, the gate's view of every other verdict, the final line.
+
+The work itself is done by ``build_steps`` (plain functions, no pytest); the fixtures here are
+thin wrappers that call one step and return its product.
+"""

@@ -1,0 +1,81 @@
+"""The wheel under test, extracted once, the facts every static gate reads, and the provenance
+report (terminal summary and ``--provenance-json``)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from build_steps.audit import collect, load_shared, shared_product
+from build_steps.report import provenance_document, summary_lines, write_json_atomic
+from build_steps.wheel import extract_wheel
+
+from .common import OPTIONS_KEY, add_report_lines, is_worker, shared_root
+
+
+@pytest.fixture(scope="session")
+def wheel_path(options, request) -> Path:
+    """The wheel under test: ``--wheel PATH`` when given, else the one the build chain made."""
+    if options.wheel is not None:
+        return options.wheel
+    return request.getfixturevalue("built_wheel")
+
+
+@pytest.fixture(scope="session")
+def extracted_wheel(wheel_path, shared_dir):
+    """The wheel, extracted (RECORD verified while extracting) once for all xdist workers."""
+    return shared_product(shared_dir, "extracted-wheel",
+                          lambda: extract_wheel(wheel_path, shared_dir / "wheel"))
+
+
+@pytest.fixture(scope="session")
+def audit(extracted_wheel, options, shared_dir):
+    """Every fact the static gates judge (build_steps.audit.collect), computed once."""
+    return shared_product(shared_dir, "audit", lambda: collect(extracted_wheel, options))
+
+
+@pytest.fixture(scope="session")
+def libmxnet_info(audit):
+    """libmxnet.so's dynamic facts; a gate that needs them fails with the reason they are missing."""
+    if audit.libmxnet_error or audit.libmxnet is None:
+        pytest.fail(f"cannot check: {audit.libmxnet_error}", pytrace=False)
+    return audit.libmxnet
+
+
+class ProvenanceReport:
+    """Collects the static gates' verdicts (on the xdist controller: every worker's) and writes
+    the report at the end of the session."""
+
+    def __init__(self):
+        self.verdicts: dict = {}
+
+    def pytest_runtest_logreport(self, report):
+        if "provenance" not in report.keywords or (report.when != "call" and report.passed):
+            return
+        why = ""
+        if not report.passed:
+            text = getattr(report, "longreprtext", "") or ""
+            why = next((ln[2:].strip() for ln in text.splitlines() if ln.startswith("E ")),
+                       (text.strip().splitlines() or [""])[0])[:300]
+        if report.when == "call" or report.nodeid not in self.verdicts or not report.passed:
+            self.verdicts[report.nodeid] = (report.outcome, why)
+
+    # tryfirst: pytest removes a green run's basetemp (tmp_path_retention_policy) in its own
+    # sessionfinish; the records under shared_root must be read before that.
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        config = session.config
+        if is_worker(config) or not self.verdicts or OPTIONS_KEY not in config.stash:
+            return  # the controller reports for everyone
+        options = config.stash[OPTIONS_KEY]
+        shared = shared_root(config)
+        facts = load_shared(shared, "audit") if shared is not None else None
+        add_report_lines(config, ["", "Provenance report:"]
+                         + ["  " + ln for ln in summary_lines(facts, self.verdicts)])
+        if options.provenance_json is not None:
+            write_json_atomic(options.provenance_json, provenance_document(facts, self.verdicts, options))
+            add_report_lines(config, [f"  provenance JSON written to {options.provenance_json}"])
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(ProvenanceReport(), "mxnet-provenance-report")

@@ -1,0 +1,228 @@
+"""The build chain as session fixtures: source -> configure -> compile -> stage -> package.
+
+Each fixture runs its step once for all xdist workers (build_steps.once.run_once: a file lock
+and a JSON record under the run's shared dir) and returns the step's product. pytest-timeout
+never limits them (timeout_func_only in pytest.ini): only gate bodies are timed.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from build_steps import bundle, configure, package, source
+from build_steps import compile as compile_step
+from build_steps import cuda_root as cuda_root_step
+from build_steps.errors import UsageError
+from build_steps.once import run_once
+
+from .common import (FINAL_WHEEL_KEY, LIVE, RESULTS_KEY, add_report_lines, harness_options,
+                     is_worker, say, shared_root)
+
+BUILD_RECORD = "built_wheel"
+#: The run-once records of the chain, in order, with the label the summary gives each.
+STEPS = (("configure", "configure"), ("compile", "compile"), ("stage", "stage+bundle"),
+         (BUILD_RECORD, "package"))
+
+
+def pytest_configure(config):
+    LIVE.config = config
+    config.pluginmanager.register(DistDecision(), "mxnet-dist-decision")
+
+
+def pytest_collection_modifyitems(config, items):
+    # A run that will build needs an MXNet tree: say so once, before anything starts, instead of
+    # erroring every gate that depends on the wheel.
+    options = harness_options(config)
+    if options.wheel is None and any("mxnet_source" in getattr(i, "fixturenames", ()) for i in items):
+        try:
+            source.resolve_source(options.mxnet_src, Path(config.invocation_params.dir))
+        except UsageError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
+class BuildPaths:
+    """Where one build of one tree lives: the CMake tree, its logs, the wheel staging dir."""
+
+    def __init__(self, options, src: Path):
+        self.src = src
+        bd = options.build_dir or Path(options.profile.build_dir)
+        self.build_dir = (bd if bd.is_absolute() else src / bd).resolve()
+        self.logs = self.build_dir / "harness-logs"
+        self.staging = self.build_dir / "harness-wheel"
+        self.dist = src / "dist"
+
+
+@pytest.fixture(scope="session")
+def mxnet_source(options, shared_dir, request) -> source.SourceInfo:
+    """The MXNet tree to build (--mxnet-src, or the cwd when it is one), checked for submodules."""
+    if options.wheel is not None:
+        pytest.skip("--wheel given: the build chain does not run (nothing is configured or built)")
+
+    def produce():
+        root = source.resolve_source(options.mxnet_src, Path(request.config.invocation_params.dir))
+        info = source.check_source_tree(root)
+        say(f"==> MXNet source tree: {root} (commit {info.commit or 'not a git checkout'}, "
+            f"flavor {options.profile.name})")
+        return info.to_json()
+    return source.SourceInfo.from_json(run_once(shared_dir, "source", produce))
+
+
+@pytest.fixture(scope="session")
+def build_paths(options, mxnet_source) -> BuildPaths:
+    return BuildPaths(options, mxnet_source.root)
+
+
+@pytest.fixture(scope="session")
+def cuda_root(options, shared_dir):
+    """--cuda-from-wheels: the assembled CUDA root (None otherwise, or for the CPU flavor)."""
+    if not (options.cuda_from_wheels and options.profile.is_cuda):
+        return None
+
+    def produce():
+        say("==> assembling a CUDA root from nvcc + pip's nvidia-* wheels (cached)")
+        root = cuda_root_step.assemble_cuda_root(python=sys.executable, find_links=options.find_links,
+                                                 index_url=options.index_url)
+        return root.to_json()
+    return cuda_root_step.CudaRoot.from_json(run_once(shared_dir, "cuda_root", produce))
+
+
+@pytest.fixture(scope="session")
+def configured_tree(options, profile, shared_dir, build_paths, cuda_root) -> configure.ConfigureResult:
+    def produce():
+        say(f"==> configure {build_paths.build_dir}")
+        res = configure.configure(build_paths.src, build_paths.build_dir, profile, options.cuda_arch_text,
+                                  build_paths.logs, extra_defs=cuda_root.cmake_args if cuda_root else None,
+                                  env=cuda_root.env if cuda_root else None)
+        say(f"[configure] {'first-time' if res.first_time else 'refresh'} in {res.seconds:.1f}s; "
+            f"gencode: {' '.join(res.gencode) or 'none (CPU)'}")
+        for note in res.notes:
+            say(f"[configure] note: {note}")
+        return res.to_json()
+    return configure.ConfigureResult.from_json(run_once(shared_dir, "configure", produce))
+
+
+@pytest.fixture(scope="session")
+def libmxnet(options, shared_dir, build_paths, configured_tree, cuda_root) -> compile_step.CompileResult:
+    def produce():
+        say(f"==> compile target mxnet in {build_paths.build_dir} with {options.jobs} jobs "
+            f"(log: {build_paths.logs / 'compile.log'})")
+        return compile_step.compile_mxnet(build_paths.build_dir, options.jobs, build_paths.logs,
+                                          env=cuda_root.env if cuda_root else None, progress=LIVE).to_json()
+    return compile_step.CompileResult.from_json(run_once(shared_dir, "compile", produce))
+
+
+@pytest.fixture(scope="session")
+def staged_package(profile, shared_dir, build_paths, libmxnet) -> dict:
+    """libmxnet.so + headers staged into python/mxnet, OpenCV closure bundled, RUNPATHs set."""
+    def produce():
+        start = time.monotonic()
+        staged = bundle.stage_package(libmxnet.library, build_paths.src, profile)
+        say(f"[stage] {len(staged.bundle)} libraries bundled into {staged.package_dir / 'lib'}; "
+            f"libmxnet RUNPATH {':'.join(staged.runpath)}")
+        for w in staged.warnings:
+            say(f"[stage] warning: {w}")
+        return {
+            "package_dir": str(staged.package_dir), "libmxnet": str(staged.libmxnet),
+            "bundled": [{"soname": b.soname, "path": str(b.path), "source": str(b.source),
+                         "seed": b.seed, "needed_by": b.needed_by} for b in staged.bundle],
+            "unresolved": staged.bundle.unresolved, "runpath": staged.runpath,
+            "dropped_runpath": staged.dropped_runpath, "headers": staged.headers,
+            "warnings": staged.warnings, "seconds": time.monotonic() - start,
+        }
+    return run_once(shared_dir, "stage", produce)
+
+
+@pytest.fixture(scope="session")
+def built_wheel(options, profile, shared_dir, build_paths, staged_package) -> Path:
+    """The wheel, in a staging dir: dist/ gets it only after the gates passed (DistDecision)."""
+    def produce():
+        version = options.wheel_version or profile.default_version()
+        say(f"==> python -m build --wheel (version {version}) in {build_paths.src / 'python'}")
+        res = package.build_wheel(build_paths.src, version, profile, build_paths.staging,
+                                  build_paths.logs, options.build_python or sys.executable)
+        say(f"[package] {res.wheel.name} in {res.seconds:.1f}s (staged; dist/ after the gates)")
+        return {**res.to_json(), "version": version, "dist": str(build_paths.dist)}
+    return Path(run_once(shared_dir, BUILD_RECORD, produce)["wheel"])
+
+
+class DistDecision:
+    """Moves the built wheel to dist/ when every build and provenance gate passed, else keeps it
+    aside as FAILED-GATES; reports the chain's steps and times. Gate outcomes are taken from the
+    reports, which on an xdist controller arrive from every worker."""
+
+    def __init__(self):
+        self.failed: list = []
+        self.passed_provenance = 0
+
+    def pytest_runtest_logreport(self, report):
+        kinds = report.keywords
+        if "release" not in kinds or not ("provenance" in kinds or "build" in kinds):
+            return
+        if report.failed or (report.when == "call" and report.skipped):
+            self.failed.append(report.nodeid)
+        elif report.when == "call" and report.passed and "provenance" in kinds:
+            self.passed_provenance += 1
+
+    # tryfirst: the run-once records live under the basetemp pytest removes after a green run.
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        config = session.config
+        shared = None if is_worker(config) else shared_root(config)
+        if shared is None:
+            return
+        records = {}
+        for key in ("source", *(k for k, _ in STEPS)):
+            f = shared / f"{key}.json"
+            if f.exists():
+                records[key] = json.loads(f.read_text())
+        if not records:
+            return
+        lines = _chain_lines(records)
+        rec = records.get(BUILD_RECORD)
+        if rec and not rec.get("failed"):
+            lines.append(self._place_wheel(config, Path(rec["result"]["wheel"]), Path(rec["result"]["dist"])))
+        add_report_lines(config, lines)
+        if not config.stash.get(RESULTS_KEY, None):
+            # the gate table (which prints report lines) is empty on an xdist controller
+            for line in lines:
+                say(line)
+
+    def _place_wheel(self, config, wheel: Path, dist: Path) -> str:
+        if self.failed:
+            kept = package.reject_wheel(wheel, dist)
+            config.stash[FINAL_WHEEL_KEY] = str(kept)
+            return (f"wheel NOT copied to dist/: {len(self.failed)} build/provenance gate(s) failed; "
+                    f"kept aside as {kept}")
+        if not self.passed_provenance:
+            return f"wheel NOT copied to dist/: no provenance gate ran; it stays in {wheel.parent}"
+        dest = package.publish_to_dist(wheel, dist)
+        config.stash[FINAL_WHEEL_KEY] = str(dest)
+        return f"wheel passed {self.passed_provenance} provenance gate(s): {dest}"
+
+
+def _chain_lines(records: dict) -> list:
+    """Which tree was built, and each step's time (or FAILED)."""
+    lines = []
+    src = records.get("source", {}).get("result", {})
+    if src:
+        lines.append(f"build chain: MXNet tree {src.get('root')} (commit {src.get('commit') or 'n/a'})")
+    times = []
+    for key, label in STEPS:
+        rec = records.get(key)
+        if rec is None:
+            continue
+        if rec.get("failed"):
+            times.append(f"{label} FAILED")
+            continue
+        r = rec["result"]
+        extra = ""
+        if key == "compile":
+            extra = " (no work to do)" if r.get("no_work") else f" ({r.get('steps_run')} steps)"
+        times.append(f"{label} {r.get('seconds', 0):.1f}s{extra}")
+    if times:
+        lines.append("build chain steps: " + ", ".join(times))
+    return lines

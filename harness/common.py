@@ -1,0 +1,74 @@
+"""What every plugin of the harness shares: the run's options, where xdist workers meet, extra
+report lines and live progress past pytest's capture."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from build_steps.options import RunOptions
+
+OPTIONS_KEY = pytest.StashKey[RunOptions]()
+#: nodeid -> (verdict, why) of every gate, for the gate table (harness.gates).
+RESULTS_KEY = pytest.StashKey[dict]()
+REPORT_LINES_KEY = pytest.StashKey[list]()
+#: Where the built wheel ended up after the gates (dist/ or dist/rejected/), for the final line.
+FINAL_WHEEL_KEY = pytest.StashKey[str]()
+
+
+def harness_options(config) -> RunOptions:
+    return config.stash[OPTIONS_KEY]
+
+
+def is_release_run(config) -> bool:
+    """A run selected with ``-m release`` (alone or in an expression): skips count as failures."""
+    return bool(re.search(r"\brelease\b", config.option.markexpr or "")) and not re.search(
+        r"\bnot\s+release\b", config.option.markexpr or "")
+
+
+def is_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def shared_root(config) -> Path | None:
+    """The directory common to all xdist workers of this run (where run-once records live):
+    the controller's basetemp, which is each worker's basetemp's parent. None before tmp paths exist."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is None:
+        return None
+    base = factory.getbasetemp()
+    return (base.parent if is_worker(config) else base) / "harness-shared"
+
+
+def add_report_lines(config, lines) -> None:
+    """Extra lines for the end of the terminal summary (provenance report, build chain, dist/)."""
+    config.stash.setdefault(REPORT_LINES_KEY, []).extend(lines)
+
+
+class LiveStream:
+    """Writes straight to the terminal while pytest's capture is on (as live logging does)."""
+
+    def __init__(self):
+        self.config = None
+
+    def write(self, text):
+        capman = self.config.pluginmanager.getplugin("capturemanager") if self.config else None
+        if capman is None:
+            (sys.__stderr__ or sys.stderr).write(text)
+            return
+        with capman.global_and_fixture_disabled():
+            sys.stderr.write(text)
+            sys.stderr.flush()
+
+    def flush(self):
+        pass
+
+
+#: Progress of long steps for the person watching; harness.chain points it at the run's config.
+LIVE = LiveStream()
+
+
+def say(line: str) -> None:
+    print(line, file=LIVE, flush=True)

@@ -1,0 +1,184 @@
+"""Publishing after a green release run: the preflight, the gate's view of every other verdict
+(also under xdist), and the one closing line of the run.
+
+``tests/test_publish.py`` is the gate itself; this plugin fixes the release version before any
+build starts (so the chain builds exactly the version that will be tagged), keeps the publish
+gate last, and hands it every other gate's final verdict.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from build_steps import publish
+from build_steps.errors import UsageError
+
+from .common import FINAL_WHEEL_KEY, OPTIONS_KEY, harness_options, is_release_run, is_worker
+
+#: tests/test_publish.py finds the plugin object by this name.
+PLUGIN_NAME = "mxnet-publish"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """With --publish: refuse early (before any fixture builds) and fix the release version.
+
+    The version is stored as ``options.wheel_version``, so the build chain builds exactly the
+    version that will be tagged. xdist workers get the controller's choice (no second pick).
+    """
+    config = session.config
+    opts = harness_options(config)
+    release, src, results = None, opts.mxnet_src, None
+    shipped = getattr(config, "workerinput", {}).get("mxnet_publish")
+    if shipped is not None:
+        release = shipped["release"] and publish.ReleaseVersion(**shipped["release"])
+        src = Path(shipped["mxnet_src"]) if shipped["mxnet_src"] else src
+        results = Path(shipped["results"]) if shipped["results"] else None
+    elif opts.publish and not is_worker(config):
+        try:
+            state = publish.preflight(opts.mxnet_src or Path(config.invocation_params.dir),
+                                      opts.remote, dry_run=opts.dry_run, yes=opts.yes)
+            release = publish.resolve_release_version(
+                state, opts.profile, explicit=opts.wheel_version, wheel=opts.wheel)
+        except UsageError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        src = opts.mxnet_src or state.repo
+        results = Path(tempfile.mkdtemp(prefix="mxnet-publish-")) / "verdicts.json"
+    elif (opts.dry_run or opts.yes) and not opts.publish:
+        raise pytest.UsageError("--dry-run and --yes only apply together with --publish")
+    if release:
+        config.stash[OPTIONS_KEY] = dataclasses.replace(opts, wheel_version=release.version, mxnet_src=src)
+    config.pluginmanager.register(PublishPlugin(config, release or None, src, results), PLUGIN_NAME)
+
+
+class PublishPlugin:
+    """The publish gate's bookkeeping, as a plugin object so it can keep state.
+
+    The controller (or the single process) records every gate's verdict from its reports; under
+    xdist it also writes them to ``results`` for the worker that runs the publish gate.
+    """
+
+    def __init__(self, config, release, src, results):
+        self.config = config
+        self.release = release
+        self.src = src
+        self.results = results
+        self.worker = is_worker(config)
+        self.verdicts = {}      # nodeid -> passed / failed / skipped / xfailed / ...
+        self.finished = set()   # nodeids whose teardown was reported
+        self.publish_ids = set()
+        self.wheel = None
+        self.outcome = None     # what the publish gate reported (dict)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node):
+        node.workerinput["mxnet_publish"] = {
+            "release": dataclasses.asdict(self.release) if self.release else None,
+            "mxnet_src": str(self.src) if self.src else None,
+            "results": str(self.results) if self.results else None,
+        }
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        gates = [i for i in items if i.get_closest_marker("publish")]
+        rest = [i for i in items if not i.get_closest_marker("publish")]
+        if gates and not harness_options(config).publish:
+            # Without --publish the gate is not part of the run (a skip would fail -m release).
+            config.hook.pytest_deselected(items=gates)
+            items[:] = rest
+        elif gates:
+            items[:] = rest + gates  # last: it needs every other verdict
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        outcome = yield
+        if fixturedef.argname == "wheel_path" and outcome.excinfo is None:
+            self.wheel = str(outcome.get_result())
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if self.wheel and report.when == "teardown":
+            # A new list: the report shares item.user_properties otherwise.
+            report.user_properties = [*report.user_properties, ("mxnet_wheel", self.wheel)]
+
+    def pytest_runtest_logreport(self, report):
+        if self.worker:
+            return  # the controller records; it gets every worker's reports
+        for key, value in report.user_properties:
+            if key == "mxnet_wheel":
+                self.wheel = value
+            elif key == "mxnet_publish":
+                self.outcome = value
+        nodeid = report.nodeid
+        if "publish" in report.keywords:
+            self.publish_ids.add(nodeid)
+        if report.when == "setup" and not report.passed:
+            self.verdicts[nodeid] = report.outcome
+        elif report.when == "call":
+            self.verdicts[nodeid] = "xfailed" if hasattr(report, "wasxfail") else report.outcome
+        elif report.when == "teardown":
+            if report.failed:
+                self.verdicts[nodeid] = "failed"
+            self.verdicts.setdefault(nodeid, "not run")
+            self.finished.add(nodeid)
+            if self.results is not None:
+                tmp = self.results.with_suffix(".tmp")
+                tmp.write_text(json.dumps({n: self.verdicts[n] for n in self.finished}))
+                tmp.replace(self.results)
+
+    def verdicts_of(self, nodeids, poll_s=2.0, limit_s=24 * 3600) -> dict:
+        """Final verdicts of ``nodeids``; a worker waits until the controller has them all."""
+        wanted = set(nodeids)
+        if not self.worker:
+            return {n: self.verdicts[n] for n in wanted & self.finished}
+        deadline = time.monotonic() + limit_s
+        while True:
+            try:
+                seen = json.loads(self.results.read_text()) if self.results else {}
+            except (OSError, ValueError):
+                seen = {}
+            if wanted <= seen.keys() or time.monotonic() > deadline or self.results is None:
+                return {n: v for n, v in seen.items() if n in wanted}
+            time.sleep(poll_s)
+
+    def pytest_unconfigure(self, config):
+        if self.results is not None and not self.worker:
+            shutil.rmtree(self.results.parent, ignore_errors=True)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
+        opts = harness_options(config)
+        if self.worker or not (opts.publish or is_release_run(config)):
+            return
+        tr = terminalreporter
+        out = self.outcome or {}
+        if out.get("commands"):
+            tr.section("publish: dry run (nothing was changed); a real run executes")
+            for line in out["commands"]:
+                tr.write_line(line)
+        gates = {n: v for n, v in self.verdicts.items() if n not in self.publish_ids}
+        passed = sum(v == "passed" for v in gates.values())
+        verdict = "PASS" if gates and passed == len(gates) else "FAIL"
+        if not opts.publish:
+            published = "not published (--publish not given)"
+        elif out.get("published"):
+            published = f"PUBLISHED as {out.get('tag')} ({out.get('url')})"
+        elif out.get("dry_run"):
+            published = f"not published (dry run of {out.get('tag')})"
+        elif out.get("reason"):
+            published = f"NOT published: {out['reason']}"
+        else:
+            published = "NOT published (the publish gate did not run)"
+        wheel = (config.stash.get(FINAL_WHEEL_KEY, None) or out.get("wheel") or self.wheel
+                 or (str(opts.wheel) if opts.wheel else "no wheel"))
+        tr.write_line(f"RELEASE {wheel}: {verdict} ({passed}/{len(gates)} gates passed); {published}",
+                      bold=True, green=verdict == "PASS", red=verdict != "PASS")
+
