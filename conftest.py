@@ -23,6 +23,10 @@ pytest_plugins = [
 ]
 
 
+#: The dest names of the options above: make_options receives exactly these.
+_OPTION_DESTS: list = []
+
+
 def pytest_addoption(parser):
     g = parser.getgroup("mxnet-release", "MXNet CUDA 13 release harness")
     g.addoption("--wheel", metavar="PATH", help="audit/install this existing wheel instead of building one")
@@ -48,14 +52,11 @@ def pytest_addoption(parser):
     g.addoption("--dry-run", action="store_true", help="with --publish: print what would be run, change nothing")
     g.addoption("--yes", action="store_true", help="with --publish: confirm the real publish")
     g.addoption("--remote", default="origin", help="git remote for tags (default: origin)")
+    _OPTION_DESTS[:] = [opt.dest for opt in g.options]
 
 
 def pytest_configure(config):
-    raw = {name: config.getoption(name) for name in (
-        "wheel", "flavor", "package_version", "cmake_cache", "mxnet_src", "cuda_arch",
-        "provenance_json", "build_dir", "jobs", "wheel_version", "build_python", "venv_dir",
-        "keep_venv", "find_links", "index_url", "extra_requirements", "no_deps",
-        "cuda_from_wheels", "publish", "dry_run", "yes", "remote")}
+    raw = {dest: config.getoption(dest) for dest in _OPTION_DESTS}
     try:
         config.stash[OPTIONS_KEY] = make_options(raw)
     except UsageError as exc:
