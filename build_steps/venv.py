@@ -226,7 +226,10 @@ def run_probe(venv: Venv, probe: Path, args=(), timeout: float = 600, env: dict 
     a timeout {"timed_out": True}, a missing result {"no_result": True}; each with the exit
     status and the stderr/stdout tails, so the gate can turn it into a diagnosis.
     """
-    workdir = Path(cwd) if cwd else Path(tempfile.mkdtemp(prefix="probe-"))
+    if cwd is None:  # a working dir of its own, gone afterwards
+        with tempfile.TemporaryDirectory(prefix="probe-") as tmp:
+            return run_probe(venv, probe, args, timeout=timeout, env=env, cwd=Path(tmp))
+    workdir = Path(cwd)
     workdir.mkdir(parents=True, exist_ok=True)
     result_file = workdir / f"{Path(probe).stem}-{os.getpid()}-{len(os.listdir(workdir))}.json"
     child_env = clean_env({RESULT_ENV: str(result_file), **(env or {})})
