@@ -493,9 +493,9 @@ def _extract_all(zf, fh, wheel, infos, tmp: Path):
                 continue  # its thread writes it
             _make_parent(target, made_dirs)
             algo, expected = _record_expectation(record_rows, info)
-            key = (info.compress_type, info.CRC, info.compress_size, info.file_size, algo)
+            key = _twin_key(info, algo)
             if background and key == background.key:
-                seen_raw.setdefault(key, background.join())  # a copy of it: link once it is done
+                seen_raw.setdefault(key, background.result())  # a copy of it: link once it is done
             twin = seen_raw.get(key) if info.compress_size >= _THREAD_MIN else None
             try:
                 if twin is not None and _same_stored_bytes(fh, wheel, twin[0], info):
@@ -508,11 +508,11 @@ def _extract_all(zf, fh, wheel, infos, tmp: Path):
                 raise _write_error(wheel, info, exc) from exc
             _finish_member(info, target, algo, digest, size, hashes, sizes)
         if background:
-            info, target, digest = background.join()
+            info, target, digest = background.result()
             _finish_member(info, target, background.algo, digest, info.file_size, hashes, sizes)
     finally:
         if background:
-            background.abandon()  # after an error here: let it stop before tmp is removed
+            background.wait()  # after an error here: let it stop before tmp is removed
 
     if record_name is not None:
         _verify_record(record_name, record_rows, names, hashes, sizes, problems)
@@ -531,6 +531,11 @@ def _background_member(files):
         return None
     big = max(files, key=lambda i: i.compress_size)
     return big if big.compress_size >= _BACKGROUND_MIN else None
+
+
+def _twin_key(info, algo) -> tuple:
+    """Members with equal keys may be copies of each other (then their stored bytes tell)."""
+    return (info.compress_type, info.CRC, info.compress_size, info.file_size, algo)
 
 
 def _record_expectation(record_rows, info):
@@ -565,10 +570,9 @@ class _Background:
 
     def __init__(self, zf, wheel, info, target, algo, expected):
         self.info, self.target, self.algo = info, target, algo
-        self.key = (info.compress_type, info.CRC, info.compress_size, info.file_size, algo)
+        self.key = _twin_key(info, algo)
         self._result = None
         self._error: BaseException | None = None
-        self._joined = False
         self._thread = threading.Thread(target=self._run, args=(zf, wheel, expected),
                                         name="wheel-background", daemon=True)
 
@@ -592,20 +596,18 @@ class _Background:
             self._result = (self.info, self.target, digest)
         except OSError as exc:
             self._error = _write_error(wheel, self.info, exc)
-        except BaseException as exc:  # raised in the extracting thread by join()
+        except BaseException as exc:  # raised in the extracting thread by result()
             self._error = exc
 
-    def join(self):
-        """(info, target, digest) once the member is written; its error is raised here."""
+    def wait(self) -> None:
         self._thread.join()
-        self._joined = True
+
+    def result(self):
+        """(info, target, digest) once the member is written; its error is raised here."""
+        self.wait()
         if self._error is not None:
             raise self._error
         return self._result
-
-    def abandon(self) -> None:
-        if not self._joined:
-            self._thread.join()
 
 
 def _same_stored_bytes(fh, wheel, first: zipfile.ZipInfo, second: zipfile.ZipInfo) -> bool:
