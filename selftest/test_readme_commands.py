@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
 
-HARNESS_ROOT = Path(__file__).resolve().parent.parent
+from selftest.conftest import HARNESS_ROOT
 
 
 def readme_commands() -> list:
