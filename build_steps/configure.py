@@ -120,20 +120,29 @@ def configure(src: Path, build_dir: Path, profile, arch_text: str, log_dir: Path
 
 
 def emitted_gencode(log: Path, build_dir: Path) -> list[str]:
-    """The -gencode flags CMake announced (the fork's select_compute_arch message), else build.ninja's."""
+    """The -gencode flags CMake announced, else those build.ninja compiles with.
+
+    The fork prints ``CUDA_ARCH_FLAGS`` as a CMake list (``-gencode;arch=compute_90,code=sm_90``);
+    older trees print it space-separated. A message that yields no flag (an empty list, a format
+    not met yet) falls back to build.ninja, which is what nvcc really receives.
+    """
     text = Path(log).read_text(errors="replace")
-    m = None
-    for m in re.finditer(r"CUDA: Using the following NVCC architecture flags (.*)", text):
-        pass
-    source = m.group(1) if m else ""
-    if not source and (build_dir / "build.ninja").exists():
-        source = " ".join(l for l in (build_dir / "build.ninja").read_text(errors="replace").splitlines()
-                          if "-gencode" in l)
+    said = re.findall(r"CUDA: Using the following NVCC architecture flags (.*)", text)
+    flags = _gencode_flags(said[-1]) if said else []
+    if not flags and (build_dir / "build.ninja").exists():
+        flags = _gencode_flags(" ".join(l for l in (build_dir / "build.ninja").read_text(errors="replace")
+                                        .splitlines() if "-gencode" in l or "--generate-code" in l))
+    return flags
+
+
+def _gencode_flags(text: str) -> list[str]:
+    """Distinct ``-gencode=arch=…,code=…`` flags, in order, from any of nvcc's spellings."""
     flags = []
-    for f in re.findall(r"-gencode[= ]arch=compute_\w+,code=\[?[\w,]+\]?", source):
-        f = f.replace("-gencode ", "-gencode=")
-        if f not in flags:
-            flags.append(f)
+    for arch, code in re.findall(r"(?:-gencode|--generate-code)[=; ]+arch=(compute_\w+),code=(\[?[\w,]+\]?)",
+                                 text):
+        flag = f"-gencode=arch={arch},code={code}"
+        if flag not in flags:
+            flags.append(flag)
     return flags
 
 

@@ -8,13 +8,17 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 # OpenCV 4.6 (the release host's), OpenBLAS, patchelf, and the build tools the chain drives.
-pkgs=(build-essential cmake ninja-build git unzip patchelf libopencv-dev libopenblas-dev python3-venv python3-dev)
+# gfortran: with Debian's static OpenBLAS the fork's cmake/ChooseBlas.cmake enables Fortran to link
+# libgfortran, and configure stops with "No CMAKE_Fortran_COMPILER could be found" without it.
+# ccache: the fork's CMake uses it as the compiler launcher when it is on PATH.
+pkgs=(build-essential cmake ninja-build git unzip patchelf libopencv-dev libopenblas-dev gfortran ccache
+      python3-venv python3-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "==> apt-get install ${missing[*]}"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq -o DPkg::Lock::Timeout=600 --no-install-recommends "${missing[@]}"
 fi
 
 if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
