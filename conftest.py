@@ -52,6 +52,13 @@ def pytest_addoption(parser):
     g.addoption("--dry-run", action="store_true", help="with --publish: print what would be run, change nothing")
     g.addoption("--yes", action="store_true", help="with --publish: confirm the real publish")
     g.addoption("--remote", default="origin", help="git remote for tags (default: origin)")
+    g.addoption("--cmake-define", dest="cmake_defines", action="append", metavar="KEY=VALUE",
+                help="extra CMake definition for configure (repeatable); one that contradicts the release "
+                     "profile is allowed for development and makes the run unpublishable")
+    g.addoption("--allow-dirty", action="store_true",
+                help="build a tree with uncommitted tracked changes (development only: the run cannot publish)")
+    g.addoption("--fresh", action="store_true",
+                help="delete the build dir and configure anew (e.g. after changing the CUDA compiler or toolkit)")
     _OPTION_DESTS[:] = [opt.dest for opt in g.options]
 
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import cmake_cache
-from .errors import StepError, log_tail
+from .errors import StepError, log_excerpt
 from .profiles import CMAKE_FEATURES, parse_cuda_arch
 
 #: Toggles refreshed on every configure (the fork's partial reconfigure set, plus the CPU's).
@@ -74,7 +74,9 @@ def record_step(build_dir: Path, step: str, detail: str = "") -> None:
 
 
 def configure_command(src: Path, build_dir: Path, profile, arch_text: str, first_time: bool,
-                      extra: dict | None = None) -> list[str]:
+                      extra: dict | None = None, overrides: dict | None = None) -> list[str]:
+    """The cmake command line. ``extra`` are the harness's own definitions (the CUDA root);
+    ``overrides`` the user's ``--cmake-define``s, applied last on every configure so they win."""
     defs = dict(profile.configure_flags) if first_time else {
         k: profile.configure_flags[k] for k in REFRESH_KEYS if k in profile.configure_flags}
     if profile.is_cuda:
@@ -84,6 +86,7 @@ def configure_command(src: Path, build_dir: Path, profile, arch_text: str, first
         if k == "CMAKE_CUDA_COMPILER" and not first_time:
             continue
         defs[k] = v
+    defs.update(overrides or {})
     cmd = ["cmake", "-S", str(src), "-B", str(build_dir)]
     if first_time:
         cmd += ["-G", "Ninja"] if shutil.which("ninja") else []
@@ -92,14 +95,21 @@ def configure_command(src: Path, build_dir: Path, profile, arch_text: str, first
 
 
 def configure(src: Path, build_dir: Path, profile, arch_text: str, log_dir: Path,
-              extra_defs: dict | None = None, env: dict | None = None) -> ConfigureResult:
-    """Configure (or refresh) ``build_dir`` and verify the cache against the profile."""
+              extra_defs: dict | None = None, env: dict | None = None,
+              overrides: dict | None = None) -> ConfigureResult:
+    """Configure (or refresh) ``build_dir`` and verify the cache against the profile.
+
+    The cache is verified against what this run asked for: the profile with the user's
+    ``overrides`` applied (a development build with ``-DUSE_OPENCV=OFF`` configures fine; the
+    overrides gate then says which promise it broke, and the run cannot publish)."""
     src, build_dir, log_dir = Path(src), Path(build_dir), Path(log_dir)
+    overrides = dict(overrides or {})
+    check_build_dir(build_dir, src, extra_defs or {}, overrides)
     log_dir.mkdir(parents=True, exist_ok=True)
     build_dir.mkdir(parents=True, exist_ok=True)
     cache_file = build_dir / "CMakeCache.txt"
     first_time = not cache_file.exists()
-    cmd = configure_command(src, build_dir, profile, arch_text, first_time, extra_defs)
+    cmd = configure_command(src, build_dir, profile, arch_text, first_time, extra_defs, overrides)
     log = log_dir / "configure.log"
     start = time.monotonic()
     with open(log, "w") as fh:
@@ -111,12 +121,51 @@ def configure(src: Path, build_dir: Path, profile, arch_text: str, log_dir: Path
     record_step(build_dir, "configure", "first-time" if first_time else "refresh")
     if proc.returncode != 0:
         raise StepError("configure", f"CMake configure of {src} into {build_dir} failed "
-                        f"(exit {proc.returncode})", log=log, tail=log_tail(log))
+                        f"(exit {proc.returncode})", log=log, tail=log_excerpt(log))
     result = ConfigureResult(build_dir=build_dir, first_time=first_time, seconds=seconds, log=log,
                              cache=read_cache(cache_file))
     result.gencode = emitted_gencode(log, build_dir)
-    verify_cache(result, profile, arch_text)
+    verify_cache(result, profile, overrides.get("MXNET_CUDA_ARCH", arch_text),
+                 expected_features(profile, overrides))
     return result
+
+
+def expected_features(profile, overrides: dict) -> dict:
+    """The profile's feature toggles with the user's overrides applied (what the cache must say)."""
+    features = dict(profile.features)
+    for key in CMAKE_FEATURES:
+        if key in overrides and cmake_cache.to_bool(overrides[key]) is not None:
+            features[key] = cmake_cache.to_bool(overrides[key])
+    return features
+
+
+#: Cache entries that tie a build dir to one CUDA compiler and toolkit. CMake refuses to change
+#: the CUDA compiler of an existing cache (or silently wipes it), and a cache pointing at another
+#: toolkit root links libraries from there: either way the build is not the one this run asks for.
+_TOOLCHAIN_KEYS = ("CMAKE_CUDA_COMPILER", "CUDAToolkit_ROOT")
+
+
+def check_build_dir(build_dir: Path, src: Path, extra_defs: dict, overrides: dict) -> None:
+    """Refuse a build dir configured from another source tree or with another CUDA compiler or
+    toolkit root than this run's, before anything runs in it."""
+    cache_file = Path(build_dir) / "CMakeCache.txt"
+    if not cache_file.is_file():
+        return
+    cache = read_cache(cache_file)
+    wanted = {**{k: extra_defs[k] for k in _TOOLCHAIN_KEYS if k in extra_defs},
+              **{k: overrides[k] for k in _TOOLCHAIN_KEYS if k in overrides}}
+    problems = []
+    home = cache.get("CMAKE_HOME_DIRECTORY")
+    if home and Path(home).resolve() != Path(src).resolve():
+        problems.append(f"it was configured from {home}, this run builds {src}")
+    for key, want in wanted.items():
+        have = cache.get(key)
+        if have and Path(have).resolve() != Path(want).resolve():
+            problems.append(f"{key} is {have} in its cache, this run uses {want}")
+    if problems:
+        raise StepError("configure", f"build dir {build_dir} belongs to another build: "
+                        + "; ".join(problems) + ". Re-run with --fresh to delete it and configure "
+                        "anew, or pass --build-dir=DIR for a separate tree")
 
 
 def emitted_gencode(log: Path, build_dir: Path) -> list[str]:
@@ -146,11 +195,13 @@ def _gencode_flags(text: str) -> list[str]:
     return flags
 
 
-def verify_cache(result: ConfigureResult, profile, arch_text: str) -> None:
-    """Fail (StepError 'configure') on every way the cache disagrees with the profile."""
+def verify_cache(result: ConfigureResult, profile, arch_text: str, features: dict | None = None) -> None:
+    """Fail (StepError 'configure') on every way the cache disagrees with the profile
+    (``features``: the profile's toggles with the run's overrides applied)."""
     cache, problems = result.cache, []
+    features = profile.features if features is None else features
     for key in CMAKE_FEATURES:
-        want = bool(profile.features.get(key))
+        want = bool(features.get(key))
         have = cmake_cache.to_bool(cache.get(key))
         if have is None:
             problems.append(f"{key} is not in {result.build_dir}/CMakeCache.txt as a boolean")
@@ -159,7 +210,7 @@ def verify_cache(result: ConfigureResult, profile, arch_text: str) -> None:
                             f"profile wants {'ON' if want else 'OFF'}: reconfigure with -D{key}="
                             f"{'ON' if want else 'OFF'}")
     for key, (evidence, package) in FOUND_EVIDENCE.items():
-        if not profile.features.get(key) or cmake_cache.to_bool(cache.get(key)) is not True:
+        if not features.get(key) or cmake_cache.to_bool(cache.get(key)) is not True:
             continue
         missing = [e for e in evidence if not _found(cache.get(e))]
         if missing:
@@ -173,7 +224,7 @@ def verify_cache(result: ConfigureResult, profile, arch_text: str) -> None:
         text = ninja.read_text(errors="replace")
         for key in FOUND_EVIDENCE:
             macro = "MXNET_" + key
-            if profile.features.get(key) and re.search(rf"-D{macro}=0\b", text):
+            if features.get(key) and re.search(rf"-D{macro}=0\b", text):
                 problems.append(f"build.ninja compiles with -D{macro}=0 although {key} is wanted ON: "
                                 f"CMake dropped it; install {FOUND_EVIDENCE[key][1]} and reconfigure")
     if profile.is_cuda:

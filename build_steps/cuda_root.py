@@ -101,9 +101,16 @@ def find_nvcc_home() -> Path:
                     "into /usr/local/cuda, or NVIDIA's cuda-nvcc-13-0 package)")
 
 
+#: pip's lines worth showing while the ~3 GB of wheels come in (the rest goes to the log only).
+_PIP_PROGRESS = re.compile(r"^(Collecting|Downloading|Installing collected|Successfully installed)")
+
+
 def install_wheels(cache: Path, requirements=CUDA_BUILD_WHEELS, python: str | None = None,
-                   find_links=(), index_url: str | None = None) -> Path:
-    """``pip install --target`` the requirement set once; later calls reuse the directory."""
+                   find_links=(), index_url: str | None = None, progress=None) -> Path:
+    """``pip install --target`` the requirement set once; later calls reuse the directory.
+
+    The first time is a ~3 GB download: ``progress`` (a stream) gets a line saying so and pip's
+    per-wheel lines as they come, so a long silence is not mistaken for a hang."""
     key = hashlib.sha256(json.dumps(sorted(requirements)).encode()).hexdigest()[:12]
     target = cache / f"cuda-wheels-{key}"
     done = target / ".complete"
@@ -120,10 +127,18 @@ def install_wheels(cache: Path, requirements=CUDA_BUILD_WHEELS, python: str | No
             cmd += ["--find-links", str(fl)]
         if index_url:
             cmd += ["--index-url", index_url]
-        with open(log, "w") as fh:
+        if progress is not None:
+            print(f"[cuda-root] first use: downloading the CUDA 13 wheels (~3 GB) into {target} "
+                  f"(log: {log}); later runs reuse them", file=progress, flush=True)
+        with open(log, "w", buffering=1) as fh:
             fh.write("$ " + " ".join(cmd) + "\n")
-            fh.flush()
-            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    bufsize=1)
+            for line in proc.stdout:
+                fh.write(line)
+                if progress is not None and _PIP_PROGRESS.match(line):
+                    print(f"[cuda-root] {line.strip()[:150]}", file=progress, flush=True)
+            proc.wait()
         if proc.returncode != 0:
             raise StepError("cuda-root", "pip could not install the CUDA wheels "
                             f"({', '.join(requirements)}); pass --find-links/--index-url for an "
@@ -175,11 +190,11 @@ def build_driver_stub(dest: Path, cc: str = "gcc") -> Path:
 
 def assemble_cuda_root(cache: Path | None = None, nvcc_home: Path | None = None,
                        requirements=CUDA_BUILD_WHEELS, python: str | None = None,
-                       find_links=(), index_url: str | None = None) -> CudaRoot:
+                       find_links=(), index_url: str | None = None, progress=None) -> CudaRoot:
     """Install (cached) the CUDA wheels and assemble the root; returns the CMake definitions."""
     cache = Path(cache) if cache else default_cache_dir()
     nvcc_home = Path(nvcc_home) if nvcc_home else find_nvcc_home()
-    wheels = install_wheels(cache, requirements, python, find_links, index_url)
+    wheels = install_wheels(cache, requirements, python, find_links, index_url, progress)
     key = hashlib.sha256(f"{nvcc_home}|{wheels}".encode()).hexdigest()[:12]
     root = cache / f"cuda-root-{key}"
     with FileLock(str(root) + ".lock"):

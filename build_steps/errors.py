@@ -5,6 +5,7 @@ harness (a wrong path, a non-wheel); ``StepError`` is a build step that failed, 
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 
@@ -21,7 +22,8 @@ class WheelError(HarnessError):
 
 
 class StepError(HarnessError):
-    """A build step failed. ``log`` is the full log file, ``tail`` its last lines."""
+    """A build step failed. ``log`` is the full log file, ``tail`` what of it to show (usually
+    :func:`log_excerpt`: the first error lines with their context, then the last lines)."""
 
     def __init__(self, step: str, message: str, log: Path | None = None, tail: str = ""):
         self.step = step
@@ -29,10 +31,22 @@ class StepError(HarnessError):
         self.tail = tail
         text = f"[{step}] {message}"
         if tail:
-            text += "\n--- last lines of the log ---\n" + tail.rstrip()
+            text += "\n" + (tail.rstrip() if tail.startswith("--- ") else
+                            "--- last lines of the log ---\n" + tail.rstrip())
         if log is not None:
             text += f"\n(full log: {log})"
         super().__init__(text)
+
+
+class BuildInterrupted(KeyboardInterrupt):
+    """SIGINT/SIGTERM during a long step: its processes were stopped, the work done stays.
+
+    A KeyboardInterrupt, so pytest ends the session (exit 2) as for any Ctrl-C, and no later
+    test tries the step again; the message says where it stopped and how to resume."""
+
+    def __init__(self, step: str, message: str):
+        self.step = step
+        super().__init__(f"[{step}] {message}")
 
 
 def log_tail(path: Path, lines: int = 40) -> str:
@@ -46,3 +60,44 @@ def log_tail(path: Path, lines: int = 40) -> str:
     except OSError:
         return ""
     return "\n".join(data.splitlines()[-lines:])
+
+
+#: Lines that say why a CMake/Ninja/compiler run failed. The cause is usually the *first* of
+#: them (a missing compiler at configure line 61 of 151, the first ``error:`` of a compile);
+#: what follows is often consequence.
+_CAUSE = re.compile(r"CMake Error|^FAILED: |\berror:|\bError \d+\b|fatal error|No such file or directory"
+                    r"|undefined reference")
+
+
+def log_excerpt(path: Path, first: int = 3, before: int = 2, after: int = 8, tail: int = 12,
+                since: int = 0) -> str:
+    """What a person needs from a failed step's log: the first ``first`` error lines with
+    ``before``/``after`` lines of context, then the last ``tail`` lines. Falls back to the tail
+    alone when no line looks like an error. ``since``: byte offset where this run's part of an
+    appended log starts."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(since)
+            lines = fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ""
+    hits = [i for i, line in enumerate(lines) if _CAUSE.search(line)]
+    shown, blocks, end = set(), [], -1
+    for i in hits:
+        if len(blocks) >= first:
+            break
+        if i <= end:
+            continue
+        lo, hi = max(0, i - before), min(len(lines), i + after + 1)
+        blocks.append((lo, hi))
+        shown.update(range(lo, hi))
+        end = hi - 1
+    out = []
+    for lo, hi in blocks:
+        out.append(f"--- {Path(path).name}, {'this run, ' if since else ''}line {lo + 1}: ---")
+        out.extend(lines[lo:hi])
+    last = [i for i in range(max(0, len(lines) - tail), len(lines)) if i not in shown]
+    if last:
+        out.append("--- last lines of the log ---")
+        out.extend(lines[i] for i in last)
+    return "\n".join(out)

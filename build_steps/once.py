@@ -13,7 +13,7 @@ from typing import Callable
 
 from filelock import FileLock
 
-from .errors import HarnessError
+from .errors import BuildInterrupted, HarnessError
 
 
 class StepFailedElsewhere(HarnessError):
@@ -40,7 +40,8 @@ def run_once(shared_dir: Path, key: str, produce: Callable[[], dict]) -> dict:
             result = produce()
         except BaseException as exc:
             first_line = (str(exc).splitlines() or [type(exc).__name__])[0]
-            record.write_text(json.dumps({"failed": True, "error": first_line}))
+            record.write_text(json.dumps({"failed": True, "error": first_line,
+                                          "interrupted": isinstance(exc, BuildInterrupted)}))
             raise
         record.write_text(json.dumps({"failed": False, "result": result}))
         return result

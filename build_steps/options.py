@@ -41,6 +41,10 @@ class RunOptions:
     yes: bool = False
     remote: str = "origin"
     extra: dict = field(default_factory=dict)
+    #: --cmake-define KEY=VALUE, in order (a later one of the same key wins)
+    cmake_defines: dict = field(default_factory=dict)
+    allow_dirty: bool = False
+    fresh: bool = False
 
 
 def check_wheel_path(value: str) -> Path:
@@ -68,6 +72,22 @@ def _existing_dir(option: str, value: str | None) -> Path | None:
     if not path.is_dir():
         raise UsageError(f"{option} {value}: no such directory")
     return path.resolve()
+
+
+def parse_cmake_defines(values) -> dict:
+    """``["USE_OPENCV=OFF", "CMAKE_CXX_FLAGS=-O2 -g"]`` -> ``{"USE_OPENCV": "OFF", ...}``."""
+    defines = {}
+    for value in values or ():
+        key, sep, val = str(value).partition("=")
+        key = key.strip()
+        if key.startswith("-D"):
+            key = key[2:]
+        key = key.split(":", 1)[0]  # KEY:TYPE=VALUE, as cmake -D takes it
+        if not sep or not key or not all(c.isalnum() or c in "_.-" for c in key):
+            raise UsageError(f"--cmake-define {value!r}: write KEY=VALUE (e.g. --cmake-define="
+                             "USE_CUDNN=OFF), one definition per option")
+        defines[key] = val
+    return defines
 
 
 def make_options(raw: dict) -> RunOptions:
@@ -125,4 +145,7 @@ def make_options(raw: dict) -> RunOptions:
         dry_run=bool(raw.get("dry_run")),
         yes=bool(raw.get("yes")),
         remote=raw.get("remote") or "origin",
+        cmake_defines=parse_cmake_defines(raw.get("cmake_defines")),
+        allow_dirty=bool(raw.get("allow_dirty")),
+        fresh=bool(raw.get("fresh")),
     )

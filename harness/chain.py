@@ -7,20 +7,22 @@ never limits them (timeout_func_only in pytest.ini): only gate bodies are timed.
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from build_steps import bundle, configure, package, source
+from build_steps import bundle, configure, package, preflight, source
 from build_steps import compile as compile_step
 from build_steps import cuda_root as cuda_root_step
 from build_steps.errors import UsageError
 from build_steps.once import run_once
 
 from .common import (FINAL_WHEEL_KEY, LIVE, RESULTS_KEY, add_report_lines, harness_options,
-                     is_worker, say, shared_root)
+                     is_release_run, is_worker, say, shared_root)
 
 BUILD_RECORD = "built_wheel"
 #: The run-once records of the chain, in order, with the label the summary gives each.
@@ -34,14 +36,25 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    # A run that will build needs an MXNet tree: say so once, before anything starts, instead of
-    # erroring every gate that depends on the wheel.
+    # A run that will build is checked here, once, before anything starts: the tree exists, the
+    # selection is one that builds, and nothing known now would fail the release hours later.
     options = harness_options(config)
-    if options.wheel is None and any("mxnet_source" in getattr(i, "fixturenames", ()) for i in items):
-        try:
-            source.resolve_source(options.mxnet_src, Path(config.invocation_params.dir))
-        except UsageError as exc:
-            raise pytest.UsageError(str(exc)) from None
+    if options.wheel is not None or not any("mxnet_source" in getattr(i, "fixturenames", ()) for i in items):
+        return
+    markexpr = config.option.markexpr or ""
+    if markexpr and not (is_release_run(config) or re.search(r"(?<!not )\bbuild\b", markexpr)):
+        raise pytest.UsageError(
+            f"-m {markexpr!r} selects gates that audit an existing wheel and never builds one: pass "
+            "--wheel=PATH (or select -m release to build and verify a wheel from --mxnet-src)")
+    try:
+        root = source.resolve_source(options.mxnet_src, Path(config.invocation_params.dir))
+        refused = preflight.refusals(root, options.profile, options.cuda_arch, options.cmake_defines,
+                                     release=is_release_run(config), allow_dirty=options.allow_dirty)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if refused:
+        raise pytest.UsageError("refusing to build (nothing was configured or compiled):\n  - "
+                                + "\n  - ".join(refused))
 
 
 class BuildPaths:
@@ -85,7 +98,7 @@ def cuda_root(options, shared_dir):
     def produce():
         say("==> assembling a CUDA root from nvcc + pip's nvidia-* wheels (cached)")
         root = cuda_root_step.assemble_cuda_root(python=sys.executable, find_links=options.find_links,
-                                                 index_url=options.index_url)
+                                                 index_url=options.index_url, progress=LIVE)
         return root.to_json()
     return cuda_root_step.CudaRoot.from_json(run_once(shared_dir, "cuda_root", produce))
 
@@ -93,10 +106,15 @@ def cuda_root(options, shared_dir):
 @pytest.fixture(scope="session")
 def configured_tree(options, profile, shared_dir, build_paths, cuda_root) -> configure.ConfigureResult:
     def produce():
+        if options.fresh and build_paths.build_dir.exists():
+            say(f"==> --fresh: deleting {build_paths.build_dir}")
+            shutil.rmtree(build_paths.build_dir)
         say(f"==> configure {build_paths.build_dir}")
+        for key, value in options.cmake_defines.items():
+            say(f"[configure] override -D{key}={value}")
         res = configure.configure(build_paths.src, build_paths.build_dir, profile, options.cuda_arch_text,
                                   build_paths.logs, extra_defs=cuda_root.cmake_args if cuda_root else None,
-                                  env=cuda_root.env if cuda_root else None)
+                                  env=cuda_root.env if cuda_root else None, overrides=options.cmake_defines)
         say(f"[configure] {'first-time' if res.first_time else 'refresh'} in {res.seconds:.1f}s; "
             f"gencode: {' '.join(res.gencode) or 'none (CPU)'}")
         for note in res.notes:
@@ -182,6 +200,7 @@ class DistDecision:
         if not records:
             return
         lines = _chain_lines(records)
+        lines += _override_lines(harness_options(config))
         rec = records.get(BUILD_RECORD)
         if rec and not rec.get("failed"):
             lines.append(self._place_wheel(config, Path(rec["result"]["wheel"]), Path(rec["result"]["dist"])))
@@ -215,6 +234,10 @@ def _chain_lines(records: dict) -> list:
         rec = records.get(key)
         if rec is None:
             continue
+        if rec.get("interrupted"):
+            times.append(f"{label} INTERRUPTED ({rec.get('error', '').split('] ', 1)[-1].split(';')[0]}; "
+                         "re-run to resume)")
+            continue
         if rec.get("failed"):
             times.append(f"{label} FAILED")
             continue
@@ -225,4 +248,19 @@ def _chain_lines(records: dict) -> list:
         times.append(f"{label} {r.get('seconds', 0):.1f}s{extra}")
     if times:
         lines.append("build chain steps: " + ", ".join(times))
+    return lines
+
+
+def _override_lines(options) -> list:
+    """The development switches of this run, each with the promise it breaks (if any)."""
+    from build_steps.overrides import broken_promises
+    if not options.cmake_defines and not options.allow_dirty:
+        return []
+    broken = broken_promises(options.profile, options.cmake_defines)
+    lines = ["cmake overrides: " + (" ".join(f"-D{k}={v}" for k, v in options.cmake_defines.items()) or "none")]
+    lines += [f"  breaks: {b}" for b in broken]
+    if options.allow_dirty:
+        lines.append("  --allow-dirty: a dirty tree may be built")
+    if broken or options.allow_dirty:
+        lines.append("  this run is a development build: it cannot publish")
     return lines

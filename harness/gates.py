@@ -5,21 +5,56 @@ pass on a gate that did not run. The terminal summary lists every gate with its 
 """
 from __future__ import annotations
 
+import signal
+import threading
+
 import pytest
 
-from build_steps.errors import HarnessError
+from build_steps.errors import HarnessError, StepError, UsageError
+from build_steps.once import StepFailedElsewhere
 
 from .common import REPORT_LINES_KEY, RESULTS_KEY, harness_options, is_release_run
+
+#: Steps every gate of a build run stands on: when one fails, no further gate can run.
+CHAIN_STEPS = ("source", "cuda-root", "configure", "compile", "stage", "bundle", "package")
+#: How the session stop for a failed chain step starts, so the xdist controller can tell it from Ctrl-C.
+STOP_PREFIX = "build step failed"
 
 
 def pytest_configure(config):
     config.stash[RESULTS_KEY] = {}
+    config.pluginmanager.register(StepStopExitCode(), "mxnet-step-stop-exit-code")
+    _terminate_as_interrupt()
+
+
+def _terminate_as_interrupt():
+    """SIGTERM (a CI job cancelled, ``timeout``) ends the run as Ctrl-C does: the build step
+    stops its process group and the summary says where it stopped. Python's default would kill
+    pytest outright and leave ninja and the compilers running."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        def _raise(signum, frame):
+            raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+        signal.signal(signal.SIGTERM, _raise)
+
+
+def _stops_the_chain(exc) -> bool:
+    return (isinstance(exc, StepError) and exc.step in CHAIN_STEPS) or isinstance(
+        exc, (StepFailedElsewhere, UsageError))
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
+    if report.when == "setup" and report.failed and call.excinfo is not None \
+            and _stops_the_chain(call.excinfo.value):
+        # One failure, said once: every later gate would repeat the same error, so the session
+        # stops after this one (exit 1); the message above is the whole report.
+        exc = call.excinfo.value
+        step = getattr(exc, "step", None) or ("source" if isinstance(exc, UsageError) else "build")
+        item.session.shouldfail = f"{STOP_PREFIX} ({step}): the error above is the whole report"
     if item.get_closest_marker("release") is None:
         return
     results = item.config.stash[RESULTS_KEY]
@@ -32,7 +67,8 @@ def pytest_runtest_makereport(item, call):
                 report.longrepr = f"release run: gate skipped, which counts as a failure ({why})"
                 verdict = "failed"
         elif report.failed:
-            why = first_line(report)
+            exc = call.excinfo.value if call.excinfo is not None else None
+            why = (str(exc).splitlines() or [""])[0] if isinstance(exc, HarnessError) else first_line(report)
         results[item.nodeid] = (verdict, why)
 
 
@@ -72,6 +108,23 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line(f"{verdict.upper():8} {nodeid}" + (f"  -- {why}" if why and verdict != "passed" else ""))
     for line in config.stash.get(REPORT_LINES_KEY, []):
         tr.write_line(line)
+
+
+class StepStopExitCode:
+    """Under xdist a worker's stop for a failed step reaches the controller as an interrupt
+    (exit 2); it is a failure (exit 1). A real Ctrl-C keeps its 2."""
+
+    def __init__(self):
+        self.stopped_for_step = False
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        self.stopped_for_step = str(excinfo.value).startswith(STOP_PREFIX)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        if self.stopped_for_step and session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        return (yield)
 
 
 def pytest_exception_interact(node, call, report):

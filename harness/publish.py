@@ -156,7 +156,8 @@ class PublishPlugin:
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
         opts = harness_options(config)
-        if self.worker or not (opts.publish or is_release_run(config)):
+        if self.worker or not (opts.publish or is_release_run(config)) \
+                or exitstatus == pytest.ExitCode.USAGE_ERROR or config.option.collectonly:
             return
         tr = terminalreporter
         out = self.outcome or {}
@@ -167,6 +168,8 @@ class PublishPlugin:
         gates = {n: v for n, v in self.verdicts.items() if n not in self.publish_ids}
         passed = sum(v == "passed" for v in gates.values())
         verdict = "PASS" if gates and passed == len(gates) else "FAIL"
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            verdict = "INTERRUPTED"
         if not opts.publish:
             published = "not published (--publish not given)"
         elif out.get("published"):

@@ -1,0 +1,61 @@
+"""``--cmake-define`` overrides judged against the release profile.
+
+An override is how a developer builds what the release does not (cuDNN off to chase a bug, one
+arch to save an hour). It reaches CMake, the configure step verifies the cache against the
+profile *with* the override, and this module says which release promise each override breaks,
+so the run can build but cannot publish.
+"""
+from __future__ import annotations
+
+from . import cmake_cache
+from .errors import UsageError
+from .profiles import ArchSpec, parse_cuda_arch
+
+#: What the wheel promises its users when a toggle of the profile is ON, in their words.
+TOGGLE_PROMISES = {
+    "USE_CUDA": "GPU support (the cu13 wheel runs on NVIDIA GPUs)",
+    "USE_CUDNN": "cuDNN convolutions and RNNs",
+    "USE_NCCL": "NCCL multi-GPU communication",
+    "USE_ONEDNN": "oneDNN CPU kernels",
+    "USE_OPENCV": "OpenCV image decoding (mx.image, gluon vision transforms)",
+    "USE_OPENMP": "OpenMP-parallel CPU operators",
+}
+
+
+def arch_override(cmake_defines: dict) -> ArchSpec | None:
+    """The arch list an ``MXNET_CUDA_ARCH`` override builds, or None without one."""
+    value = cmake_defines.get("MXNET_CUDA_ARCH")
+    if value is None:
+        return None
+    try:
+        return parse_cuda_arch(value)
+    except UsageError as exc:
+        raise UsageError(f"--cmake-define=MXNET_CUDA_ARCH={value}: {exc}") from None
+
+
+def broken_promises(profile, cmake_defines: dict) -> list[str]:
+    """One sentence per override that contradicts the profile: the define and the promise."""
+    broken = []
+    for key, value in cmake_defines.items():
+        if key == "MXNET_CUDA_ARCH":
+            if not profile.is_cuda:
+                continue
+            built, release = arch_override(cmake_defines), parse_cuda_arch(profile.cuda_arch)
+            left_out = [f"sm_{a}" for a in release.sass if a not in built.sass]
+            left_out += [f"compute_{a} PTX" for a in release.ptx if a not in built.ptx]
+            if left_out:
+                broken.append(f"-DMXNET_CUDA_ARCH={value} leaves out {' '.join(left_out)}: breaks the "
+                              f"promise of kernels for every GPU of the release list {profile.cuda_arch}")
+            continue
+        if key not in profile.configure_flags:
+            continue
+        want = profile.configure_flags[key]
+        want_bool, have_bool = cmake_cache.to_bool(want), cmake_cache.to_bool(value)
+        same = (want_bool == have_bool) if want_bool is not None and have_bool is not None else str(want) == value
+        if same:
+            continue
+        promise = TOGGLE_PROMISES.get(key)
+        broken.append(f"-D{key}={value} (the {profile.name} profile sets {want})"
+                      + (f": breaks the promise of {promise}" if promise and want_bool else
+                         ": the release is built with the profile's value"))
+    return broken

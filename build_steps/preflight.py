@@ -1,0 +1,90 @@
+"""Refusals made before configure: the states that would otherwise fail after hours of compile.
+
+A release build of the fork is ~1300 steps. A dirty tree fails the clean-tree gate at the end, an
+arch list without sm_100 fails the arch gate at the end, and an arch nvcc cannot build
+(``compute_70`` on CUDA 13) fails at step ~521. Each is known before CMake runs, so each is
+refused here, together, in one message.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from . import gitstate
+from .cuda_root import find_nvcc_home
+from .errors import HarnessError
+from .overrides import arch_override
+from .profiles import ARCH_GPU_FAMILIES, ArchSpec, parse_cuda_arch
+
+
+def nvcc_for_build(cmake_defines: dict) -> Path | None:
+    """The nvcc this build will run: a CMAKE_CUDA_COMPILER override, else the toolkit's (the
+    --cuda-from-wheels root holds a copy of that same nvcc). None when there is none."""
+    if cmake_defines.get("CMAKE_CUDA_COMPILER"):
+        return Path(cmake_defines["CMAKE_CUDA_COMPILER"])
+    try:
+        return find_nvcc_home() / "bin" / "nvcc"
+    except HarnessError:
+        found = shutil.which("nvcc")
+        return Path(found) if found else None
+
+
+def nvcc_virtual_archs(nvcc: Path) -> set[int] | None:
+    """The ``compute_XX`` values ``nvcc --list-gpu-arch`` accepts (None when nvcc cannot say)."""
+    try:
+        proc = subprocess.run([str(nvcc), "--list-gpu-arch"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    archs = {int(w[len("compute_"):]) for w in proc.stdout.split()
+             if w.startswith("compute_") and w[len("compute_"):].isdigit()}
+    return archs if proc.returncode == 0 and archs else None
+
+
+def unsupported_archs(arch: ArchSpec, nvcc: Path | None) -> list[str]:
+    """Archs of ``arch`` this nvcc cannot build, each named with what it supports."""
+    if nvcc is None:
+        return []
+    supported = nvcc_virtual_archs(nvcc)
+    if supported is None:
+        return []
+    bad = [a for a in dict.fromkeys((*arch.sass, *arch.ptx)) if a not in supported]
+    if not bad:
+        return []
+    return [f"{nvcc} cannot build " + ", ".join(f"compute_{a}/sm_{a}" for a in bad)
+            + f" (it supports {' '.join(str(a / 10) for a in sorted(supported))}); drop "
+            + ("them" if len(bad) > 1 else "it") + " from the arch list"]
+
+
+def missing_release_archs(profile, arch: ArchSpec) -> list[str]:
+    """The profile's release archs (SASS and PTX) that ``arch`` leaves out."""
+    release = parse_cuda_arch(profile.cuda_arch)
+    missing = [f"sm_{a} ({ARCH_GPU_FAMILIES.get(a, 'unknown GPUs')})" for a in release.sass if a not in arch.sass]
+    missing += [f"compute_{a} PTX" for a in release.ptx if a not in arch.ptx]
+    return missing
+
+
+def refusals(src: Path, profile, arch: ArchSpec, cmake_defines: dict, *, release: bool,
+             allow_dirty: bool) -> list[str]:
+    """Every reason not to start this build, as sentences naming the fix (empty: go ahead)."""
+    problems = []
+    if release and not allow_dirty:
+        state = gitstate.read_git_state(src)
+        if state.dirty:
+            shown = ", ".join(line[3:] for line in state.tracked_changes[:5])
+            more = len(state.tracked_changes) - 5
+            problems.append(
+                f"{src} has uncommitted changes to tracked files ({shown}{f', +{more} more' if more > 0 else ''}): "
+                "a release is built from a commit. Commit or stash them, or pass --allow-dirty for a "
+                "development build (the run then cannot publish)")
+    if profile.is_cuda:
+        built = arch_override(cmake_defines) or arch
+        if release and arch_override(cmake_defines) is None:
+            missing = missing_release_archs(profile, arch)
+            if missing:
+                problems.append(
+                    f"the arch list leaves out {', '.join(missing)} of the {profile.name} release list "
+                    f"{profile.cuda_arch}: those GPUs would get no kernel image. Drop --cuda-arch, or for "
+                    "a development build pass --cmake-define=MXNET_CUDA_ARCH=LIST (the run then cannot publish)")
+        problems += unsupported_archs(built, nvcc_for_build(cmake_defines))
+    return problems

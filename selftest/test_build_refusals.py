@@ -1,0 +1,223 @@
+"""Before the build, and when it fails or is stopped: the real-tree issue's promises.
+
+Refusals come before anything is configured, in seconds, as one usage error (exit 4); a failed
+step is one block and stops the run (exit 1); Ctrl-C or SIGTERM stops the whole build at once
+(exit 2) and says where. Every run is a child pytest of the real harness against a committed copy
+of selftest/sample_mxnet (real CMake, Ninja, gcc).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from build_steps.configure import emitted_gencode
+from build_steps.errors import UsageError, log_excerpt
+from build_steps.options import parse_cmake_defines
+from selftest.conftest import HARNESS_ROOT
+
+HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").exists()
+RELEASE_ARCH = "8.0;8.6;8.9;9.0;10.0;12.0+PTX"
+
+
+def _out(result) -> str:
+    return result.stdout.str() + "\n" + result.stderr.str()
+
+
+def _nothing_configured(src: Path) -> bool:
+    return not any(src.glob("build*/CMakeCache.txt"))
+
+
+# --- refused before configure ------------------------------------------------------------------
+
+def test_dirty_tracked_tree_is_refused_before_configure(gates, sample_tree):
+    src = sample_tree()
+    (src / "src" / "c_api.cc").write_text((src / "src" / "c_api.cc").read_text() + "\n// local edit\n")
+    start = time.monotonic()
+    result = gates("-m", "release", f"--mxnet-src={src}", "--flavor=cpu")
+    out = _out(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    assert "uncommitted changes to tracked files (src/c_api.cc)" in out and "--allow-dirty" in out, out[-3000:]
+    assert _nothing_configured(src)
+    assert time.monotonic() - start < 60
+    assert "RELEASE" not in out, "a refused run gives no release verdict"
+
+
+@pytest.mark.skipif(not HAS_NVCC, reason="nvcc (CUDA 13) is asked which archs it can build")
+def test_arch_nvcc_cannot_build_is_refused_naming_it(gates, sample_tree):
+    src = sample_tree()
+    result = gates("-m", "release", f"--mxnet-src={src}", "--cuda-from-wheels",
+                   "--cuda-arch=8.0;8.6;8.9;9.0;9.9;10.0;12.0+PTX")
+    out = _out(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    assert "cannot build compute_99/sm_99" in out and "9.0 10.0" in out, out[-3000:]
+    assert _nothing_configured(src)
+
+
+def test_arch_list_without_sm_100_is_refused_in_a_release_run(gates, sample_tree):
+    src = sample_tree()
+    result = gates("-m", "release", f"--mxnet-src={src}", "--cuda-from-wheels",
+                   "--cuda-arch=8.0;8.6;8.9;9.0;12.0+PTX")
+    out = _out(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    assert "leaves out sm_100 (Blackwell datacenter" in out and "--cmake-define=MXNET_CUDA_ARCH" in out, out[-3000:]
+    assert _nothing_configured(src)
+
+
+def test_provenance_without_wheel_is_a_usage_error_naming_wheel(gates, sample_tree):
+    src = sample_tree()
+    result = gates("-m", "provenance", f"--mxnet-src={src}")
+    out = _out(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    assert "--wheel=PATH" in out and "never builds" in out, out[-3000:]
+    assert _nothing_configured(src)
+
+
+def test_build_dir_of_another_tree_is_refused_and_fresh_reconfigures(gates, sample_tree, tmp_path):
+    first, second = sample_tree("first"), sample_tree("second")
+    build = tmp_path / "shared-build"
+    select = ("-m", "release and build", "-k", "toggles", "--flavor=cpu", f"--build-dir={build}")
+    ok = gates(*select, f"--mxnet-src={first}")
+    assert ok.ret == 0, _out(ok)[-3000:]
+
+    refused = gates(*select, f"--mxnet-src={second}")
+    out = _out(refused)
+    assert refused.ret == 1, out[-3000:]
+    assert f"belongs to another build: it was configured from {first}" in out and "--fresh" in out, out[-3000:]
+
+    fresh = gates(*select, f"--mxnet-src={second}", "--fresh")
+    assert fresh.ret == 0, _out(fresh)[-3000:]
+    assert f"--fresh: deleting {build}" in _out(fresh)
+
+
+# --- one failure, said once ----------------------------------------------------------------------
+
+def test_configure_error_is_shown_by_its_cause_once_and_stops_the_run(gates, sample_tree):
+    def error_then_noise(path: Path):
+        # The cause, then 80 lines of output: the last 40 lines of the log would miss it.
+        cm = path / "CMakeLists.txt"
+        noise = "".join(f'message(STATUS "later output {i}")\n' for i in range(80))
+        cm.write_text(cm.read_text() + 'message(SEND_ERROR "selftest-cause: libfoo not found")\n' + noise)
+    src = sample_tree(edit=error_then_noise)
+    result = gates("-m", "release", f"--mxnet-src={src}", "--flavor=cpu")
+    out = _out(result)
+    assert result.ret == 1, out[-3000:]
+    assert out.count("selftest-cause: libfoo not found") == 1, out[-5000:]
+    assert "CMake Error" in out
+    assert len(re.findall(r"^ERROR .*tests/", out, re.M)) == 1, "one failed step is one error, not one per gate"
+    assert "build step failed (configure)" in out
+    assert len(out.splitlines()) < 150, f"{len(out.splitlines())} lines for one failure"
+
+
+# --- development overrides ----------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_override_and_dirty_tree_build_but_cannot_reach_dist(gates, sample_tree):
+    src = sample_tree()
+    (src / "README.md").write_text("local edit\n")
+    subprocess.run(["git", "-C", str(src), "add", "README.md"], check=True)
+    result = gates("-m", "release and (build or provenance)", "-k", "not install", f"--mxnet-src={src}",
+                   "--flavor=cpu", "--allow-dirty", "--cmake-define=USE_ONEDNN=OFF", "--jobs=2")
+    out = _out(result)
+    assert result.ret == 1, out[-5000:]
+    assert "configure FAILED" not in out, "the cache is verified against the overridden profile"
+    assert "FAILED   tests/test_build_overrides.py::test_no_development_override" in out, out[-5000:]
+    assert "-DUSE_ONEDNN=OFF (the cpu profile sets ON): breaks the promise of oneDNN CPU kernels" in out
+    assert "--allow-dirty" in out and "cannot publish" in out
+    assert not list((src / "dist").glob("*.whl")), "a development build must not reach dist/"
+
+
+def test_cmake_define_needs_key_equals_value():
+    assert parse_cmake_defines(["USE_CUDNN=OFF", "-DCMAKE_CXX_FLAGS:STRING=-O2 -g"]) == {
+        "USE_CUDNN": "OFF", "CMAKE_CXX_FLAGS": "-O2 -g"}
+    with pytest.raises(UsageError, match="KEY=VALUE"):
+        parse_cmake_defines(["USE_CUDNN"])
+
+
+# --- readers of CMake output ---------------------------------------------------------------------
+
+def test_gencode_read_from_the_forks_cmake_list_form(tmp_path):
+    log = tmp_path / "configure.log"
+    log.write_text("-- CUDA: Using the following NVCC architecture flags -gencode;arch=compute_90,code=sm_90;"
+                   "-gencode;arch=compute_120,code=sm_120;-gencode;arch=compute_120,code=compute_120\n")
+    assert emitted_gencode(log, tmp_path) == ["-gencode=arch=compute_90,code=sm_90",
+                                              "-gencode=arch=compute_120,code=sm_120",
+                                              "-gencode=arch=compute_120,code=compute_120"]
+
+
+def test_gencode_falls_back_to_build_ninja_when_the_message_yields_none(tmp_path):
+    log = tmp_path / "configure.log"
+    log.write_text("-- CUDA: Using the following NVCC architecture flags \n")
+    (tmp_path / "build.ninja").write_text("  FLAGS = -O3 -gencode arch=compute_90,code=sm_90 "
+                                          "--generate-code=arch=compute_100,code=[compute_100,sm_100]\n")
+    assert emitted_gencode(log, tmp_path) == ["-gencode=arch=compute_90,code=sm_90",
+                                              "-gencode=arch=compute_100,code=[compute_100,sm_100]"]
+
+
+def test_log_excerpt_leads_with_the_first_error_not_the_tail(tmp_path):
+    log = tmp_path / "configure.log"
+    lines = [f"-- check {i}" for i in range(60)] + ["CMake Error at CMakeLists.txt:2 (project):",
+                                                    "  No CMAKE_Fortran_COMPILER could be found."]
+    lines += [f"-- later {i}" for i in range(90)]
+    log.write_text("\n".join(lines) + "\n")
+    text = log_excerpt(log)
+    assert "configure.log, line 59" in text and "No CMAKE_Fortran_COMPILER" in text
+    assert text.index("No CMAKE_Fortran_COMPILER") < text.index("--- last lines of the log ---")
+    assert "-- later 89" in text
+
+
+# --- interrupted builds --------------------------------------------------------------------------
+
+def _slow_compile(path: Path):
+    # A build step that runs for minutes unless stopped; its argument marks it for the process check.
+    cm = path / "CMakeLists.txt"
+    cm.write_text(cm.read_text() + (
+        'add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/slow.stamp\n'
+        '  COMMAND sleep 317.25 COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/slow.stamp)\n'
+        'add_custom_target(slow_step DEPENDS ${CMAKE_BINARY_DIR}/slow.stamp)\n'
+        'add_dependencies(mxnet slow_step)\n'))
+
+
+def _left_running(marker: str) -> list[str]:
+    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in ps.splitlines() if marker in line and "ps -eo" not in line]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_stops_the_whole_build_and_says_where(sample_tree, tmp_path, sig):
+    src = sample_tree(edit=_slow_compile)
+    out_file = tmp_path / "run.log"
+    cmd = [sys.executable, "-m", "pytest", "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir",
+           str(HARNESS_ROOT), "-p", "no:cacheprovider", str(HARNESS_ROOT / "tests"), "-m", "release",
+           f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", f"--basetemp={tmp_path / 'bt'}"]
+    with open(out_file, "w") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=tmp_path,
+                                start_new_session=True)
+        try:
+            deadline = time.monotonic() + 240
+            while not _left_running("sleep 317.25") and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.5)
+            assert _left_running("sleep 317.25"), out_file.read_text()[-3000:]
+            proc.send_signal(sig)  # to pytest alone: the harness must stop the build's own group
+            rc = proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    out = out_file.read_text()
+    try:
+        assert rc == pytest.ExitCode.INTERRUPTED, out[-3000:]
+        assert not _left_running("sleep 317.25"), "the build went on after the run stopped"
+        assert "[compile] interrupted at [" in out and "re-run the same command to resume" in out.lower(), out[-3000:]
+        assert "compile INTERRUPTED" in out and "RELEASE no wheel: INTERRUPTED" in out, out[-3000:]
+        log = (src / "build-cpu" / "harness-logs" / "compile.log").read_text()
+        assert log.startswith("==== compile run ") and "==== interrupted at [" in log, log[-2000:]
+    finally:
+        for line in _left_running("sleep 317.25"):
+            os.kill(int(line.split()[0]), signal.SIGKILL)
