@@ -221,3 +221,20 @@ def test_signal_stops_the_whole_build_and_says_where(sample_tree, tmp_path, sig)
     finally:
         for line in _left_running("sleep 317.25"):
             os.kill(int(line.split()[0]), signal.SIGKILL)
+
+
+def test_first_wheel_download_says_so_and_shows_pips_progress(tmp_path):
+    """The first --cuda-from-wheels run downloads ~3 GB: it must say so, and show pip's lines as
+    they come, not sit silent for minutes (a small real package stands in for the CUDA wheels)."""
+    import io
+
+    from build_steps.cuda_root import install_wheels
+    progress = io.StringIO()
+    target = install_wheels(tmp_path / "cache", requirements=("six",), progress=progress)
+    said = progress.getvalue()
+    assert "[cuda-root] first use: downloading the CUDA 13 wheels" in said, said
+    assert "[cuda-root] Successfully installed six" in said, said
+    assert (target / "six.py").is_file()
+    again = io.StringIO()
+    assert install_wheels(tmp_path / "cache", requirements=("six",), progress=again) == target
+    assert again.getvalue() == "", "a cached install downloads nothing and says nothing"
