@@ -20,6 +20,7 @@ pytest_plugins = [
     "harness.chain",     # source -> configure -> compile -> stage -> package, then dist/ or rejected/
     "harness.runtime",   # the throwaway venv and its probes
     "harness.publish",   # --publish: preflight, the publish gate's verdicts, the final line
+    "harness.macos",     # the macOS flavor: Mach-O gates in, ELF gates out, its facts
 ]
 
 
@@ -30,7 +31,8 @@ _OPTION_DESTS: list = []
 def pytest_addoption(parser):
     g = parser.getgroup("mxnet-release", "MXNet CUDA 13 release harness")
     g.addoption("--wheel", metavar="PATH", help="audit/install this existing wheel instead of building one")
-    g.addoption("--flavor", choices=("cuda", "cpu"), default="cuda", help="release profile (default: cuda)")
+    g.addoption("--flavor", choices=("cuda", "cpu", "macos"), default=None,
+                help="release profile (default: macos for a macosx_* --wheel, else cuda)")
     g.addoption("--package-version", metavar="V", help="expected wheel version (default: --wheel-version when building)")
     g.addoption("--cmake-cache", metavar="PATH", help="CMakeCache.txt of the build the wheel came from")
     g.addoption("--mxnet-src", metavar="PATH", help="MXNet source tree (git state, commit stamp, build source)")

@@ -84,6 +84,8 @@ class Audit:
     stamps: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
     _fatbin_obj: object = field(default=None, repr=False)
+    #: the macOS flavor's Mach-O facts (build_steps.macho_audit.MachoFacts); None for ELF wheels
+    macho: object = None
 
     @property
     def needed(self) -> list:
@@ -130,8 +132,21 @@ def _stamps(lib: Path | None, build_dir: Path | None) -> dict:
     return out
 
 
+def _wheel_facts(extracted) -> dict:
+    """What the wheel says about itself (name, version, tags, RECORD, METADATA), any format."""
+    return dict(
+        wheel_file=str(getattr(extracted, "path", "")), filename=extracted.filename,
+        distribution=extracted.distribution, version=str(extracted.version),
+        tags=sorted(map(str, extracted.tags or [])),
+        build_tag="".join(map(str, extracted.build_tag)) if extracted.build_tag else None,
+        record_problems=list(extracted.record_problems or []),
+        metadata_problems=list(extracted.metadata_problems or []))
+
+
 def collect(extracted, options) -> Audit:
     profile = options.profile
+    if profile.macho is not None:
+        return _collect_macho(extracted, options)
     root = Path(extracted.root)
     members = list(extracted.members)
     present, lib_info, lib_error = _libmxnet(root, extracted)
@@ -149,17 +164,30 @@ def collect(extracted, options) -> Audit:
     fat_obj, fat_json, fat_err = _fatbin(lib_path) if lib_path is not None else (None, None, None)
 
     audit = Audit(
-        wheel_file=str(getattr(extracted, "path", "")), filename=extracted.filename,
-        distribution=extracted.distribution, version=str(extracted.version),
-        tags=sorted(map(str, extracted.tags or [])),
-        build_tag="".join(map(str, extracted.build_tag)) if extracted.build_tag else None,
-        record_problems=list(extracted.record_problems or []),
-        metadata_problems=list(extracted.metadata_problems or []),
+        **_wheel_facts(extracted),
         members=members, profile=profile.name, libmxnet_present=present, libmxnet=lib_info,
         libmxnet_error=lib_error, bundled=bundled, bundled_elf=bundled_elf, closure=closure,
         fatbin=fat_json, fatbin_error=fat_err, requirements=reqs,
         onnx_files=[m for m in members if m.startswith("mxnet/onnx/")], _fatbin_obj=fat_obj)
 
+    _build_provenance(audit, options, lib_path)
+
+    # Warnings the report shows (not failures): build-tree RUNPATH entries, RPATH tags (§16.10).
+    if lib_info is not None and not lib_info.error:
+        extra = [e for e in lib_info.search_path if e not in profile.runpath]
+        if extra:
+            audit.warnings.append(f"{LIBMXNET} {lib_info.search_tag} carries entries beyond the profile's: "
+                                  f"{':'.join(extra)} (build-host paths do not exist on users' machines)")
+    rpath_libs = [m for m, o in closure.objects.items() if o.search_tag == "RPATH"]
+    if rpath_libs:
+        audit.warnings.append(f"{len(rpath_libs)} librar{'y uses' if len(rpath_libs) == 1 else 'ies use'} "
+                              f"DT_RPATH instead of DT_RUNPATH: {', '.join(rpath_libs[:5])}")
+    return audit
+
+
+def _build_provenance(audit: Audit, options, lib_path: Path | None) -> None:
+    """The CMake cache, git state and commit stamps, when --cmake-cache / --mxnet-src name them."""
+    profile = options.profile
     # Build provenance: the cache names the build dir; --mxnet-src/<profile.build_dir> otherwise.
     cache_path = options.cmake_cache
     build_dir = None
@@ -181,16 +209,23 @@ def collect(extracted, options) -> Audit:
     if options.mxnet_src is not None or cache_path is not None:
         audit.stamps = _stamps(lib_path, build_dir)
 
-    # Warnings the report shows (not failures): build-tree RUNPATH entries, RPATH tags (§16.10).
-    if lib_info is not None and not lib_info.error:
-        extra = [e for e in lib_info.search_path if e not in profile.runpath]
-        if extra:
-            audit.warnings.append(f"{LIBMXNET} {lib_info.search_tag} carries entries beyond the profile's: "
-                                  f"{':'.join(extra)} (build-host paths do not exist on users' machines)")
-    rpath_libs = [m for m, o in closure.objects.items() if o.search_tag == "RPATH"]
-    if rpath_libs:
-        audit.warnings.append(f"{len(rpath_libs)} librar{'y uses' if len(rpath_libs) == 1 else 'ies use'} "
-                              f"DT_RPATH instead of DT_RUNPATH: {', '.join(rpath_libs[:5])}")
+
+def _collect_macho(extracted, options) -> Audit:
+    """The macOS flavor: the format-neutral facts as for ELF, the libraries read as Mach-O."""
+    from .macho_audit import collect_macho
+    policy = options.profile.macho
+    members = list(extracted.members)
+    facts = collect_macho(Path(extracted.root), members, extracted.tags, policy)
+    audit = Audit(
+        **_wheel_facts(extracted),
+        members=members, profile=options.profile.name, libmxnet_present=facts.libmxnet_present,
+        libmxnet=None, libmxnet_error=facts.errors.get(policy.libmxnet), bundled=sorted(
+            m for m in members if m.startswith(BUNDLE_DIR) and not m.endswith("/")),
+        bundled_elf=[], closure=Closure(), fatbin=None, fatbin_error=None,
+        requirements=parse_requirements(getattr(extracted, "requires_dist", None) or []),
+        onnx_files=[m for m in members if m.startswith("mxnet/onnx/")], macho=facts)
+    # The commit stamp is not searched in Mach-O sections (yet): the build files' define decides.
+    _build_provenance(audit, options, None)
     return audit
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
-from .profiles import ArchSpec, Profile, get_profile, parse_cuda_arch, validate_version
+from .profiles import ArchSpec, Profile, flavor_for_wheel, get_profile, parse_cuda_arch, validate_version
 
 
 @dataclass(frozen=True)
@@ -92,10 +92,14 @@ def parse_cmake_defines(values) -> dict:
 
 def make_options(raw: dict) -> RunOptions:
     """Validate the raw option values (as given on the command line) into RunOptions."""
-    profile = get_profile(raw.get("flavor") or "cuda")
+    wheel = check_wheel_path(raw["wheel"]) if raw.get("wheel") else None
+    # No --flavor: a macosx_* wheel is the macOS flavor's; anything else the CUDA release's.
+    profile = get_profile(raw.get("flavor") or (wheel and flavor_for_wheel(wheel.name)) or "cuda")
+    if profile.macho is not None and wheel is None:
+        raise UsageError(f"--flavor {profile.name} audits an existing wheel: pass --wheel=PATH of the "
+                         "macOS wheel (it is built on a Mac by the fork's build script, not here)")
     arch_text = raw.get("cuda_arch") or profile.cuda_arch or ""
     arch = parse_cuda_arch(arch_text) if arch_text else ArchSpec(sass=(), ptx=())
-    wheel = check_wheel_path(raw["wheel"]) if raw.get("wheel") else None
 
     package_version = raw.get("package_version")
     if package_version:

@@ -80,6 +80,37 @@ def is_host_library(soname: str) -> bool:
 
 
 @dataclass(frozen=True)
+class MachoPolicy:
+    """What a macOS wheel's Mach-O files promise (checked from Linux by build_steps.macho_audit)."""
+    #: the one architecture every Mach-O file must carry a slice for
+    arch: str
+    libmxnet: str
+    #: load paths the system provides (macOS ships these; everything else comes from the wheel)
+    system_prefixes: tuple
+    #: absolute prefixes of build hosts (Homebrew, MacPorts, home dirs) named in messages; any other
+    #: absolute non-system path is refused as well
+    build_host_prefixes: tuple
+    #: runtime library name prefix -> why the wheel must bundle it (macOS ships no OpenMP runtime)
+    bundled_runtimes: dict
+    #: the install name every bundled library and libmxnet carries: "@rpath/<file name>"
+    install_name_prefix: str = "@rpath/"
+
+
+#: libomp/libiomp5/libgomp: the OpenMP runtimes libmxnet may link (the fork's pattern).
+OPENMP_RUNTIME_RE = re.compile(r"^lib(?:omp|iomp5|gomp)\b")
+
+MACOS_POLICY = MachoPolicy(
+    arch="arm64",
+    libmxnet="mxnet/libmxnet.dylib",
+    system_prefixes=("/usr/lib/", "/System/"),
+    build_host_prefixes=("/usr/local/", "/opt/homebrew/", "/opt/local/", "/Users/", "/private/",
+                         "/tmp/", "/var/folders/"),
+    bundled_runtimes={"libomp": "macOS has no system OpenMP runtime: libomp.dylib must ship in "
+                                "mxnet/lib/ (a host copy from Homebrew is another build, if any)"},
+)
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     #: expected CMake toggle per key of CMAKE_FEATURES (True = ON)
@@ -102,6 +133,12 @@ class Profile:
     #: pip-provided libraries: SONAME prefix -> the RUNPATH entry that must reach it
     pip_libraries: dict = field(default_factory=dict)
     needs_libcuda: bool = False
+    #: the Mach-O promises of a macOS wheel (None: the wheel's libraries are ELF)
+    macho: MachoPolicy | None = None
+
+    @property
+    def binary_format(self) -> str:
+        return "macho" if self.macho is not None else "elf"
 
     @property
     def is_cuda(self) -> bool:
@@ -174,7 +211,47 @@ PROFILES = {
         pip_libraries={"libscipy_openblas": "$ORIGIN/../scipy_openblas32/lib"},
         needs_libcuda=False,
     ),
+    # Apple-silicon CPU wheel, built on a Mac by the fork's build script (Accelerate BLAS, hermetic
+    # LLVM libomp, OpenCV from Homebrew/MacPorts bundled); audited here from its Mach-O files.
+    "macos": Profile(
+        name="macos",
+        features={"USE_CUDA": False, "USE_CUDNN": False, "USE_NCCL": False,
+                  "USE_ONEDNN": True, "USE_OPENCV": True, "USE_OPENMP": True},
+        onnx_hard=True,
+        cuda_arch=None,
+        runpath=(),
+        setup_env={"MXNET_SETUP_ENABLE_CUDA_DEPS": "0", "MXNET_SETUP_ENABLE_OPENCV_DEPS": "1",
+                   "MXNET_SETUP_ENABLE_ONNX_DEPS": "1"},
+        hard_requirements=BASE_REQUIREMENTS + OPENCV_REQUIREMENTS + (ONNX_REQUIREMENT,),
+        forbidden_hard={"nvidia-cudnn-cu13": "a CPU wheel must not pull CUDA runtime wheels",
+                        "nvidia-nccl-cu13": "a CPU wheel must not pull CUDA runtime wheels",
+                        "nvidia-cublas": "a CPU wheel must not pull CUDA runtime wheels"},
+        build_dir="build",
+        version_prefix="2.0.0+cpu.macos",
+        configure_flags={
+            "CMAKE_BUILD_TYPE": "Release", "CMAKE_OSX_ARCHITECTURES": "arm64", "USE_CUDA": "OFF",
+            "USE_CUDNN": "OFF", "USE_NCCL": "OFF", "USE_ONEDNN": "ON", "USE_OPENMP": "ON",
+            "USE_OPENCV": "ON", "USE_BLAS": "apple", "USE_LAPACK": "ON", "USE_DIST_KVSTORE": "OFF",
+            "USE_SSE": "OFF", "USE_F16C": "OFF", "BUILD_CPP_EXAMPLES": "OFF",
+        },
+        macho=MACOS_POLICY,
+    ),
 }
+
+#: Wheel platform tag prefix -> the flavor a wheel so tagged is audited as (when --flavor is not given).
+PLATFORM_FLAVORS = {"macosx_": "macos"}
+
+
+def flavor_for_wheel(filename: str) -> str | None:
+    """The flavor a wheel's platform tag implies (``macosx_*`` -> macos), or None (no opinion)."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+    try:
+        tags = parse_wheel_filename(filename)[3]
+    except InvalidWheelFilename:
+        return None
+    found = {flavor for t in tags for prefix, flavor in PLATFORM_FLAVORS.items()
+             if t.platform.startswith(prefix)}
+    return found.pop() if len(found) == 1 else None
 
 
 def get_profile(flavor: str) -> Profile:

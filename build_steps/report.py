@@ -13,26 +13,12 @@ def summary_lines(audit, verdicts: dict) -> list:
     if audit is None:
         return ["provenance: no wheel was audited in this run"]
     lines = [f"wheel: {audit.filename} (profile {audit.profile})"]
-    lib = audit.libmxnet
-    if audit.libmxnet_error:
-        lines.append(f"libmxnet.so: {audit.libmxnet_error}")
-    elif lib is not None:
-        lines.append(f"libmxnet.so NEEDED: {', '.join(lib.needed) or '(none)'}")
-        lines.append(f"libmxnet.so {lib.search_tag or 'RUNPATH'}: {':'.join(lib.search_path) or '(none)'}")
-    if audit.fatbin:
-        lines.append(f"CUDA SASS: {' '.join(audit.fatbin['sass']) or '(none)'}; PTX: "
-                     f"{' '.join(audit.fatbin['ptx']) or '(none)'} (ISA {', '.join(audit.fatbin['ptx_versions']) or '-'}); "
-                     f"{audit.fatbin['containers']} fatbin containers")
-    elif audit.fatbin_error:
-        lines.append(f"CUDA fatbin: {audit.fatbin_error}")
+    macho = getattr(audit, "macho", None)
+    if macho is not None:
+        from .macho_audit import summary_lines as macho_lines
+        lines += macho_lines(macho)
     else:
-        lines.append("CUDA fatbin: none (no .nv_fatbin section)")
-    names = sorted({m.rsplit('/', 1)[-1] for m in audit.bundled_elf})
-    shown = ", ".join(names[:12]) + (f", ... (+{len(names) - 12})" if len(names) > 12 else "")
-    lines.append(f"bundled libraries: {len(audit.bundled_elf)} files in mxnet/lib: {shown or '(none)'}")
-    unresolved = audit.closure.unresolved()
-    lines.append(f"bundled closure: {len(audit.closure.resolutions)} NEEDED entries resolved, "
-                 f"{len(unresolved)} unresolved")
+        lines += _elf_lines(audit)
     hard = ", ".join(f"{n}{s}" for n, s in sorted(audit.requirements.hard.items()))
     lines.append(f"hard dependencies: {hard or '(none)'}")
     if audit.cmake:
@@ -53,6 +39,31 @@ def summary_lines(audit, verdicts: dict) -> list:
     for verdict, _ in verdicts.values():
         counts[verdict] = counts.get(verdict, 0) + 1
     lines.append("provenance verdict: " + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "no gates ran"))
+    return lines
+
+
+def _elf_lines(audit) -> list:
+    lines = []
+    lib = audit.libmxnet
+    if audit.libmxnet_error:
+        lines.append(f"libmxnet.so: {audit.libmxnet_error}")
+    elif lib is not None:
+        lines.append(f"libmxnet.so NEEDED: {', '.join(lib.needed) or '(none)'}")
+        lines.append(f"libmxnet.so {lib.search_tag or 'RUNPATH'}: {':'.join(lib.search_path) or '(none)'}")
+    if audit.fatbin:
+        lines.append(f"CUDA SASS: {' '.join(audit.fatbin['sass']) or '(none)'}; PTX: "
+                     f"{' '.join(audit.fatbin['ptx']) or '(none)'} (ISA {', '.join(audit.fatbin['ptx_versions']) or '-'}); "
+                     f"{audit.fatbin['containers']} fatbin containers")
+    elif audit.fatbin_error:
+        lines.append(f"CUDA fatbin: {audit.fatbin_error}")
+    else:
+        lines.append("CUDA fatbin: none (no .nv_fatbin section)")
+    names = sorted({m.rsplit('/', 1)[-1] for m in audit.bundled_elf})
+    shown = ", ".join(names[:12]) + (f", ... (+{len(names) - 12})" if len(names) > 12 else "")
+    lines.append(f"bundled libraries: {len(audit.bundled_elf)} files in mxnet/lib: {shown or '(none)'}")
+    unresolved = audit.closure.unresolved()
+    lines.append(f"bundled closure: {len(audit.closure.resolutions)} NEEDED entries resolved, "
+                 f"{len(unresolved)} unresolved")
     return lines
 
 

@@ -3,7 +3,7 @@ import pytest
 
 from build_steps.profiles import ARCH_GPU_FAMILIES
 
-pytestmark = [pytest.mark.release, pytest.mark.provenance]
+pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.elf]
 
 
 def _gpus(arch):

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-pytestmark = [pytest.mark.release, pytest.mark.provenance]
+pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.elf]
 
 _CUDA = re.compile(r"^lib(cuda|cudart|cublas|cublasLt|cudnn\w*|nccl|nvrtc|cufft|cusolver|cusparse|curand|nvJitLink)\.so")
 

@@ -9,7 +9,7 @@ import pytest
 from build_steps.loader import UNRESOLVED
 from build_steps.profiles import NEVER_BUNDLE, is_host_library, pip_library_prefix
 
-pytestmark = [pytest.mark.release, pytest.mark.provenance]
+pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.elf]
 
 
 def _opencv(needed):

@@ -26,6 +26,7 @@ def test_record_hashes(audit):
                     "rebuild it (never edit a wheel in place)", pytrace=False)
 
 
+@pytest.mark.elf
 def test_libmxnet_is_elf(audit):
     if audit.libmxnet_error:
         pytest.fail(audit.libmxnet_error, pytrace=False)

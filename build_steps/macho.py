@@ -1,0 +1,150 @@
+"""Mach-O reading for the macOS wheel: slices, install name, load commands, rpaths, minimum OS.
+
+Parsing is macholib's (the library delocate uses); this module only turns its load commands into
+plain facts the gates judge. A file that is not Mach-O, or that macholib cannot parse, is a
+:class:`NotMachOError` naming the file and what was wrong.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from macholib import mach_o
+from macholib.MachO import MachO
+
+from .errors import WheelError
+
+#: dylib-naming load commands -> the names otool -l prints for them.
+LOAD_KINDS = {
+    mach_o.LC_LOAD_DYLIB: "LC_LOAD_DYLIB",
+    mach_o.LC_LOAD_WEAK_DYLIB: "LC_LOAD_WEAK_DYLIB",
+    mach_o.LC_REEXPORT_DYLIB: "LC_REEXPORT_DYLIB",
+    mach_o.LC_LOAD_UPWARD_DYLIB: "LC_LOAD_UPWARD_DYLIB",
+    mach_o.LC_LAZY_LOAD_DYLIB: "LC_LAZY_LOAD_DYLIB",
+}
+_THIN_MAGICS = {mach_o.MH_MAGIC, mach_o.MH_CIGAM, mach_o.MH_MAGIC_64, mach_o.MH_CIGAM_64}
+_FAT_MAGICS = {mach_o.FAT_MAGIC, mach_o.FAT_MAGIC_64}
+#: macholib's cputype names -> the arch names lipo and wheel tags use (others: lower-cased).
+_ARCH_NAMES = {"ARM64": "arm64", "ARM": "arm", "PowerPC": "ppc", "PowerPC64": "ppc64"}
+_ARM64E_SUBTYPE = 2
+# What macholib raises on a truncated or malformed file (it reads with struct and asserts).
+_PARSE_ERRORS = (ValueError, struct.error, EOFError, KeyError, IndexError, AssertionError, TypeError)
+
+
+class NotMachOError(WheelError):
+    """The file is not a Mach-O image (or macholib cannot parse it)."""
+
+
+@dataclass
+class Slice:
+    """One architecture of a Mach-O file (a thin file has one)."""
+    arch: str
+    filetype: str                      # dylib, bundle, execute, object, ...
+    install_id: str | None             # LC_ID_DYLIB
+    loads: list = field(default_factory=list)   # [(kind, path)] in load-command order
+    rpaths: list = field(default_factory=list)  # LC_RPATH paths, in order
+    platform: str | None = None        # LC_BUILD_VERSION platform ("macOS"), None for the old command
+    min_os: str | None = None          # LC_BUILD_VERSION minos or LC_VERSION_MIN_MACOSX version
+    sdk: str | None = None
+    version_command: str | None = None  # which command min_os came from
+    signed: bool = False               # LC_CODE_SIGNATURE present
+
+    @property
+    def load_paths(self) -> list:
+        return [path for _kind, path in self.loads]
+
+
+@dataclass
+class MachOInfo:
+    path: str
+    fat: bool
+    slices: list
+
+    @property
+    def archs(self) -> list:
+        return [s.arch for s in self.slices]
+
+    def slice_for(self, arch: str) -> Slice | None:
+        return next((s for s in self.slices if s.arch == arch), None)
+
+
+def magic_of(path) -> int | None:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError:
+        return None
+    if len(head) < 8:
+        return None
+    return struct.unpack(">I", head[:4])[0]
+
+
+def is_macho(path) -> bool:
+    """True for a thin or fat Mach-O file (a fat header with a sane arch count, unlike a Java class)."""
+    magic = magic_of(path)
+    if magic in _THIN_MAGICS:
+        return True
+    if magic in _FAT_MAGICS:
+        with open(path, "rb") as fh:
+            fh.seek(4)
+            count = struct.unpack(">I", fh.read(4))[0]
+        return 0 < count < 32
+    return False
+
+
+def version_text(packed: int) -> str:
+    """``0x000D0100`` -> ``13.1`` (xxxx.yy.zz nibbles; a zero patch level is left out)."""
+    major, minor, patch = packed >> 16, (packed >> 8) & 0xFF, packed & 0xFF
+    return f"{major}.{minor}" + (f".{patch}" if patch else "")
+
+
+def _lc_string(data) -> str:
+    raw = data if isinstance(data, bytes) else b""
+    return raw.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+
+
+def _arch(header) -> str:
+    cputype, subtype = int(header.header.cputype), int(header.header.cpusubtype) & 0xFFFFFF
+    raw = str(mach_o.CPU_TYPE_NAMES.get(cputype, f"cputype-{cputype}"))
+    name = _ARCH_NAMES.get(raw, raw.lower())
+    return "arm64e" if name == "arm64" and subtype == _ARM64E_SUBTYPE else name
+
+
+def _slice(header) -> Slice:
+    out = Slice(arch=_arch(header), filetype=header.filetype, install_id=None)
+    for lc, cmd, data in header.commands:
+        kind = lc.cmd
+        if kind in LOAD_KINDS:
+            out.loads.append((LOAD_KINDS[kind], _lc_string(data)))
+        elif kind == mach_o.LC_ID_DYLIB:
+            out.install_id = _lc_string(data)
+        elif kind == mach_o.LC_RPATH:
+            out.rpaths.append(_lc_string(data))
+        elif kind == mach_o.LC_BUILD_VERSION:
+            platform = mach_o.PLATFORM_NAMES.get(int(cmd.platform), str(int(cmd.platform)))
+            # A zippered or multi-platform image lists several; the macOS one decides on a Mac.
+            if out.min_os is None or platform == "macOS":
+                out.platform, out.min_os, out.sdk = platform, version_text(int(cmd.minos)), version_text(int(cmd.sdk))
+                out.version_command = "LC_BUILD_VERSION"
+        elif kind == mach_o.LC_VERSION_MIN_MACOSX and out.min_os is None:
+            out.platform, out.min_os = "macOS", version_text(int(cmd.version))
+            out.sdk, out.version_command = version_text(int(cmd.sdk)), "LC_VERSION_MIN_MACOSX"
+        elif kind == mach_o.LC_CODE_SIGNATURE:
+            out.signed = True
+    return out
+
+
+def read_macho(path) -> MachOInfo:
+    """Every slice of the Mach-O file at ``path``, read with macholib."""
+    path = Path(path)
+    if not is_macho(path):
+        magic = magic_of(path)
+        what = "an ELF file" if magic == 0x7F454C46 else f"magic {magic:#010x}" if magic is not None else "too short"
+        raise NotMachOError(f"{path.name} is not a Mach-O file ({what})")
+    try:
+        parsed = MachO(str(path), allow_unknown_load_commands=True)
+    except _PARSE_ERRORS as exc:
+        raise NotMachOError(f"{path.name} is not a readable Mach-O file (truncated or corrupt: {exc}); "
+                            "rebuild the wheel") from None
+    return MachOInfo(path=str(path), fat=parsed.fat is not None, slices=[_slice(h) for h in parsed.headers])

@@ -1,0 +1,243 @@
+"""The macOS wheel's Mach-O facts: every image in it, where each of its dylib references resolves,
+and what the wheel's platform tags promise.
+
+References are resolved the way dyld resolves them, inside the extracted wheel:
+``@loader_path/X`` relative to the image that names it; ``@rpath/X`` through the LC_RPATH entries of
+that image and then of the images that loaded it (dyld's rpath stack: libmxnet.dylib's
+``@loader_path/lib`` serves the bundled libraries it loads), each ``@loader_path`` in an rpath
+expanded relative to the image that declared it; ``/usr/lib/`` and ``/System/`` are the system's.
+Anything else (an absolute build-host path, ``@executable_path`` -- that is python's directory --
+or a bare relative name) cannot be found on a user's Mac from inside the wheel.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import HarnessError
+from .macho import MachOInfo, Slice, is_macho, read_macho
+from .profiles import MachoPolicy
+
+BUNDLED, SYSTEM, BUILD_HOST, UNRESOLVED = "bundled", "system", "build-host", "unresolved"
+#: macosx_<major>_<minor>_<arch>; the multi-arch names expand to the slices they require.
+_TAG_RE = re.compile(r"^macosx_(\d+)_(\d+)_(\w+)$")
+_TAG_ARCHS = {"universal2": ("arm64", "x86_64"), "intel": ("i386", "x86_64"),
+              "fat64": ("ppc64", "x86_64"), "universal": ("i386", "ppc", "x86_64")}
+
+
+@dataclass
+class Reference:
+    by: str            # the wheel member whose load command this is
+    kind: str          # LC_LOAD_DYLIB, LC_LOAD_WEAK_DYLIB, ...
+    path: str          # as written in the load command
+    verdict: str       # bundled | system | build-host | unresolved
+    target: str | None = None   # the member it resolves to
+    detail: str = ""
+
+
+@dataclass
+class PlatformTag:
+    tag: str
+    min_os: str | None
+    archs: tuple
+
+
+@dataclass
+class MachoFacts:
+    arch: str
+    libmxnet: str
+    libmxnet_present: bool
+    images: dict = field(default_factory=dict)     # member -> MachOInfo
+    errors: dict = field(default_factory=dict)     # member -> why it could not be read
+    references: list = field(default_factory=list)
+    platform_tags: list = field(default_factory=list)
+    non_macos_tags: list = field(default_factory=list)
+
+    def image_slice(self, member: str) -> Slice | None:
+        """The slice dyld would load on the profile's arch (the first one if there is none)."""
+        info = self.images.get(member)
+        if info is None or not info.slices:
+            return None
+        return info.slice_for(self.arch) or info.slices[0]
+
+    def references_of(self, member: str) -> list:
+        return [r for r in self.references if r.by == member]
+
+    @property
+    def bundled_images(self) -> list:
+        return sorted(m for m in self.images if m != self.libmxnet)
+
+
+def version_tuple(text: str | None) -> tuple:
+    return tuple(int(p) for p in text.split(".")) if text else ()
+
+
+def parse_platform_tags(tags) -> tuple:
+    """(macOS tags as PlatformTag, other platform tags) from a wheel's tags."""
+    mac, other = [], []
+    # packaging Tags or their text (interpreter-abi-platform): the platform is the last part.
+    for tag in sorted({str(t).rsplit("-", 1)[-1] for t in tags}):
+        m = _TAG_RE.match(tag)
+        if not m:
+            other.append(tag)
+            continue
+        arch = m.group(3)
+        mac.append(PlatformTag(tag=tag, min_os=f"{int(m.group(1))}.{int(m.group(2))}",
+                               archs=_TAG_ARCHS.get(arch, (arch,))))
+    return mac, other
+
+
+def is_system(path: str, policy: MachoPolicy) -> bool:
+    return path.startswith(policy.system_prefixes)
+
+
+def _inside(candidate: str) -> str | None:
+    norm = posixpath.normpath(candidate)
+    return None if norm.startswith("../") or norm == ".." or norm.startswith("/") else norm
+
+
+class _Resolver:
+    def __init__(self, facts: MachoFacts, members: set, policy: MachoPolicy):
+        self.facts, self.members, self.policy = facts, members, policy
+
+    def _found(self, candidate: str, how: str):
+        member = _inside(candidate)
+        if member is None:
+            return None, f"{how} points outside the wheel ({posixpath.normpath(candidate)})"
+        if member in self.facts.images:
+            return member, how
+        if member in self.facts.errors:
+            return None, f"{how} is {member}, which is not a readable Mach-O library"
+        if member in self.members:
+            return None, f"{how} is {member}, which is not a Mach-O library"
+        return None, f"{how}: {member} is not in the wheel"
+
+    def resolve(self, by: str, kind: str, path: str, stack: list) -> Reference:
+        ref = Reference(by=by, kind=kind, path=path, verdict=UNRESOLVED)
+        here = posixpath.dirname(by)
+        if is_system(path, self.policy):
+            ref.verdict = SYSTEM
+        elif path.startswith("@loader_path/"):
+            target, why = self._found(posixpath.join(here, path[len("@loader_path/"):]), "@loader_path")
+            ref.target, ref.detail = target, why
+        elif path.startswith("@rpath/"):
+            ref.target, ref.detail = self._rpath(path[len("@rpath/"):], stack)
+        elif path.startswith("@executable_path/"):
+            ref.detail = ("@executable_path is the directory of the program (python), not of the wheel: "
+                          "it does not resolve from an installed package")
+        elif path.startswith("/"):
+            ref.verdict = BUILD_HOST
+            ref.detail = "an absolute path outside /usr/lib and /System exists only on the build host"
+        else:
+            ref.detail = "a bare relative name is looked up relative to the process's working directory"
+        if ref.target is not None:
+            ref.verdict = BUNDLED
+        return ref
+
+    def _rpath(self, rest: str, stack: list):
+        tried = []
+        for entry, declared_by in stack:
+            if entry.startswith("@loader_path"):
+                base = posixpath.dirname(declared_by)
+                target, _why = self._found(posixpath.join(base, entry[len("@loader_path"):].lstrip("/"), rest),
+                                           "@rpath")
+                if target is not None:
+                    return target, f"@rpath via LC_RPATH {entry} of {declared_by}"
+                tried.append(f"{entry} (of {declared_by})")
+            else:
+                tried.append(f"{entry} (of {declared_by}, not inside the wheel)")
+        if not stack:
+            return None, "@rpath with no LC_RPATH in this image or the images that load it"
+        return None, f"@rpath/{rest} is in none of the rpaths: {', '.join(tried)}"
+
+
+def _rpaths(facts: MachoFacts, member: str) -> list:
+    sl = facts.image_slice(member)
+    return [(r, member) for r in (sl.rpaths if sl else [])]
+
+
+def resolve_references(facts: MachoFacts, members: set, policy: MachoPolicy) -> list:
+    """Every dylib reference of every image, in dyld's load order from libmxnet.dylib first."""
+    resolver = _Resolver(facts, members, policy)
+    stacks: dict = {}
+    order: list = []
+    refs: list = []
+
+    def visit(start: str) -> None:
+        stacks[start] = _rpaths(facts, start)
+        queue = [start]
+        while queue:
+            member = queue.pop(0)
+            order.append(member)
+            sl = facts.image_slice(member)
+            for kind, path in (sl.loads if sl else []):
+                ref = resolver.resolve(member, kind, path, stacks[member])
+                refs.append(ref)
+                if ref.target is not None and ref.target not in stacks:
+                    stacks[ref.target] = _rpaths(facts, ref.target) + stacks[member]
+                    queue.append(ref.target)
+
+    if facts.libmxnet in facts.images:
+        visit(facts.libmxnet)
+    for member in sorted(facts.images):
+        if member not in stacks:   # not loaded through libmxnet: only its own rpaths apply
+            visit(member)
+    return refs
+
+
+def collect_macho(root: Path, members: list, tags, policy: MachoPolicy) -> MachoFacts:
+    """Read every Mach-O file of the extracted wheel at ``root`` and resolve their references."""
+    root = Path(root)
+    facts = MachoFacts(arch=policy.arch, libmxnet=policy.libmxnet,
+                       libmxnet_present=policy.libmxnet in set(members))
+    facts.platform_tags, facts.non_macos_tags = parse_platform_tags(tags or [])
+    files = [m for m in members if not m.endswith("/")]
+    for member in files:
+        path = root / member
+        # libmxnet and everything in the bundle dir must be Mach-O: read them whatever they are,
+        # so that an ELF or a truncated file there is reported; elsewhere, only Mach-O files count.
+        expected = member == policy.libmxnet or member.startswith(posixpath.dirname(policy.libmxnet) + "/lib/")
+        if not expected and not is_macho(path):
+            continue
+        try:
+            facts.images[member] = read_macho(path)
+        except (HarnessError, OSError) as exc:
+            facts.errors[member] = str(exc)
+    facts.references = resolve_references(facts, set(files), policy)
+    return facts
+
+
+def _join(items, limit: int = 12) -> str:
+    items = list(items)
+    return ", ".join(items[:limit]) + (f", ... (+{len(items) - limit})" if len(items) > limit else "")
+
+
+def summary_lines(facts: MachoFacts) -> list:
+    """The Mach-O part of the provenance report."""
+    lib = posixpath.basename(facts.libmxnet)
+    tags = _join(t.tag for t in facts.platform_tags) or "(no macosx_* tag)"
+    lines = [f"platform tag: {tags}" + (f"; other tags: {_join(facts.non_macos_tags)}"
+                                        if facts.non_macos_tags else "")]
+    info: MachOInfo | None = facts.images.get(facts.libmxnet)
+    if not facts.libmxnet_present:
+        lines.append(f"{lib}: not in the wheel")
+    elif info is None:
+        lines.append(f"{lib}: {facts.errors.get(facts.libmxnet, 'not read')}")
+    else:
+        sl = facts.image_slice(facts.libmxnet)
+        lines.append(f"{lib}: {'fat ' if info.fat else ''}{'+'.join(info.archs)}, minimum macOS "
+                     f"{sl.min_os or '(none)'} ({sl.version_command or 'no version command'}), "
+                     f"install name {sl.install_id or '(none)'}")
+        lines.append(f"{lib} loads: {_join(sl.load_paths) or '(none)'}")
+        lines.append(f"{lib} LC_RPATH: {_join(sl.rpaths) or '(none)'}")
+    bundled = facts.bundled_images
+    lines.append(f"bundled Mach-O images: {len(bundled)}: {_join(posixpath.basename(m) for m in bundled) or '(none)'}")
+    counts: dict = {}
+    for r in facts.references:
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    lines.append("dylib references: " + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none"))
+    for member, why in sorted(facts.errors.items()):
+        lines.append(f"unreadable: {member}: {why}")
+    return lines
