@@ -28,8 +28,9 @@ _FAT_MAGICS = {mach_o.FAT_MAGIC, mach_o.FAT_MAGIC_64}
 #: macholib's cputype names -> the arch names lipo and wheel tags use (others: lower-cased).
 _ARCH_NAMES = {"ARM64": "arm64", "ARM": "arm", "PowerPC": "ppc", "PowerPC64": "ppc64"}
 _ARM64E_SUBTYPE = 2
-# What macholib raises on a truncated or malformed file (it reads with struct and asserts).
-_PARSE_ERRORS = (ValueError, struct.error, EOFError, KeyError, IndexError, AssertionError, TypeError)
+# What macholib raises on a truncated or malformed file (it reads with struct, asserts, seeks).
+_PARSE_ERRORS = (ValueError, struct.error, EOFError, KeyError, IndexError, AssertionError, TypeError,
+                 OSError)  # macholib reports a read past the end of a truncated file as OSError
 
 
 class NotMachOError(WheelError):

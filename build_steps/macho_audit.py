@@ -165,8 +165,8 @@ def resolve_references(facts: MachoFacts, members: set, policy: MachoPolicy) -> 
     order: list = []
     refs: list = []
 
-    def visit(start: str) -> None:
-        stacks[start] = _rpaths(facts, start)
+    def visit(start: str, inherited=()) -> None:
+        stacks[start] = _rpaths(facts, start) + list(inherited)
         queue = [start]
         while queue:
             member = queue.pop(0)
@@ -181,9 +181,13 @@ def resolve_references(facts: MachoFacts, members: set, policy: MachoPolicy) -> 
 
     if facts.libmxnet in facts.images:
         visit(facts.libmxnet)
+    # A bundled library libmxnet does not load directly is loaded through it (dlopen) or not at
+    # all: it inherits libmxnet's rpaths. Any other image (an extension module) has only its own.
+    bundle_dir = posixpath.dirname(facts.libmxnet) + "/lib/"
+    inherited = stacks.get(facts.libmxnet, [])
     for member in sorted(facts.images):
-        if member not in stacks:   # not loaded through libmxnet: only its own rpaths apply
-            visit(member)
+        if member not in stacks:
+            visit(member, inherited if member.startswith(bundle_dir) else [])
     return refs
 
 

@@ -80,6 +80,9 @@ def test_openmp_runtime_bundled(macho_facts, audit, profile):
                         f"{', '.join(r.path for r in refs) or '-'} and the wheel bundles "
                         f"{', '.join(bundled) or '-'}", pytrace=False)
         return
+    if macho_facts.libmxnet not in macho_facts.images:
+        pytest.fail(f"cannot check: {lib} is missing or unreadable (see test_libmxnet_is_macho_dylib)",
+                    pytrace=False)
     why = profile.macho.bundled_runtimes.get("libomp", "")
     problems = []
     if not refs:
@@ -111,7 +114,7 @@ def test_opencv_closure_bundled(macho_facts, audit, profile):
             pytest.fail(f"{lib} loads OpenCV ({', '.join(r.path for r in refs)}) although the "
                         f"{profile.name} profile builds without it", pytrace=False)
         return
-    if not macho_facts.libmxnet_present or macho_facts.libmxnet not in macho_facts.images:
+    if macho_facts.libmxnet not in macho_facts.images:
         pytest.fail(f"cannot check: {lib} is missing or unreadable (see test_libmxnet_is_macho_dylib)",
                     pytrace=False)
     if not refs:
