@@ -212,7 +212,7 @@ def _build_provenance(audit: Audit, options, lib_path: Path | None) -> None:
 
 def _collect_macho(extracted, options) -> Audit:
     """The macOS flavor: the format-neutral facts as for ELF, the libraries read as Mach-O."""
-    from .macho_audit import collect_macho
+    from .macho_audit import collect_macho, tag_warnings
     policy = options.profile.macho
     members = list(extracted.members)
     facts = collect_macho(Path(extracted.root), members, extracted.tags, policy)
@@ -224,6 +224,7 @@ def _collect_macho(extracted, options) -> Audit:
         bundled_elf=[], closure=Closure(), fatbin=None, fatbin_error=None,
         requirements=parse_requirements(getattr(extracted, "requires_dist", None) or []),
         onnx_files=[m for m in members if m.startswith("mxnet/onnx/")], macho=facts)
+    audit.warnings += tag_warnings(facts)
     # The commit stamp is not searched in Mach-O sections (yet): the build files' define decides.
     _build_provenance(audit, options, None)
     return audit

@@ -213,6 +213,19 @@ def collect_macho(root: Path, members: list, tags, policy: MachoPolicy) -> Macho
     return facts
 
 
+def tag_warnings(facts: MachoFacts) -> list:
+    """A platform tag above every binary's minimum is no failure (the wheel runs where pip puts it)
+    but shuts out Macs it would run on: the report says so."""
+    needs = [version_tuple(sl.min_os) for m in facts.images
+             for sl in [facts.image_slice(m)] if sl is not None and sl.min_os]
+    if not needs:
+        return []
+    highest = max(needs)
+    return [f"the wheel is tagged {t.tag}, but its binaries need only macOS {'.'.join(map(str, highest))}: "
+            f"pip refuses it on the macOS versions in between" for t in facts.platform_tags
+            if facts.arch in t.archs and version_tuple(t.min_os) > highest]
+
+
 def _join(items, limit: int = 12) -> str:
     items = list(items)
     return ", ".join(items[:limit]) + (f", ... (+{len(items) - limit})" if len(items) > limit else "")

@@ -6,7 +6,8 @@ import pytest
 
 from build_steps.errors import UsageError
 from build_steps.macho import NotMachOError, is_macho, read_macho, version_text
-from build_steps.macho_audit import parse_platform_tags
+from build_steps.macho_audit import collect_macho, parse_platform_tags, tag_warnings
+from build_steps.profiles import MACOS_POLICY
 from build_steps.options import make_options
 from selftest.fixtures_macos import _SYSTEM_C, link_dylib, llvm_tool, _run
 
@@ -89,3 +90,17 @@ def test_flavor_from_the_wheel_tag(tmp_path):
     assert make_options({"wheel": mac, "flavor": "cpu"}).profile.name == "cpu"  # an explicit flavor wins
     with pytest.raises(UsageError, match="--flavor macos audits an existing wheel"):
         make_options({"flavor": "macos"})
+
+
+def test_tag_above_every_binary_is_a_warning(dylibs, tmp_path):
+    import shutil
+    (tmp_path / "mxnet").mkdir()
+    shutil.copyfile(dylibs["lib"], tmp_path / "mxnet" / "libmxnet.dylib")  # needs macOS 13.4
+    members = ["mxnet/libmxnet.dylib"]
+    high = collect_macho(tmp_path, members, ["cp312-cp312-macosx_14_0_arm64"], MACOS_POLICY)
+    assert tag_warnings(high) == ["the wheel is tagged macosx_14_0_arm64, but its binaries need only "
+                                  "macOS 13.4: pip refuses it on the macOS versions in between"]
+    assert tag_warnings(collect_macho(tmp_path, members, ["cp312-cp312-macosx_13_0_arm64"], MACOS_POLICY)) == []
+    # its @rpath-less system reference resolves; the build-host LC_RPATH is in the image's facts
+    assert [r.verdict for r in high.references] == ["system"]
+    assert high.image_slice("mxnet/libmxnet.dylib").rpaths == ["@loader_path/lib", "/opt/homebrew/lib"]
