@@ -118,13 +118,13 @@ def _fatbin(path: Path):
     return report, report.to_json(), None
 
 
-def _stamps(lib: Path | None, build_dir: Path | None) -> dict:
+def _stamps(lib: Path | None, build_dir: Path | None, strings=find_strings) -> dict:
     """The commit stamp: from the binary first; build files as a reported fallback."""
     out = {"binary": [], "build_files": {}, "build_dir": str(build_dir) if build_dir else None,
            "source": None}
     if lib is not None:
         try:
-            out["binary"] = sorted(set(find_strings(lib, gitstate.STAMP_IN_BINARY)))
+            out["binary"] = sorted(set(strings(lib, gitstate.STAMP_IN_BINARY)))
         except (HarnessError, OSError) as exc:
             out["binary_error"] = str(exc)
     if build_dir is not None and build_dir.is_dir():
@@ -185,8 +185,9 @@ def collect(extracted, options) -> Audit:
     return audit
 
 
-def _build_provenance(audit: Audit, options, lib_path: Path | None) -> None:
-    """The CMake cache, git state and commit stamps, when --cmake-cache / --mxnet-src name them."""
+def _build_provenance(audit: Audit, options, lib_path: Path | None, strings=find_strings) -> None:
+    """The CMake cache, git state and commit stamps, when --cmake-cache / --mxnet-src name them;
+    ``strings`` finds the stamp in the library (ELF .rodata, or Mach-O __cstring)."""
     profile = options.profile
     # Build provenance: the cache names the build dir; --mxnet-src/<profile.build_dir> otherwise.
     cache_path = options.cmake_cache
@@ -207,11 +208,12 @@ def _build_provenance(audit: Audit, options, lib_path: Path | None) -> None:
     if options.mxnet_src is not None:
         audit.git = asdict(gitstate.read_git_state(options.mxnet_src))
     if options.mxnet_src is not None or cache_path is not None:
-        audit.stamps = _stamps(lib_path, build_dir)
+        audit.stamps = _stamps(lib_path, build_dir, strings)
 
 
 def _collect_macho(extracted, options) -> Audit:
     """The macOS flavor: the format-neutral facts as for ELF, the libraries read as Mach-O."""
+    from .macho import find_strings as macho_strings
     from .macho_audit import collect_macho, tag_warnings
     policy = options.profile.macho
     members = list(extracted.members)
@@ -225,8 +227,9 @@ def _collect_macho(extracted, options) -> Audit:
         requirements=parse_requirements(getattr(extracted, "requires_dist", None) or []),
         onnx_files=[m for m in members if m.startswith("mxnet/onnx/")], macho=facts)
     audit.warnings += tag_warnings(facts)
-    # The commit stamp is not searched in Mach-O sections (yet): the build files' define decides.
-    _build_provenance(audit, options, None)
+    readable = policy.libmxnet in facts.images
+    _build_provenance(audit, options, Path(extracted.root) / policy.libmxnet if readable else None,
+                      macho_strings)
     return audit
 
 

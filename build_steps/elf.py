@@ -214,16 +214,22 @@ def find_strings(path, pattern: bytes, sections=(".rodata",)) -> list:
     The pattern is matched against complete strings (no anchors needed). Sections are read in
     chunks, so a 1 GB library costs a few MB of memory.
     """
-    regex = re.compile(pattern)
-    # Anchoring the search on the NUL that ends the previous string lets the regex engine skip
-    # most positions quickly: 4x faster than trying the pattern at every byte (100 MB of .rodata
-    # in ~0.4 s instead of ~1.9 s).
-    bounded = re.compile(rb"\x00(" + regex.pattern + rb")(?=\x00)", regex.flags)
     spans = []
     for name in sections:
         span = section_span(path, name)
         if span is not None:
             spans.append(span)
+    return strings_in_spans(path, pattern, spans)
+
+
+def strings_in_spans(path, pattern: bytes, spans) -> list:
+    """NUL-terminated strings in the file regions ``spans`` ((offset, size) pairs, any object
+    format) that ``pattern`` matches as a whole."""
+    regex = re.compile(pattern)
+    # Anchoring the search on the NUL that ends the previous string lets the regex engine skip
+    # most positions quickly: 4x faster than trying the pattern at every byte (100 MB of .rodata
+    # in ~0.4 s instead of ~1.9 s).
+    bounded = re.compile(rb"\x00(" + regex.pattern + rb")(?=\x00)", regex.flags)
     found = []
     with open(path, "rb") as fh:
         for offset, size in spans:

@@ -136,6 +136,34 @@ def _slice(header) -> Slice:
     return out
 
 
+def section_spans(path, segment: str, section: str) -> list:
+    """``(file offset, size)`` of ``segment,section`` in every slice that has it (file data only)."""
+    parsed = MachO(str(path), allow_unknown_load_commands=True)
+    want_seg, want_sect = segment.encode(), section.encode()
+    spans = []
+    for header in parsed.headers:
+        for lc, _cmd, data in header.commands:
+            if lc.cmd not in (mach_o.LC_SEGMENT, mach_o.LC_SEGMENT_64):
+                continue
+            for sect in data:
+                zerofill = (int(sect.flags) & mach_o.SECTION_TYPE) == mach_o.S_ZEROFILL
+                if (sect.segname.rstrip(b"\0") == want_seg and sect.sectname.rstrip(b"\0") == want_sect
+                        and not zerofill and int(sect.size)):
+                    spans.append((header.offset + int(sect.offset), int(sect.size)))
+    return spans
+
+
+def find_strings(path, pattern: bytes, sections=(("__TEXT", "__cstring"),)) -> list:
+    """C string literals (``__TEXT,__cstring``, the Mach-O .rodata for strings) of every slice that
+    ``pattern`` matches as a whole -- the commit stamp, as build_steps.elf.find_strings reads it."""
+    from .elf import strings_in_spans
+    try:
+        spans = [span for seg, sect in sections for span in section_spans(path, seg, sect)]
+    except _PARSE_ERRORS as exc:
+        raise NotMachOError(f"{Path(path).name}: cannot read its sections ({exc})") from None
+    return sorted(set(strings_in_spans(path, pattern, spans)))
+
+
 def read_macho(path) -> MachOInfo:
     """Every slice of the Mach-O file at ``path``, read with macholib."""
     path = Path(path)

@@ -29,7 +29,7 @@ from filelock import FileLock
 from build_steps.once import run_once
 from selftest.fixtures_readers import write_wheel
 from selftest.fixtures_runtime import selftest_cache
-from selftest.fixtures_wheels import metadata_text
+from selftest.fixtures_wheels import commit_again, make_source_tree, metadata_text, write_build_dir
 
 MACOS_VERSION = "2.0.0+cpu.macos.20260614.1"
 MACOS_TAG = "cp312-cp312-macosx_11_0_arm64"
@@ -59,6 +59,7 @@ _MXNET_C = """
 extern int omp_get_max_threads(void);
 extern int cv_imgcodecs(void);
 int MXGetVersion(int *out) { *out = omp_get_max_threads() + cv_imgcodecs(); return 0; }
+const char *MXGetCommitHash(void) { return "%(commit)s"; }
 """
 _MXNET_NO_OMP_C = "extern int cv_imgcodecs(void);\nint MXGetVersion(int *out) { *out = cv_imgcodecs(); return 0; }\n"
 _MXNET_NO_CV_C = "extern int omp_get_max_threads(void);\nint MXGetVersion(int *out) { *out = omp_get_max_threads(); return 0; }\n"
@@ -117,7 +118,7 @@ def _libs(work: Path, *, target: str = TARGET, only=None) -> dict:
     return out
 
 
-def _libmxnet(work: Path, lib_dir: Path, source: str = _MXNET_C, libs=("libomp.dylib", *OPENCV)) -> Path:
+def _libmxnet(work: Path, lib_dir: Path, source: str, libs=("libomp.dylib", *OPENCV)) -> Path:
     path = link_dylib(work / "libmxnet.dylib", source, install_name="@rpath/libmxnet.dylib",
                       libs=(*libs, "libSystem.B.dylib"), lib_dir=lib_dir, rpaths=("@loader_path/lib",))
     for name in libs:
@@ -152,8 +153,16 @@ def build_macos_wheels(work: Path) -> dict:
     x86 = _libs(work / "x86_64", target="x86_64-apple-macos11", only=("libomp.dylib", "libpng16.16.dylib"))
     good = dict(base)
     good["libomp.dylib"] = _fat(work / "libomp-fat.dylib", base["libomp.dylib"], x86["libomp.dylib"])
-    mxnet = _libmxnet(work / "arm64", work / "arm64")
-    out = {"good": _package(work / "good", mxnet, good)}
+    # The tree the wheel says it was built from: its HEAD is the stamp in libmxnet's __cstring.
+    src = work / "src"
+    head = make_source_tree(src)
+    write_build_dir(src / "build", "macos", head)
+    mxnet = _libmxnet(work / "arm64", work / "arm64", _MXNET_C % {"commit": head})
+    out = {"good": _package(work / "good", mxnet, good), "src": str(src), "head": head}
+    moved = work / "src-moved"
+    shutil.copytree(src, moved, symlinks=True)
+    out["src_moved"], out["moved_head"] = str(moved), commit_again(moved)
+    out["cache_openmp_off"] = str(write_build_dir(work / "openmp_off", "macos", head, features={"USE_OPENMP": False}))
 
     def variant(name, lib_files=None, libmxnet=None, **kw):
         out[name] = _package(work / name, libmxnet or mxnet, good if lib_files is None else lib_files, **kw)

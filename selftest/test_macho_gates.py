@@ -97,6 +97,33 @@ REGRESSIONS = {
 }
 
 
+def test_build_provenance_of_the_macos_wheel(gates, macos_wheels):
+    # With its source tree, the format-neutral provenance gates judge the macOS wheel too; the
+    # stamp is read from libmxnet.dylib's __TEXT,__cstring.
+    result = gates("-m", "provenance", f"--wheel={macos_wheels['good']}", f"--mxnet-src={macos_wheels['src']}")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=N_GATES + N_SKIPPED)
+    result.stdout.fnmatch_lines(["*commit stamp read from: binary; binary candidates: " + macos_wheels["head"] + "*"])
+
+
+# case -> (options, failing gate, fragment)
+PROVENANCE = {
+    "stamp_mismatch": (lambda w: [f"--mxnet-src={w['src_moved']}"], "test_commit_stamp",
+                       "but git HEAD is {moved}"),
+    "cache_openmp_off": (lambda w: [f"--mxnet-src={w['src']}", f"--cmake-cache={w['cache_openmp_off']}"],
+                         "test_cmake_features", "USE_OPENMP expected ON, found OFF"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PROVENANCE))
+def test_build_provenance_regression(gates, macos_wheels, case):
+    opts, gate, fragment = PROVENANCE[case]
+    result = gates("-m", "provenance", f"--wheel={macos_wheels['good']}", *opts(macos_wheels))
+    text = result.stdout.str()
+    assert result.ret == 1 and _failed(result) == {gate}, text
+    assert fragment.format(moved=macos_wheels["moved_head"][:12]) in text, text
+
+
 @pytest.mark.parametrize("variant", sorted(REGRESSIONS))
 def test_regression_fails_its_gate(gates, macos_wheels, variant):
     want, fragment = REGRESSIONS[variant]
