@@ -189,3 +189,15 @@ def test_real_mxnet191_macos_wheel(gates, mxnet191_macos_wheel, tmp_path):
     assert doc["profile"] == "macos" and doc["passed"] is False
     assert doc["facts"]["macho"]["platform_tags"] == [
         {"tag": "macosx_10_13_x86_64", "min_os": "10.13", "archs": ["x86_64"]}]
+
+
+def test_runtime_gates_skip_off_macos(gates, macos_wheels):
+    # Installing a macosx_* wheel here is impossible: the runtime and install gates say so (a
+    # release run counts that as failed), instead of failing inside pip.
+    result = gates("-m", "runtime or build", f"--wheel={macos_wheels['good']}")
+    text = result.stdout.str()
+    assert "a macOS wheel cannot be installed on this linux host" in text, text
+    assert "test_build_chain.py" not in text, text  # the Linux build chain's gates are ELF gates
+    outcomes = _outcomes(result)
+    assert outcomes and set(outcomes.values()) == {"SKIPPED"}, text
+    assert "test_mxnet_resolves_inside_venv" in outcomes, text
