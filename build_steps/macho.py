@@ -49,7 +49,12 @@ class Slice:
     min_os: str | None = None          # LC_BUILD_VERSION minos or LC_VERSION_MIN_MACOSX version
     sdk: str | None = None
     version_command: str | None = None  # which command min_os came from
-    signed: bool = False               # LC_CODE_SIGNATURE present
+    offset: int = 0                    # where the slice starts in the file (fat binaries)
+    signature: tuple | None = None     # LC_CODE_SIGNATURE (dataoff, datasize) within the slice
+
+    @property
+    def signed(self) -> bool:
+        return self.signature is not None
 
     @property
     def load_paths(self) -> list:
@@ -113,7 +118,7 @@ def _arch(header) -> str:
 
 
 def _slice(header) -> Slice:
-    out = Slice(arch=_arch(header), filetype=header.filetype, install_id=None)
+    out = Slice(arch=_arch(header), filetype=header.filetype, install_id=None, offset=int(header.offset))
     for lc, cmd, data in header.commands:
         kind = lc.cmd
         if kind in LOAD_KINDS:
@@ -132,7 +137,7 @@ def _slice(header) -> Slice:
             out.platform, out.min_os = "macOS", version_text(int(cmd.version))
             out.sdk, out.version_command = version_text(int(cmd.sdk)), "LC_VERSION_MIN_MACOSX"
         elif kind == mach_o.LC_CODE_SIGNATURE:
-            out.signed = True
+            out.signature = (int(cmd.dataoff), int(cmd.datasize))
     return out
 
 
@@ -177,3 +182,54 @@ def read_macho(path) -> MachOInfo:
         raise NotMachOError(f"{path.name} is not a readable Mach-O file (truncated or corrupt: {exc}); "
                             "rebuild the wheel") from None
     return MachOInfo(path=str(path), fat=parsed.fat is not None, slices=[_slice(h) for h in parsed.headers])
+
+
+# --- code signature -------------------------------------------------------------------------
+# macholib locates the signature (LC_CODE_SIGNATURE) but does not read it; its layout is Apple's
+# (xnu osfmk/kern/cs_blobs.h): a big-endian SuperBlob indexing blobs, among them CodeDirectories
+# that hold one hash per page of the slice up to codeLimit.
+_SUPERBLOB, _CODEDIRECTORY = 0xFADE0CC0, 0xFADE0C02
+_HASHES = {1: ("sha1", 20), 2: ("sha256", 32), 3: ("sha256", 20), 4: ("sha384", 48)}
+
+
+def signature_problem(path, sl: Slice) -> str | None:
+    """Why ``sl``'s code signature would not pass dyld's check, or None when every page hash of
+    its CodeDirectory matches the slice's bytes. Ad-hoc signatures (codesign -s -, the linker's)
+    are checked the same way: arm64 macOS enforces their page hashes too."""
+    import hashlib
+    if sl.signature is None:
+        return "has no code signature (LC_CODE_SIGNATURE)"
+    dataoff, datasize = sl.signature
+    with open(path, "rb") as fh:
+        fh.seek(sl.offset + dataoff)
+        blob = fh.read(datasize)
+        if len(blob) < 12 or struct.unpack(">I", blob[:4])[0] != _SUPERBLOB:
+            return "has an LC_CODE_SIGNATURE that points at no signature (the file was cut or rewritten)"
+        count = struct.unpack(">I", blob[8:12])[0]
+        directories = []
+        for i in range(min(count, 64)):
+            _slot, off = struct.unpack(">II", blob[12 + 8 * i: 20 + 8 * i])
+            if blob[off:off + 4] == struct.pack(">I", _CODEDIRECTORY):
+                directories.append(off)
+        if not directories:
+            return "has a code signature without a CodeDirectory"
+        for off in directories:
+            (_m, _len, _version, _flags, hash_off, _ident, _special, n_code, code_limit, hash_size, hash_type,
+             _platform, page_shift) = struct.unpack(">IIIIIIIIIBBBB", blob[off:off + 40])
+            if hash_type not in _HASHES:
+                continue
+            algo, size = _HASHES[hash_type]
+            if code_limit != dataoff:
+                return (f"has a signature that covers {code_limit} bytes, but its code ends at {dataoff} "
+                        "(the file was modified after it was signed)")
+            page = 1 << page_shift if page_shift else code_limit
+            bad = 0
+            fh.seek(sl.offset)
+            for n in range(n_code):
+                data = fh.read(min(page, code_limit - n * page))
+                want = blob[off + hash_off + n * hash_size: off + hash_off + (n + 1) * hash_size]
+                bad += hashlib.new(algo, data).digest()[:size] != want
+            if bad:
+                return (f"has a code signature whose hashes do not match {bad} of its {n_code} pages "
+                        "(the file was modified after it was signed)")
+    return None

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import posixpath
 import re
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import HarnessError
-from .macho import MachOInfo, Slice, is_macho, read_macho
+from .macho import MachOInfo, Slice, is_macho, read_macho, signature_problem
 from .profiles import MachoPolicy
 
 BUNDLED, SYSTEM, BUILD_HOST, UNRESOLVED = "bundled", "system", "build-host", "unresolved"
@@ -54,6 +55,8 @@ class MachoFacts:
     references: list = field(default_factory=list)
     platform_tags: list = field(default_factory=list)
     non_macos_tags: list = field(default_factory=list)
+    #: member -> {arch: why its signature fails, or None when valid}, for every arm64 slice
+    signatures: dict = field(default_factory=dict)
 
     def image_slice(self, member: str) -> Slice | None:
         """The slice dyld would load on the profile's arch (the first one if there is none)."""
@@ -210,6 +213,15 @@ def collect_macho(root: Path, members: list, tags, policy: MachoPolicy) -> Macho
         except (HarnessError, OSError) as exc:
             facts.errors[member] = str(exc)
     facts.references = resolve_references(facts, set(files), policy)
+    # Apple silicon runs no code without a valid signature (ad hoc is enough); Intel slices are exempt.
+    for member, info in facts.images.items():
+        for sl in info.slices:
+            if sl.arch.startswith("arm64"):
+                try:
+                    why = signature_problem(root / member, sl)
+                except (OSError, ValueError, struct.error) as exc:
+                    why = f"has an unreadable code signature ({exc})"
+                facts.signatures.setdefault(member, {})[sl.arch] = why
     return facts
 
 
@@ -255,6 +267,8 @@ def summary_lines(facts: MachoFacts) -> list:
     for r in facts.references:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     lines.append("dylib references: " + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none"))
+    checked = [why for per in facts.signatures.values() for why in per.values()]
+    lines.append(f"arm64 code signatures: {len(checked)} checked, {sum(w is not None for w in checked)} invalid or missing")
     for member, why in sorted(facts.errors.items()):
         lines.append(f"unreadable: {member}: {why}")
     return lines

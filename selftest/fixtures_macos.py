@@ -81,7 +81,7 @@ def _run(cmd) -> None:
 
 
 def link_dylib(out: Path, source: str, *, install_name: str, libs=(), lib_dir: Path | None = None,
-               rpaths=(), target: str = TARGET) -> Path:
+               rpaths=(), target: str = TARGET, extra=()) -> Path:
     """Compile ``source`` and link it into a Mach-O dylib with ld64.lld."""
     if shutil.which("clang") is None:
         pytest.fail("clang not found: install clang and lld (scripts/setup.sh does)", pytrace=False)
@@ -90,7 +90,7 @@ def link_dylib(out: Path, source: str, *, install_name: str, libs=(), lib_dir: P
     cmd = ["clang", "-target", target, "-fuse-ld=lld", "-nostdlib", "-shared", "-O1", "-o", out, src,
            f"-Wl,-install_name,{install_name}", "-Wl,-headerpad_max_install_names"]  # room for -change/-add_rpath, as CMake links on macOS
     cmd += [lib_dir / name for name in libs]  # linked by path: the reference is the dylib's install name
-    cmd += [f"-Wl,-rpath,{r}" for r in rpaths]
+    cmd += [f"-Wl,-rpath,{r}" for r in rpaths] + list(extra)
     _run(cmd)
     src.unlink()
     return out
@@ -124,6 +124,16 @@ def _libmxnet(work: Path, lib_dir: Path, source: str, libs=("libomp.dylib", *OPE
     for name in libs:
         install_name_tool(path, "-change", f"@rpath/{name}", f"@loader_path/lib/{name}")
     return path
+
+
+def rewrite_reference(path: Path, old: str, new: str) -> None:
+    """Change a load command with macholib, which (like any editor but Apple's and LLVM's
+    install_name_tool) leaves the code signature as it was: stale."""
+    from macholib.MachO import MachO
+    parsed = MachO(str(path))
+    assert parsed.rewriteLoadCommands(lambda name: new if name == old else None), f"{old} not in {path}"
+    with open(path, "rb+") as fh:
+        parsed.write(fh)
 
 
 def _fat(out: Path, *slices: Path) -> Path:
@@ -205,6 +215,19 @@ def build_macos_wheels(work: Path) -> dict:
     variant("install_name_stale", {**good, "libopencv_imgproc.410.dylib": edited(
         "install_name_stale", "libopencv_imgproc.410.dylib", "-id",
         "/opt/homebrew/opt/opencv/lib/libopencv_imgproc.410.dylib")})
+    # code signature: a reference rewritten with macholib (as delocate does) and not re-signed; and
+    # a library linked without the linker's ad-hoc signature
+    stale = work / "signature_stale" / "libopencv_imgproc.410.dylib"
+    stale.parent.mkdir(parents=True)
+    shutil.copyfile(good["libopencv_imgproc.410.dylib"], stale)
+    rewrite_reference(stale, "@loader_path/libopencv_core.410.dylib", "@rpath/libopencv_core.410.dylib")
+    variant("signature_stale", {**good, "libopencv_imgproc.410.dylib": stale})
+    unsigned = work / "unsigned" / "libpng16.16.dylib"
+    unsigned.parent.mkdir(parents=True)
+    shutil.copyfile(work / "arm64" / "libSystem.B.dylib", unsigned.parent / "libSystem.B.dylib")
+    link_dylib(unsigned, _PROTOS + _LIBS["libpng16.16.dylib"][0], install_name="@rpath/libpng16.16.dylib",
+               libs=("libSystem.B.dylib",), lib_dir=unsigned.parent, extra=("-Wl,-no_adhoc_codesign",))
+    variant("unsigned", {**good, "libpng16.16.dylib": unsigned})
     # not Mach-O at all: an ELF library under the dylib's name
     variant("libmxnet_elf", libmxnet=Path(shutil.which("true")).resolve())
     # metadata: onnx only as the extra on a macOS wheel

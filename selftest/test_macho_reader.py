@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from build_steps.errors import UsageError
-from build_steps.macho import NotMachOError, is_macho, read_macho, version_text
+from build_steps.macho import NotMachOError, is_macho, read_macho, signature_problem, version_text
 from build_steps.macho_audit import collect_macho, parse_platform_tags, tag_warnings
 from build_steps.profiles import MACOS_POLICY
 from build_steps.options import make_options
-from selftest.fixtures_macos import _SYSTEM_C, link_dylib, llvm_tool, _run
+from selftest.fixtures_macos import _SYSTEM_C, _run, link_dylib, llvm_tool, rewrite_reference
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +104,17 @@ def test_tag_above_every_binary_is_a_warning(dylibs, tmp_path):
     # its @rpath-less system reference resolves; the build-host LC_RPATH is in the image's facts
     assert [r.verdict for r in high.references] == ["system"]
     assert high.image_slice("mxnet/libmxnet.dylib").rpaths == ["@loader_path/lib", "/opt/homebrew/lib"]
+
+
+def test_code_signature_checked_page_by_page(dylibs, tmp_path):
+    import shutil
+    lib = tmp_path / "libfoo.dylib"
+    shutil.copyfile(dylibs["lib"], lib)
+    assert signature_problem(lib, read_macho(lib).slices[0]) is None  # ld64.lld's ad-hoc signature
+    # llvm-install-name-tool re-signs what it edits, as Apple's does for linker-signed files
+    _run([llvm_tool("install-name-tool"), "-id", "@rpath/libbar.dylib", lib])
+    assert signature_problem(lib, read_macho(lib).slices[0]) is None
+    rewrite_reference(lib, "/usr/lib/libSystem.B.dylib", "/usr/lib/libSystem.dylib")  # macholib does not
+    assert "do not match 1 of its" in signature_problem(lib, read_macho(lib).slices[0])
+    x86 = read_macho(dylibs["fat"]).slice_for("x86_64")
+    assert signature_problem(dylibs["fat"], x86) == "has no code signature (LC_CODE_SIGNATURE)"

@@ -78,3 +78,14 @@ def test_minimum_macos_matches_tag(macho_facts, audit):
                     + "\nfix: build every bundled library with MACOSX_DEPLOYMENT_TARGET at or below the "
                     "tag (Homebrew bottles are built for the runner's own macOS), or tag the wheel with "
                     "the highest minimum the binaries need", pytrace=False)
+
+
+def test_arm64_code_signatures_valid(macho_facts):
+    bad = [f"{member} ({arch}) {why}" for member, per in sorted(macho_facts.signatures.items())
+           for arch, why in sorted(per.items()) if why]
+    if bad:
+        pytest.fail(f"{bad[0]}: macOS on Apple silicon kills a process that loads it ('code signature "
+                    "invalid', Killed: 9)" + "".join(f"\n  {b}" for b in bad[1:20])
+                    + "\nfix: re-sign every library after the last install_name_tool edit "
+                    "(codesign --force --sign - <lib>; the fork's build script ignores codesign errors)",
+                    pytrace=False)
