@@ -37,20 +37,17 @@ def _host_prefix(path, policy):
 
 def test_no_build_host_paths(macho_facts, profile):
     policy = profile.macho
-    bad = []
-    for r in macho_facts.references:
-        if r.verdict == BUILD_HOST:
-            bad.append(f"{r.by}: {r.kind} {r.path}")
+    bad = [(r.by, r.kind, r.path) for r in macho_facts.references if r.verdict == BUILD_HOST]
     for member in sorted(macho_facts.images):
-        for entry in macho_facts.image_slice(member).rpaths:
-            if entry.startswith("/") and not entry.startswith(policy.system_prefixes):
-                bad.append(f"{member}: LC_RPATH {entry}")
+        bad += [(member, "LC_RPATH", entry) for entry in macho_facts.image_slice(member).rpaths
+                if entry.startswith("/") and not entry.startswith(policy.system_prefixes)]
     if bad:
-        named = sorted({p for line in bad for p in [_host_prefix(line.split(" ", 2)[-1], policy)] if p})
-        where = f" (build-host prefixes {', '.join(named)})" if named else ""
-        pytest.fail(f"{bad[0]}: an absolute non-system path ({len(bad)} in all{where}); on a user's "
+        lines = [f"{member}: {kind} {path}" for member, kind, path in bad]
+        named = sorted({p for _m, _k, path in bad for p in [_host_prefix(path, policy)] if p})
+        where = f"; build-host prefixes {', '.join(named)}" if named else ""
+        pytest.fail(f"{lines[0]}: an absolute non-system path ({len(bad)} in all{where}); on a user's "
                     "Mac it loads another build of the library or nothing:\n  "
-                    + "\n  ".join(bad[:20]) + "\nfix: bundle the library into mxnet/lib and point the "
+                    + "\n  ".join(lines[:20]) + "\nfix: bundle the library into mxnet/lib and point the "
                     "reference at it (install_name_tool -change <path> @loader_path/<name>), delete "
                     "build-host LC_RPATH entries (install_name_tool -delete_rpath), re-sign (codesign -s -)",
                     pytrace=False)

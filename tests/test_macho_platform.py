@@ -1,18 +1,13 @@
 """The macOS wheel runs where its tag says: libmxnet.dylib is a Mach-O dylib, every Mach-O image
-carries the profile's architecture (arm64), and none needs a newer macOS than the platform tag
-promises -- pip would install it on a Mac where dyld then refuses to load it.
+carries the profile's architecture (arm64), none needs a newer macOS than the platform tag
+promises (pip would install it on a Mac where dyld then refuses to load it), and every arm64 slice
+carries a valid code signature (Apple silicon runs nothing unsigned).
 """
-import posixpath
-
 import pytest
 
 from build_steps.macho_audit import version_tuple
 
 pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.macho]
-
-
-def _name(member):
-    return posixpath.basename(member)
 
 
 def test_libmxnet_is_macho_dylib(macho_facts, audit):
