@@ -7,7 +7,7 @@ import pytest
 
 from build_steps.overrides import broken_promises
 
-pytestmark = [pytest.mark.release, pytest.mark.build]
+pytestmark = [pytest.mark.release, pytest.mark.build, pytest.mark.elf]
 
 
 def test_no_development_override(mxnet_source, options, profile):
