@@ -6,6 +6,7 @@ the tree is checked first and every missing submodule is named with the fix.
 """
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 from dataclasses import asdict, dataclass, field
@@ -13,14 +14,88 @@ from pathlib import Path
 
 from .errors import UsageError
 
-SUBMODULES = ("3rdparty/dmlc-core", "3rdparty/dlpack", "3rdparty/onednn", "3rdparty/googletest",
-              "3rdparty/intgemm", "3rdparty/tvm")
-#: intgemm is only built on x86_64.
-X86_ONLY = ("3rdparty/intgemm",)
-#: what each submodule is for, so the message says why it matters
-_WHY = {"3rdparty/tvm": "the nnvm sources come from 3rdparty/tvm/nnvm; without them CMake stops "
-                        "with only 'No SOURCES given to target: nnvm'"}
+#: Where the fork's submodules come from when it has no .gitmodules to read (a source archive).
+KNOWN_SUBMODULES = ("3rdparty/dmlc-core", "3rdparty/ps-lite", "3rdparty/dlpack", "3rdparty/googletest",
+                    "3rdparty/tvm", "3rdparty/onnx-tensorrt", "3rdparty/nvidia_cub", "3rdparty/libzip",
+                    "3rdparty/intgemm", "3rdparty/onednn")
+
+
+@dataclass(frozen=True)
+class SubmoduleNeed:
+    """One submodule the build reads, and what happens when it is not there."""
+    path: str
+    #: the part the build reads, relative to ``path`` ("" = any content)
+    reads: str
+    #: the CMake toggle that brings it in; None = every build, whatever the toggles
+    when: str | None
+    #: what CMake or the compiler says without it (measured on the fork at 3f1389053)
+    consequence: str
+
+
+#: The fork's needs, read from its CMakeLists.txt and include/ links (selftests check them against
+#: the real tree). onednn is needed even with USE_ONEDNN=OFF: include/onednn/*.h link into it and
+#: the mxnet target globs include/*.h, so CMake lists the dangling links as sources.
+SUBMODULE_NEEDS = (
+    SubmoduleNeed("3rdparty/dmlc-core", "", None,
+                  "configure passes (CMakeLists.txt skips add_subdirectory without 3rdparty/dmlc-core/cmake) "
+                  "and the compile stops at its first step: 'dmlc/base.h: No such file or directory'"),
+    SubmoduleNeed("3rdparty/dlpack", "", None,
+                  "configure passes and the compile stops: 'dlpack/dlpack.h: No such file or directory'"),
+    SubmoduleNeed("3rdparty/googletest", "", None,
+                  "CMake stops at add_subdirectory(3rdparty/googletest): 'The source directory ... does "
+                  "not contain a CMakeLists.txt file'"),
+    SubmoduleNeed("3rdparty/tvm", "nnvm", None,
+                  "the nnvm sources come from 3rdparty/tvm/nnvm; CMake stops with only "
+                  "'No SOURCES given to target: nnvm'"),
+    SubmoduleNeed("3rdparty/onednn", "", None,
+                  "include/onednn/*.h link into it, so even with USE_ONEDNN=OFF CMake stops at "
+                  "add_library(mxnet ...) with 'Cannot find source file: include/onednn/dnnl.h'"),
+    SubmoduleNeed("3rdparty/intgemm", "", "USE_INTGEMM",
+                  "CMake stops at add_subdirectory(3rdparty/intgemm): 'The source directory ... does "
+                  "not contain a CMakeLists.txt file'"),
+    SubmoduleNeed("3rdparty/ps-lite", "", "USE_DIST_KVSTORE",
+                  "CMake stops at add_subdirectory(3rdparty/ps-lite)"),
+    SubmoduleNeed("3rdparty/onnx-tensorrt", "", "USE_TENSORRT",
+                  "the TensorRT build reads its headers and prebuilt libraries"),
+)
+#: The fork's CMake defaults of the toggles above (cmake_dependent_option/option in CMakeLists.txt).
+TOGGLE_DEFAULTS = {"USE_INTGEMM": platform.machine() in ("x86_64", "AMD64"),
+                   "USE_DIST_KVSTORE": False, "USE_TENSORRT": False}
+
+
+@dataclass(frozen=True)
+class UnpublishedPin:
+    """A pinned commit that ``git submodule update`` cannot fetch, and the snapshot that builds instead."""
+    pinned: str
+    url: str
+    substitute: str
+    why: str
+
+
+#: The fork pins dmlc-core at a commit of smolix/dmlc-core that was never pushed; upstream
+#: dmlc-core 5295de94 compiles with the fork (the fixture tree builds with it).
+UNPUBLISHED_PINS = {
+    "3rdparty/dmlc-core": UnpublishedPin(
+        pinned="c46a5c7c", url="https://github.com/dmlc/dmlc-core", substitute="5295de94",
+        why="the fork pins c46a5c7c, which is not published on its remote"),
+}
+
 FIX = "git submodule update --init --recursive"
+
+
+@dataclass(frozen=True)
+class SubmoduleState:
+    path: str
+    #: "repo" (its own git metadata), "vendored" (content, no git metadata), "empty"
+    kind: str
+    #: the commit the superproject records (its gitlink), None when the tree has no git record
+    pinned: str | None
+    #: the commit checked out in the submodule, None when it has no git metadata
+    actual: str | None
+
+    @property
+    def mismatch(self) -> bool:
+        return bool(self.pinned and self.actual and self.pinned != self.actual)
 
 
 @dataclass(frozen=True)
@@ -30,6 +105,8 @@ class SourceInfo:
     branch: str | None
     dirty_paths: list = field(default_factory=list)
     submodule_warnings: list = field(default_factory=list)
+    #: submodules at another commit than the pinned one: {"path", "pinned", "actual"}
+    submodule_mismatches: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -71,36 +148,154 @@ def _empty(path: Path) -> bool:
     return not path.is_dir() or not any(p.name != ".git" for p in path.iterdir())
 
 
-def check_source_tree(root: Path) -> SourceInfo:
-    """Layout and submodule check; raises UsageError naming every missing submodule and the fix."""
+def _short(commit: str | None) -> str:
+    return commit[:12] if commit else "?"
+
+
+def submodule_paths(root: Path) -> list[str]:
+    """The submodule paths .gitmodules declares (KNOWN_SUBMODULES when the tree has none)."""
+    gm = Path(root) / ".gitmodules"
+    if gm.is_file():
+        out = subprocess.run(["git", "config", "-f", str(gm), "--get-regexp", r"^submodule\..*\.path$"],
+                             capture_output=True, text=True)
+        paths = [line.split(None, 1)[1].strip() for line in out.stdout.splitlines() if " " in line]
+        if paths:
+            return paths
+    return list(KNOWN_SUBMODULES)
+
+
+def include_links(root: Path, submodules) -> dict[str, list[str]]:
+    """{submodule path: [links under include/ that point into it]}: the needs no toggle turns off."""
+    root = Path(root)
+    found: dict[str, list[str]] = {}
+    inc = root / "include"
+    if not inc.is_dir():
+        return found
+    for dirpath, dirnames, filenames in os.walk(inc):
+        for name in dirnames + filenames:
+            link = Path(dirpath) / name
+            if not link.is_symlink():
+                continue
+            target = os.path.normpath(os.path.join(dirpath, os.readlink(link)))
+            rel = os.path.relpath(target, root)
+            for sub in submodules:
+                if rel == sub or rel.startswith(sub + "/"):
+                    found.setdefault(sub, []).append(str(link.relative_to(root)))
+    return found
+
+
+def needed_submodules(root: Path, defines: dict | None = None) -> dict[str, str]:
+    """{submodule path: what the build does without it} for a configure with ``defines``.
+
+    A toggle not in ``defines`` takes the fork's CMake default. Links under include/ into a
+    submodule make it needed whatever the toggles (the fork's include/onednn).
+    """
+    defines = defines or {}
+    needs = {}
+    for need in SUBMODULE_NEEDS:
+        if need.when is not None:
+            value = defines.get(need.when, TOGGLE_DEFAULTS.get(need.when, False))
+            if not _on(value):
+                continue
+        needs[need.path] = need.consequence
+    paths = set(submodule_paths(root)) | {n.path for n in SUBMODULE_NEEDS}
+    for sub, links in include_links(root, sorted(paths)).items():
+        needs.setdefault(sub, f"{len(links)} link(s) under include/ point into it ({links[0]}, ...): "
+                              "CMake or the compiler stops at the first one")
+    return needs
+
+
+def _on(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().upper() in ("ON", "1", "TRUE", "YES", "Y")
+
+
+def submodule_state(root: Path, path: str) -> SubmoduleState:
+    """What sits at ``path``: its own repo, a vendored copy, or nothing; pinned and actual commits."""
+    root = Path(root)
+    sub = root / path
+    pinned = None
+    tree = _git(root, "ls-tree", "HEAD", "--", path)
+    if tree.returncode == 0:
+        parts = tree.stdout.split()
+        if len(parts) >= 3 and parts[0] == "160000":
+            pinned = parts[2]
+    if _empty(sub):
+        return SubmoduleState(path, "empty", pinned, None)
+    if not (sub / ".git").exists():
+        # No git metadata of its own (a source archive, a vendored copy): git -C would answer
+        # with the superproject's HEAD, so the commit is unknown, not read.
+        return SubmoduleState(path, "vendored", pinned, None)
+    head = _git(sub, "rev-parse", "HEAD")
+    return SubmoduleState(path, "repo", pinned, head.stdout.strip() if head.returncode == 0 else None)
+
+
+def _unpublished(path: str, pinned: str | None) -> UnpublishedPin | None:
+    pin = UNPUBLISHED_PINS.get(path)
+    if pin and (pinned is None or pinned.startswith(pin.pinned)):
+        return pin
+    return None
+
+
+def _way_through(root: Path, path: str, pin: UnpublishedPin) -> str:
+    return (f"{pin.why}, so `{FIX}` cannot fill it: fill it from {pin.url} instead, "
+            f"`git clone {pin.url} {root / path} && git -C {root / path} checkout {pin.substitute}` "
+            f"(it builds with this tree); the run then lists {path} as at another commit and goes on")
+
+
+def check_source_tree(root: Path, defines: dict | None = None) -> SourceInfo:
+    """Layout and submodule check before anything is configured.
+
+    A needed submodule that is empty (or lacks the part the build reads) is a UsageError naming
+    what CMake would say and the fix; a vendored copy without git metadata is fine; a submodule
+    at another commit than the pinned one is listed in the result's warnings (the build goes on).
+    ``defines`` are the -D values the configure will use (toggles decide the optional needs).
+    """
     root = Path(root)
     for rel in ("CMakeLists.txt", "python/setup.py"):
         if not (root / rel).is_file():
             raise UsageError(f"{root} is not an MXNet source tree: {rel} is missing")
 
-    wanted = [s for s in SUBMODULES if s not in X86_ONLY or platform.machine() in ("x86_64", "AMD64")]
-    missing = {s: "missing or empty" for s in wanted if _empty(root / s)}
-    if "3rdparty/tvm" not in missing and _empty(root / "3rdparty/tvm/nnvm"):
-        missing["3rdparty/tvm"] = "has no nnvm/ directory"
-
-    warnings = []
-    status = _git(root, "submodule", "status")
-    if status.returncode == 0:
-        for line in status.stdout.splitlines():
-            if not line.strip():
-                continue
-            flag, rest = line[0], line[1:].split()
-            path = rest[1] if len(rest) > 1 else ""
-            if path in wanted and flag == "-":
-                missing.setdefault(path, "not initialised (git submodule status: '-')")
-            elif path in wanted and flag == "+":
-                warnings.append(f"{path} is checked out at a different commit than the superproject records")
+    needs = needed_submodules(root, defines)
+    reads = {n.path: n.reads for n in SUBMODULE_NEEDS}
+    missing, ways = {}, []
+    states = {p: submodule_state(root, p) for p in sorted(set(submodule_paths(root)) | set(needs))}
+    for path, consequence in needs.items():
+        state = states[path]
+        part = reads.get(path, "")
+        if state.kind == "empty":
+            missing[path] = f"empty or missing: {consequence}"
+        elif part and _empty(root / path / part):
+            missing[path] = f"has no {part}/ directory: {consequence}"
+        else:
+            continue
+        pin = _unpublished(path, state.pinned)
+        if pin:
+            ways.append(f"  {path}: {_way_through(root, path, pin)}")
 
     if missing:
-        lines = [f"  {s}: {why}" + (f" ({_WHY[s]})" if s in _WHY else "") for s, why in missing.items()]
+        lines = [f"  {s}: {why}" for s, why in missing.items()]
         raise UsageError(
-            f"MXNet source tree {root} has uninitialised submodules the build needs:\n"
-            + "\n".join(lines) + f"\nrun `{FIX}` in {root} and try again")
+            f"MXNet source tree {root} lacks submodules the build needs:\n" + "\n".join(lines)
+            + f"\nrun `{FIX}` in {root} and try again"
+            + ("\n" + "\n".join(ways) if ways else ""))
+
+    warnings, mismatches = [], []
+    for path, state in states.items():
+        if not state.mismatch:
+            continue
+        mismatches.append({"path": path, "pinned": state.pinned, "actual": state.actual})
+        text = (f"{path} is at {_short(state.actual)}, the superproject pins {_short(state.pinned)}: "
+                "a wrong snapshot can fail deep in the compile")
+        if _git(root / path, "cat-file", "-e", f"{state.pinned}^{{commit}}").returncode != 0:
+            pin = _unpublished(path, state.pinned)
+            text += (f" (the pinned commit is not in {path}'s history"
+                     + (f": {pin.why}; {pin.substitute} is the snapshot known to build" if pin else "")
+                     + ")")
+        else:
+            text += f" (`git -C {root / path} checkout {_short(state.pinned)}` or `{FIX}` restores it)"
+        warnings.append(text)
 
     commit = branch = None
     dirty = []
@@ -108,7 +303,24 @@ def check_source_tree(root: Path) -> SourceInfo:
     if head.returncode == 0:
         commit = head.stdout.strip()
         branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip() or None
-        dirty = [l for l in _git(root, "status", "--porcelain", "--untracked-files=no", "--", ".")
-                 .stdout.splitlines() if l.strip()]
+        dirty = _dirty_paths(root)
     return SourceInfo(root=root, commit=commit, branch=branch, dirty_paths=dirty,
-                      submodule_warnings=warnings)
+                      submodule_warnings=warnings, submodule_mismatches=mismatches)
+
+
+def _dirty_paths(root: Path) -> list[str]:
+    """Changed tracked paths; a submodule whose only change is its commit is not one of them
+    (check_source_tree lists it as a mismatch, with both commits)."""
+    out = _git(root, "status", "--porcelain=v2", "--untracked-files=no", "--", ".").stdout
+    dirty = []
+    for line in out.splitlines():
+        fields = line.split(" ")
+        if line.startswith(("1 ", "2 ")) and len(fields) > 2:
+            sub = fields[2]
+            if sub.startswith("S") and sub[2] == "." and sub[1] == "C":
+                continue
+            # porcelain v1's "XY path" form: "1" entries have 8 fields before the path, "2" 9
+            dirty.append(f"{fields[1]} {line.split(' ', 8 if line[0] == '1' else 9)[-1]}")
+        elif line.strip():
+            dirty.append(line)
+    return dirty

@@ -77,9 +77,11 @@ def mxnet_source(options, shared_dir, request) -> source.SourceInfo:
 
     def produce():
         root = source.resolve_source(options.mxnet_src, Path(request.config.invocation_params.dir))
-        info = source.check_source_tree(root)
+        info = source.check_source_tree(root, options.profile.configure_flags)
         say(f"==> MXNet source tree: {root} (commit {info.commit or 'not a git checkout'}, "
             f"flavor {options.profile.name})")
+        for warning in info.submodule_warnings:
+            say(f"WARNING: {warning}")
         return info.to_json()
     return source.SourceInfo.from_json(run_once(shared_dir, "source", produce))
 
@@ -229,6 +231,7 @@ def _chain_lines(records: dict) -> list:
     src = records.get("source", {}).get("result", {})
     if src:
         lines.append(f"build chain: MXNet tree {src.get('root')} (commit {src.get('commit') or 'n/a'})")
+        lines += [f"WARNING: {w}" for w in src.get("submodule_warnings", [])]
     times = []
     for key, label in STEPS:
         rec = records.get(key)

@@ -23,6 +23,7 @@ from selftest.fixtures_build import *  # noqa: E402,F401,F403
 from selftest.fixtures_runtime import *  # noqa: E402,F401,F403
 from selftest.fixtures_publish import *  # noqa: E402,F401,F403
 from selftest.fixtures_macos import *  # noqa: E402,F401,F403
+from selftest.fixtures_realtree import *  # noqa: E402,F401,F403
 
 
 def run_gates(pytester, *args, timeout: float = 1800):

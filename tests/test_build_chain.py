@@ -6,7 +6,6 @@ report lists them, and so a cache or staging dir altered between steps cannot sl
 """
 from __future__ import annotations
 
-import platform
 
 import pytest
 from packaging.utils import parse_wheel_filename
@@ -22,12 +21,12 @@ from build_steps.profiles import CMAKE_FEATURES
 pytestmark = [pytest.mark.release, pytest.mark.build, pytest.mark.elf]
 
 
-def test_source_tree_has_every_submodule(mxnet_source):
-    wanted = [s for s in source.SUBMODULES
-              if s not in source.X86_ONLY or platform.machine() in ("x86_64", "AMD64")]
-    empty = [s for s in wanted if source._empty(mxnet_source.root / s)]
-    assert not empty, (f"{mxnet_source.root} has empty submodules {empty}: the build would fail with "
-                       f"cryptic CMake errors; run `{source.FIX}`")
+def test_source_tree_has_every_submodule(mxnet_source, profile):
+    needs = source.needed_submodules(mxnet_source.root, profile.configure_flags)
+    empty = {s: why for s, why in needs.items()
+             if source.submodule_state(mxnet_source.root, s).kind == "empty"}
+    assert not empty, (f"{mxnet_source.root} has empty submodules the build needs {empty}; "
+                       f"run `{source.FIX}`")
 
 
 def test_cmake_cache_toggles_match_profile(configured_tree, profile):

@@ -1,0 +1,139 @@
+"""Selftest fixtures: the real MXNet fork tree.
+
+The harness was written against its own sample tree; these fixtures give the selftests the real
+fork (``../shared/fixtures/mxnet-fork-*.tar.xz`` beside the repo, see the README there), unpacked
+once per run. ``MXNET_FORK_TREE`` names another fork tree instead: an unpacked directory or a
+``.tar.xz`` of one. The snapshot has no git metadata, so the fixtures make it: ``fork_tree`` is a
+git repo with one commit and the submodules as plain vendored directories (how a source archive
+arrives); ``fork_copy()`` makes a cheap private copy (hard links) with the submodules either
+vendored or as their own small repos (pinned by the superproject's commit), for tests that change
+the tree.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from build_steps import source
+
+FIXTURES_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures"
+FORK_TREE_ENV = "MXNET_FORK_TREE"
+_GIT_ID = ["-c", "user.email=selftest@example.invalid", "-c", "user.name=selftest",
+           "-c", "init.defaultBranch=main", "-c", "protocol.file.allow=always"]
+
+
+def git(path: Path, *args, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(path), *_GIT_ID, *args], capture_output=True, text=True,
+                          check=check)
+
+
+def fork_source() -> Path | None:
+    """The fork tree this run uses: $MXNET_FORK_TREE, else the newest fixture archive, else None."""
+    env = os.environ.get(FORK_TREE_ENV)
+    if env:
+        path = Path(env).expanduser()
+        if not path.exists():
+            raise pytest.UsageError(f"{FORK_TREE_ENV}={env}: no such file or directory; name an unpacked "
+                                    "MXNet fork tree or a .tar.xz of one")
+        return path.resolve()
+    archives = sorted(FIXTURES_DIR.glob("mxnet-fork-*.tar.xz"))
+    return archives[-1] if archives else None
+
+
+def unpack_fork(src: Path, dest: Path) -> Path:
+    """The tree root under ``dest``: an archive is unpacked, a directory copied (symlinks kept)."""
+    if src.is_dir():
+        shutil.copytree(src, dest / "mxnet", symlinks=True,
+                        ignore=shutil.ignore_patterns(".git", "build", "build-*"))
+        root = dest / "mxnet"
+    else:
+        with tarfile.open(src) as tar:
+            if hasattr(tarfile, "tar_filter"):
+                tar.extractall(dest, filter="tar")
+            else:
+                tar.extractall(dest)
+        roots = [p for p in dest.iterdir() if p.is_dir()]
+        if len(roots) != 1:
+            raise pytest.UsageError(f"{src}: expected one top directory, found {[p.name for p in roots]}")
+        root = roots[0]
+    if not source.is_mxnet_tree(root):
+        raise pytest.UsageError(f"{src}: not an MXNet source tree (no CMakeLists.txt + python/setup.py)")
+    return root
+
+
+def commit_tree(root: Path, submodules: str = "vendored", message: str = "fork tree") -> Path:
+    """git-init ``root`` with one commit.
+
+    ``submodules="repos"``: every non-empty submodule directory becomes its own repo with one
+    commit first, so the superproject records it as a gitlink (pinned at that commit), as in a
+    checkout after ``git submodule update``. ``"vendored"``: they are plain directories.
+    """
+    if submodules == "repos":
+        for rel in source.submodule_paths(root):
+            sub = root / rel
+            if sub.is_dir() and any(sub.iterdir()) and not (sub / ".git").exists():
+                git(sub, "init", "-q")
+                git(sub, "add", "-A")
+                git(sub, "commit", "-q", "-m", f"{rel} snapshot")
+    elif submodules != "vendored":
+        raise ValueError(f"submodules={submodules!r}: 'vendored' or 'repos'")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+    return root
+
+
+@pytest.fixture(scope="session")
+def fork_pristine(tmp_path_factory) -> Path:
+    """The real fork tree, unpacked once per run (no git metadata): copy it, never change it."""
+    src = fork_source()
+    if src is None:
+        pytest.skip(f"no real fork tree: neither {FIXTURES_DIR}/mxnet-fork-*.tar.xz nor "
+                    f"${FORK_TREE_ENV} exists (set {FORK_TREE_ENV} to an unpacked fork or its .tar.xz)")
+    return unpack_fork(src, tmp_path_factory.mktemp("fork-pristine"))
+
+
+def link_copy(src: Path, dest: Path) -> Path:
+    """A copy of ``src`` whose files are hard links: seconds for the 130 MB tree.
+
+    Safe with git inside: git replaces its files (index, refs, objects) by rename, never in place.
+    """
+    shutil.copytree(src, dest, symlinks=True, copy_function=os.link)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def fork_tree(fork_pristine, tmp_path_factory) -> Path:
+    """The real fork tree as a git repo with one commit, submodules vendored; shared by the run."""
+    return commit_tree(link_copy(fork_pristine, tmp_path_factory.mktemp("fork-tree") / "mxnet"))
+
+
+@pytest.fixture(scope="session")
+def fork_tree_repos(fork_pristine, tmp_path_factory) -> Path:
+    """The same with every submodule its own repo, pinned by the superproject at its HEAD."""
+    return commit_tree(link_copy(fork_pristine, tmp_path_factory.mktemp("fork-repos") / "mxnet"), "repos")
+
+
+@pytest.fixture
+def fork_copy(fork_tree, fork_tree_repos, tmp_path):
+    """``fork_copy(submodules="vendored"|"repos", edit=None, commit=True)`` -> a private copy.
+
+    ``edit(root)`` may delete or add files (never write into existing ones: they are hard links);
+    ``commit=True`` commits the edit (a tree that was shipped that way), False leaves it in the
+    work tree (an emptied submodule dir under a kept gitlink is an uninitialised submodule).
+    """
+    def make(submodules: str = "vendored", edit=None, commit: bool = True) -> Path:
+        base = {"vendored": fork_tree, "repos": fork_tree_repos}[submodules]
+        dest = link_copy(base, tmp_path / f"mxnet-{submodules}")
+        if edit is not None:
+            edit(dest)
+            if commit:
+                git(dest, "add", "-A")
+                git(dest, "commit", "-q", "-m", "edited")
+        return dest
+    return make
