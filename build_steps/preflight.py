@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import gitstate
+from . import source
 from .cuda_root import find_nvcc_home
 from .errors import HarnessError
 from .overrides import arch_override
@@ -69,14 +69,16 @@ def refusals(src: Path, profile, arch: ArchSpec, cmake_defines: dict, *, release
     """Every reason not to start this build, as sentences naming the fix (empty: go ahead)."""
     problems = []
     if release and not allow_dirty:
-        state = gitstate.read_git_state(src)
-        if state.dirty:
-            shown = ", ".join(line[3:] for line in state.tracked_changes[:5])
-            more = len(state.tracked_changes) - 5
+        # a submodule whose only change is its commit: judged by mismatch_refusals, with both commits
+        changed = source.dirty_tracked_paths(src)
+        if changed:
+            shown = ", ".join(line[3:] for line in changed[:5])
+            more = len(changed) - 5
             problems.append(
                 f"{src} has uncommitted changes to tracked files ({shown}{f', +{more} more' if more > 0 else ''}): "
                 "a release is built from a commit. Commit or stash them, or pass --allow-dirty for a "
                 "development build (the run then cannot publish)")
+        problems += source.mismatch_refusals(src)
     if profile.is_cuda:
         built = arch_override(cmake_defines) or arch
         if release and arch_override(cmake_defines) is None:

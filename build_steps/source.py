@@ -286,17 +286,7 @@ def check_source_tree(root: Path, defines: dict | None = None) -> SourceInfo:
         if not state.mismatch:
             continue
         mismatches.append({"path": path, "pinned": state.pinned, "actual": state.actual})
-        text = (f"{path} is at {_short(state.actual)}, the superproject pins {_short(state.pinned)}: "
-                "a wrong snapshot can fail deep in the compile")
-        if _git(root / path, "cat-file", "-e", f"{state.pinned}^{{commit}}").returncode != 0:
-            pin = _unpublished(path, state.pinned)
-            text += (f" (the pinned commit is not in {path}'s history"
-                     + (f": {pin.why}; {pin.substitute} is the snapshot known to build" if pin else "")
-                     + ")")
-        else:
-            text += f" (`git -C {root / path} checkout {_short(state.pinned)}` or `{FIX}` restores it)"
-        warnings.append(text)
-
+        warnings.append(_mismatch_text(root, state))
     commit = branch = None
     dirty = []
     head = _git(root, "rev-parse", "HEAD")
@@ -306,6 +296,50 @@ def check_source_tree(root: Path, defines: dict | None = None) -> SourceInfo:
         dirty = _dirty_paths(root)
     return SourceInfo(root=root, commit=commit, branch=branch, dirty_paths=dirty,
                       submodule_warnings=warnings, submodule_mismatches=mismatches)
+
+
+def _mismatch_text(root: Path, state: SubmoduleState) -> str:
+    path = state.path
+    text = (f"{path} is at {_short(state.actual)}, the superproject pins {_short(state.pinned)}: "
+            "a wrong snapshot can fail deep in the compile")
+    substitute = accepted_substitute(state)
+    if substitute:
+        return text + f" (accepted: {substitute.why}; {substitute.substitute} is the snapshot known to build)"
+    if _git(root / path, "cat-file", "-e", f"{state.pinned}^{{commit}}").returncode != 0:
+        pin = _unpublished(path, state.pinned)
+        return text + (f" (the pinned commit is not in {path}'s history"
+                       + (f": {pin.why}; {pin.substitute} is the snapshot known to build" if pin else "")
+                       + ")")
+    return text + f" (`git -C {root / path} checkout {_short(state.pinned)}` or `{FIX}` restores it)"
+
+
+def accepted_substitute(state: SubmoduleState) -> UnpublishedPin | None:
+    """The allow-list entry when ``state`` is the known substitute for an unpublished pin."""
+    pin = UNPUBLISHED_PINS.get(state.path)
+    if pin and state.pinned and state.actual and state.pinned.startswith(pin.pinned) \
+            and state.actual.startswith(pin.substitute):
+        return pin
+    return None
+
+
+def mismatch_refusals(root: Path) -> list[str]:
+    """For a release: every submodule at another commit than pinned, unless it is an accepted
+    substitute (UNPUBLISHED_PINS); the release would not be the commit it is stamped with."""
+    root = Path(root)
+    refusals = []
+    for path in submodule_paths(root):
+        state = submodule_state(root, path)
+        if state.mismatch and not accepted_substitute(state):
+            refusals.append(_mismatch_text(root, state) + ". A release is built at the pinned commits: "
+                            f"run `{FIX}` in {root}, or pass --allow-dirty for a development build "
+                            "(the run then cannot publish)")
+    return refusals
+
+
+def dirty_tracked_paths(root: Path) -> list[str]:
+    """Changed tracked paths, as ``XY path``; a submodule whose only change is its commit is not
+    one of them (check_source_tree lists it with both commits, mismatch_refusals judges it)."""
+    return _dirty_paths(Path(root))
 
 
 def _dirty_paths(root: Path) -> list[str]:

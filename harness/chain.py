@@ -77,7 +77,7 @@ def mxnet_source(options, shared_dir, request) -> source.SourceInfo:
 
     def produce():
         root = source.resolve_source(options.mxnet_src, Path(request.config.invocation_params.dir))
-        info = source.check_source_tree(root, options.profile.configure_flags)
+        info = source.check_source_tree(root, {**options.profile.configure_flags, **options.cmake_defines})
         say(f"==> MXNet source tree: {root} (commit {info.commit or 'not a git checkout'}, "
             f"flavor {options.profile.name})")
         for warning in info.submodule_warnings:

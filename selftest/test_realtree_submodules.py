@@ -171,3 +171,29 @@ def test_submodule_at_another_commit_is_shown_by_a_run_that_goes_on(gates, fork_
     assert result.ret == 0, out[-3000:]
     said = [l for l in out.splitlines() if "WARNING: 3rdparty/onednn" in l]
     assert len(said) >= 2 and all(pinned[:12] in l and actual[:12] in l for l in said), out[-3000:]
+
+
+def test_release_refuses_a_submodule_at_another_commit_naming_both_and_the_fix(gates, fork_copy):
+    root = fork_copy(submodules="repos")
+    sub = root / "3rdparty/onednn"
+    pinned = git(sub, "rev-parse", "HEAD").stdout.strip()
+    git(sub, "commit", "-q", "--allow-empty", "-m", "another oneDNN snapshot")
+    actual = git(sub, "rev-parse", "HEAD").stdout.strip()
+    assert source.dirty_tracked_paths(root) == [], "a commit-only submodule change is not dirt"
+    (refusal,) = source.mismatch_refusals(root)
+    result = gates("-m", "release", f"--mxnet-src={root}", "--flavor=cpu", timeout=300)
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == 4, out[-3000:]
+    assert f"3rdparty/onednn is at {actual[:12]}, the superproject pins {pinned[:12]}" in out, out[-3000:]
+    assert "--allow-dirty" in out and source.FIX in out and refusal.splitlines()[0][:60] in out
+    assert not (root / "build-cpu").exists(), "nothing may be configured after the refusal"
+
+
+def test_the_known_substitute_for_the_unpublished_pin_is_accepted_and_nothing_else():
+    pin = source.UNPUBLISHED_PINS["3rdparty/dmlc-core"]
+    pinned = pin.pinned.ljust(40, "0")
+    good = source.SubmoduleState("3rdparty/dmlc-core", "repo", pinned, pin.substitute.ljust(40, "1"))
+    other = source.SubmoduleState("3rdparty/dmlc-core", "repo", pinned, "ab" * 20)
+    elsewhere = source.SubmoduleState("3rdparty/onednn", "repo", pinned, pin.substitute.ljust(40, "1"))
+    assert source.accepted_substitute(good) is pin
+    assert source.accepted_substitute(other) is None and source.accepted_substitute(elsewhere) is None

@@ -21,8 +21,9 @@ from build_steps.profiles import CMAKE_FEATURES
 pytestmark = [pytest.mark.release, pytest.mark.build, pytest.mark.elf]
 
 
-def test_source_tree_has_every_submodule(mxnet_source, profile):
-    needs = source.needed_submodules(mxnet_source.root, profile.configure_flags)
+def test_source_tree_has_every_submodule(mxnet_source, options):
+    needs = source.needed_submodules(mxnet_source.root,
+                                     {**options.profile.configure_flags, **options.cmake_defines})
     empty = {s: why for s, why in needs.items()
              if source.submodule_state(mxnet_source.root, s).kind == "empty"}
     assert not empty, (f"{mxnet_source.root} has empty submodules the build needs {empty}; "
