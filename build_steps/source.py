@@ -2,7 +2,11 @@
 
 An MXNet checkout with uninitialised submodules fails deep inside CMake with messages that do
 not name the cause (an empty 3rdparty/tvm gives only "No SOURCES given to target: nnvm"), so
-the tree is checked first and every missing submodule is named with the fix.
+the tree is checked first. Submodules are judged by what the build reads (SUBMODULE_NEEDS, the
+rule as data), not by git's bookkeeping: a vendored copy without git metadata (a source archive)
+is fine, an empty one is refused with what CMake would say, and one at another commit than the
+superproject pins is listed with both commits (a wrong oneDNN snapshot otherwise fails silently
+at step ~22 with "'avx10_2_512' is not a member of 'dnnl::cpu_isa'").
 """
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from pathlib import Path
 
 from .errors import UsageError
 
-#: Where the fork's submodules come from when it has no .gitmodules to read (a source archive).
+#: The fork's submodule paths, for a tree without .gitmodules (a source archive may lack it).
 KNOWN_SUBMODULES = ("3rdparty/dmlc-core", "3rdparty/ps-lite", "3rdparty/dlpack", "3rdparty/googletest",
                     "3rdparty/tvm", "3rdparty/onnx-tensorrt", "3rdparty/nvidia_cub", "3rdparty/libzip",
                     "3rdparty/intgemm", "3rdparty/onednn")
