@@ -16,6 +16,7 @@ from harness.common import OPTIONS_KEY, harness_options, shared_root
 
 pytest_plugins = [
     "harness.gates",     # strict release runs, the gate table
+    "harness.report_sections",  # JSON report: wheel sha256, GPU gates with their GPU, compiler cache (before audit, which imports it)
     "harness.audit",     # the wheel extracted once, the static gates' facts, the provenance report
     "harness.chain",     # source -> configure -> compile -> stage -> package, then dist/ or rejected/
     "harness.runtime",   # the throwaway venv and its probes
@@ -61,6 +62,9 @@ def pytest_addoption(parser):
                 help="build a tree with uncommitted tracked changes (development only: the run cannot publish)")
     g.addoption("--fresh", action="store_true",
                 help="delete the build dir and configure anew (e.g. after changing the CUDA compiler or toolkit)")
+    g.addoption("--compiler-launcher", choices=("auto", "sccache", "ccache", "none"), default="auto",
+                help="compile through this compiler cache (auto: sccache, else ccache, else none); its "
+                     "location, size and remote storage come from SCCACHE_*/CCACHE_* (default: auto)")
     _OPTION_DESTS[:] = [opt.dest for opt in g.options]
 
 

@@ -17,6 +17,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from . import launcher as compiler_cache
 from .configure import record_step
 from .errors import BuildInterrupted, StepError, log_excerpt
 
@@ -31,6 +32,8 @@ class CompileResult:
     total_steps: int
     no_work: bool
     log: Path
+    #: the compiler launcher's counters for this build (launcher.LauncherStats), None when not asked
+    launcher: dict | None = None
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -72,15 +75,19 @@ def stop_process_group(proc: subprocess.Popen, grace: float = STOP_GRACE) -> Non
 
 
 def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxnet",
-                  env: dict | None = None, progress=None, library_name: str = "libmxnet.so") -> CompileResult:
-    """Build ``target`` with live ``[N/M]`` progress. ``compile.log`` is appended to (one header
+                  env: dict | None = None, progress=None, library_name: str = "libmxnet.so",
+                  launcher=None) -> CompileResult:
+    """Build ``target`` (or a list of targets) with live ``[N/M]`` progress. ``compile.log`` is appended to (one header
     per run, so a resumed build keeps the first run's errors) and written line by line, so it is
-    complete up to the moment of a crash or an interrupt."""
+    complete up to the moment of a crash or an interrupt. With ``launcher`` the result carries that
+    tool's counters for this build (build_steps.launcher)."""
     build_dir, log_dir = Path(build_dir), Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / "compile.log"
     out = progress or _progress_stream()
-    cmd = ["cmake", "--build", str(build_dir), "--target", target, "--parallel", str(jobs)]
+    targets = [target] if isinstance(target, str) else list(target)
+    cmd = ["cmake", "--build", str(build_dir), "--target", *targets, "--parallel", str(jobs)]
+    before = compiler_cache.snapshot(launcher, env) if launcher else None
     start = time.monotonic()
     steps = total = 0
     no_work = False
@@ -89,7 +96,7 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
     with open(log, "a", buffering=1) as fh:
         first_line = fh.tell()
         fh.write(f"==== compile run {time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} "
-                 f"jobs={jobs} target={target} ====\n$ " + " ".join(cmd) + "\n")
+                 f"jobs={jobs} target={' '.join(targets)} ====\n$ " + " ".join(cmd) + "\n")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 bufsize=1, env={**os.environ, **(env or {})}, start_new_session=True)
         try:
@@ -121,13 +128,16 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
             raise
     seconds = time.monotonic() - start
     if rc != 0:
-        raise StepError("compile", f"cmake --build {build_dir} --target {target} failed (exit {rc})",
+        raise StepError("compile", f"cmake --build {build_dir} --target {' '.join(targets)} failed (exit {rc})",
                         log=log, tail=log_excerpt(log, since=first_line))
     library = build_dir / library_name
     if not library.is_file():
         raise StepError("compile", f"{library} missing after the build", log=log,
                         tail=log_excerpt(log, since=first_line))
+    stats = compiler_cache.diff(launcher, before, compiler_cache.snapshot(launcher, env)) if launcher else None
     print(f"[compile] {'no work to do (tree unchanged)' if no_work else f'{steps} steps'} "
           f"in {seconds:.1f}s -> {library}", file=out, flush=True)
+    if stats:
+        print(f"[compile] {stats.summary()}", file=out, flush=True)
     return CompileResult(library=library, seconds=seconds, steps_run=steps, total_steps=total,
-                         no_work=no_work, log=log)
+                         no_work=no_work, log=log, launcher=stats.to_json() if stats else None)

