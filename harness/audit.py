@@ -10,6 +10,7 @@ from build_steps.audit import collect, load_shared, shared_product
 from build_steps.report import provenance_document, summary_lines, write_json_atomic
 from build_steps.wheel import extract_wheel
 
+from . import report_sections
 from .common import OPTIONS_KEY, add_report_lines, is_worker, shared_root
 
 
@@ -65,15 +66,19 @@ class ProvenanceReport:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
         config = session.config
-        if is_worker(config) or not self.verdicts or OPTIONS_KEY not in config.stash:
+        if is_worker(config) or OPTIONS_KEY not in config.stash:
             return  # the controller reports for everyone
+        if not self.verdicts and not report_sections.has_gpu_runs(config):
+            return
         options = config.stash[OPTIONS_KEY]
         shared = shared_root(config)
         facts = load_shared(shared, "audit") if shared is not None else None
         add_report_lines(config, ["", "Provenance report:"]
                          + ["  " + ln for ln in summary_lines(facts, self.verdicts)])
         if options.provenance_json is not None:
-            write_json_atomic(options.provenance_json, provenance_document(facts, self.verdicts, options))
+            doc = provenance_document(facts, self.verdicts, options)
+            doc.update(report_sections.extra_sections(config, facts))
+            write_json_atomic(options.provenance_json, doc)
             add_report_lines(config, [f"  provenance JSON written to {options.provenance_json}"])
 
 

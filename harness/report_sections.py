@@ -1,0 +1,111 @@
+"""What the JSON report carries beyond the static gates: the wheel's identity (sha256), the
+GPU gates' verdicts with the GPU each ran on (so reports of several GPU runners can be merged
+per arch, ``build_steps.gpu_verify``), and the build's compiler-cache counters.
+
+Each GPU gate's report gets the GPU in ``user_properties`` where the test runs (an xdist worker
+sends it to the controller with the report); the controller collects them here.
+"""
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from build_steps import gpu_verify
+
+from .common import FINAL_WHEEL_KEY, harness_options, shared_root
+
+_GPU_MARKS = ("gpu", "cublas")
+_PROP = "mxnet_gpu_run"
+GPU_RUNS_KEY = pytest.StashKey[dict]()
+
+
+def _is_gpu_gate(keywords) -> bool:
+    return any(m in keywords for m in _GPU_MARKS)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if call.when == "call" and _is_gpu_gate(item.keywords):
+        funcargs = getattr(item, "funcargs", {})
+        wheel = funcargs.get("wheel_path")
+        report.user_properties.append((_PROP, {
+            "gpu": gpu_verify.gpu_identity(funcargs.get("cuda_preflight")),
+            "wheel": str(wheel) if wheel else None}))
+    return report
+
+
+def _runs(config) -> dict:
+    if GPU_RUNS_KEY not in config.stash:
+        config.stash[GPU_RUNS_KEY] = {}
+    return config.stash[GPU_RUNS_KEY]
+
+
+def _record(runs: dict, report) -> None:
+    props = dict(report.user_properties).get(_PROP) or {}
+    why = ""
+    if not report.passed:
+        text = getattr(report, "longreprtext", "") or ""
+        why = next((ln[2:].strip() for ln in text.splitlines() if ln.startswith("E ")),
+                   (text.strip().splitlines() or [""])[0])[:300]
+    if report.when == "call" or report.nodeid not in runs or not report.passed:
+        runs[report.nodeid] = {"verdict": report.outcome, "message": why, "gpu": props.get("gpu"),
+                               "wheel": props.get("wheel")}
+
+
+class _Collector:
+    """Registered on every process: reports reach the controller's hook with ``config`` unset,
+    so the collector holds the config itself."""
+
+    def __init__(self, config):
+        self.config = config
+
+    def pytest_runtest_logreport(self, report):
+        if _is_gpu_gate(report.keywords) and not (report.when != "call" and report.passed):
+            _record(_runs(self.config), report)
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_Collector(config), "mxnet-gpu-runs")
+
+
+def has_gpu_runs(config) -> bool:
+    return bool(config.stash.get(GPU_RUNS_KEY, None))
+
+
+def _wheel_path(config, facts) -> Path | None:
+    for run in config.stash.get(GPU_RUNS_KEY, {}).values():
+        if run.get("wheel"):
+            return Path(run["wheel"])
+    options = harness_options(config)
+    if options.wheel is not None:
+        return options.wheel
+    if facts is not None and getattr(facts, "wheel_file", None):
+        return Path(facts.wheel_file)
+    final = config.stash.get(FINAL_WHEEL_KEY, None)
+    return Path(final) if final else None
+
+
+def extra_sections(config, facts) -> dict:
+    """The JSON report's ``wheel``, ``gpu_verification`` and ``build`` sections."""
+    out = {}
+    wheel = _wheel_path(config, facts)
+    if wheel is not None and wheel.is_file():
+        out["wheel"] = {"filename": wheel.name, "sha256": gpu_verify.sha256_file(wheel)}
+    runs = config.stash.get(GPU_RUNS_KEY, {})
+    gpus = {json.dumps(r["gpu"], sort_keys=True): r["gpu"] for r in runs.values() if r.get("gpu")}
+    out[gpu_verify.SECTION] = {
+        "host": socket.gethostname(),
+        "gpus": list(gpus.values()),
+        "gates": {nodeid: {k: v for k, v in r.items() if k != "wheel"} for nodeid, r in sorted(runs.items())},
+    }
+    shared = shared_root(config)
+    record = shared / "compile.json" if shared is not None else None
+    if record is not None and record.exists():
+        result = json.loads(record.read_text()).get("result") or {}
+        if result.get("launcher"):
+            out["build"] = {"compiler_launcher": result["launcher"]}
+    return out
