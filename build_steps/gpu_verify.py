@@ -164,8 +164,9 @@ def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
         merged.runs.append(run)
         arch = run.gpu.get("arch")
         if arch is None:
-            if run.outcome != "skipped":
-                merged.ignored.append((path.name, "GPU gates ran but the report names no GPU arch"))
+            merged.ignored.append((path.name, "no GPU on that runner (every GPU gate skipped)"
+                                   if run.outcome == "skipped" else
+                                   f"GPU gates {run.outcome} but the report names no GPU: {run.detail}"))
             continue
         if arch in archs:
             merged.per_arch.setdefault(arch, []).append(run)
