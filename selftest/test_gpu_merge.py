@@ -1,8 +1,8 @@
 """GPU verification fanned out: merging GPU runners' JSON reports per release arch.
 
-The reports in selftest/gpu_reports/ are written in the harness's report format (the
-``wheel`` and ``gpu_verification`` sections harness/report_sections.py adds) for GPUs this
-machine does not have; the real-run report (no GPU here: every GPU gate skipped) is made by
+The reports in selftest/gpu_reports/ named after a GPU are written in the harness's report format
+(the ``wheel`` and ``gpu_verification`` sections harness/report_sections.py adds) for GPUs this
+machine does not have; ``real-*.json`` there are reports of real runs on GPU machines; the GPU-less real-run report (no GPU here: every GPU gate skipped) is made by
 selftest/test_runtime_gates.py::test_release_run_turns_gpu_skips_into_failures.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from build_steps import gpu_verify
 from build_steps.errors import UsageError
 
-REPORTS = Path(__file__).parent / "gpu_reports"
+REPORTS = Path(__file__).resolve().parent / "gpu_reports"
 ROOT = Path(__file__).resolve().parent.parent
 SHA = json.loads((REPORTS / "a100.json").read_text())["wheel"]["sha256"]
 
@@ -118,3 +118,16 @@ def test_gpu_identity_reads_the_preflights_first_device():
     assert gpu_verify.sm_name("12.0") == "sm_120"
     with pytest.raises(UsageError):
         gpu_verify.merge([(Path("x.json"), {"schema": 1})])
+
+
+@pytest.mark.parametrize("report", sorted(REPORTS.glob("real-*.json")), ids=lambda p: p.name)
+def test_a_real_gpu_runners_report_verifies_its_arch(report, tmp_path):
+    """Reports from real GPU runs (``real-<gpu>.json``, written by ``pytest -m "gpu or cublas"
+    --wheel=W --provenance-json=...`` on the GPU machine) merge into a verified row for their arch."""
+    doc = json.loads(report.read_text())
+    gpus = doc["gpu_verification"]["gpus"]
+    assert gpus and doc["wheel"]["sha256"], "a real GPU run names its GPU and its wheel"
+    d = _copy(tmp_path, report.name)
+    r = _merge_cli(d)
+    arch = gpus[0]["arch"]
+    assert f"verified: {gpus[0]['name']}" in _row(r.stdout, arch), r.stdout
