@@ -61,6 +61,9 @@ def pytest_addoption(parser):
                 help="build a tree with uncommitted tracked changes (development only: the run cannot publish)")
     g.addoption("--fresh", action="store_true",
                 help="delete the build dir and configure anew (e.g. after changing the CUDA compiler or toolkit)")
+    g.addoption("--glibc-floor", metavar="VERSIONS",
+                help="oldest host the wheel must load on, replacing the profile's (Ubuntu 24.04: glibc 2.39, "
+                "GLIBCXX_3.4.33, CXXABI_1.3.15): a glibc version (2.28) or GLIBC_2.28,GLIBCXX_3.4.25,CXXABI_1.3.11")
     _OPTION_DESTS[:] = [opt.dest for opt in g.options]
 
 
