@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".tmp" / "bench"
 sys.path.insert(0, str(ROOT))
 
-RECIPE_VERSION = 4  # bump when the build recipe changes, to rebuild the cached wheel
+RECIPE_VERSION = 5  # bump when the build recipe changes, to rebuild the cached wheel (5: each library bundled once)
 
 KERNELS_CU = r"""
 template <int N>

@@ -37,6 +37,7 @@ class ElfFacts:
     runpath_tag: str | None = None      # RUNPATH, RPATH or None
     runpath: list = field(default_factory=list)
     elf_class: int | None = None
+    little_endian: bool | None = None
     machine: str | None = None
     stack: str | None = None            # rw / rwx / None (no PT_GNU_STACK)
     textrel: bool = False
@@ -49,7 +50,7 @@ class Loadability:
     platform: str | None                # the tag's architecture (x86_64 ...)
     objects: dict = field(default_factory=dict)         # member -> ElfFacts
     bad_runpath: list = field(default_factory=list)     # {member, tag, entry, why}
-    refused: list = field(default_factory=list)         # {member, reason}
+    refused: list = field(default_factory=list)         # {member, kind, reason}
     unresolved: list = field(default_factory=list)      # {by, needed, detail}
     host_needed: dict = field(default_factory=dict)     # baseline group -> sorted SONAMEs
     stale: list = field(default_factory=list)           # bundled members nothing needs
@@ -88,8 +89,8 @@ def _read_all(root: Path, elves: list, closure: Closure) -> dict:
             facts.error = str(exc)
             out[member] = (facts, None)
             continue
-        facts.elf_class, facts.machine, facts.stack, facts.textrel = (
-            load.elf_class, load.machine, load.stack, load.textrel)
+        facts.elf_class, facts.little_endian, facts.machine, facts.stack, facts.textrel = (
+            load.elf_class, load.little_endian, load.machine, load.stack, load.textrel)
         out[member] = (facts, load)
     return out
 
@@ -118,27 +119,32 @@ def _runpath_problems(member: str, facts: ElfFacts) -> list:
     return out
 
 
+#: Kinds of loader refusal (the ``kind`` of each entry of Loadability.refused).
+EXEC_STACK, TEXTREL, PLATFORM = "exec-stack", "textrel", "platform"
+
+
 def _refusals(member: str, facts: ElfFacts, platform: str | None) -> list:
     out = []
     if facts.stack is None:
-        out.append(f"{member}: no PT_GNU_STACK header, so the loader gives it an executable stack; glibc 2.41 "
+        out.append((EXEC_STACK, f"{member}: no PT_GNU_STACK header, so the loader gives it an executable stack; glibc 2.41 "
                    "and later refuse to load it (\"cannot enable executable stack\"); fix: link with "
-                   "-Wl,-z,noexecstack")
+                   "-Wl,-z,noexecstack"))
     elif "x" in facts.stack:
-        out.append(f"{member}: PT_GNU_STACK asks for an executable stack (RWX); glibc 2.41 and later refuse "
+        out.append((EXEC_STACK, f"{member}: PT_GNU_STACK asks for an executable stack (RWX); glibc 2.41 and later refuse "
                    "to load it (\"cannot enable executable stack\"); fix: link with -Wl,-z,noexecstack "
-                   "(and mark assembly sources .note.GNU-stack)")
+                   "(and mark assembly sources .note.GNU-stack)"))
     if facts.textrel:
-        out.append(f"{member}: has text relocations (DT_TEXTREL); loaders with W^X (SELinux, hardened "
+        out.append((TEXTREL, f"{member}: has text relocations (DT_TEXTREL); loaders with W^X (SELinux, hardened "
                    "kernels) refuse it and every process patches its code pages; fix: compile all of "
-                   "its objects with -fPIC")
+                   "its objects with -fPIC"))
     want = PLATFORM_ELF.get(platform) if platform else None
     if want is not None:
         cls, little, machine = want
-        if (facts.elf_class, facts.machine) != (cls, machine):
-            out.append(f"{member}: is ELF{facts.elf_class} {facts.machine}, but the wheel's platform tag "
-                       f"says {platform} (ELF{cls} {machine}): the loader refuses it (\"wrong ELF class\" "
-                       "or \"cannot open shared object file\"); fix: rebuild it for the tag's platform")
+        if (facts.elf_class, facts.little_endian, facts.machine) != (cls, little, machine):
+            order = {True: "little-endian", False: "big-endian"}
+            out.append((PLATFORM, f"{member}: is ELF{facts.elf_class} {facts.machine} {order[facts.little_endian]}, "
+                       f"but the wheel's platform tag says {platform} (ELF{cls} {machine} {order[little]}): the loader refuses it (\"wrong ELF class\" "
+                       "or \"cannot open shared object file\"); fix: rebuild it for the tag's platform"))
     return out
 
 
@@ -180,7 +186,7 @@ def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes
         if load is None:
             continue  # facts.error; the closure gate reports an unreadable ELF
         out.bad_runpath += _runpath_problems(member, facts)
-        out.refused += [{"member": member, "reason": r} for r in _refusals(member, facts, platform)]
+        out.refused += [{"member": member, "kind": k, "reason": r} for k, r in _refusals(member, facts, platform)]
         for need in load.version_needs:
             parsed = split_version(need.version)
             if parsed is None or need.weak:

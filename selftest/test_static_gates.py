@@ -133,7 +133,8 @@ REGRESSIONS = {
                    "mxnet/libmxnet.so: PT_GNU_STACK asks for an executable stack (RWX)"),
     "text_relocations": ("cuda", "test_no_text_relocations", "mxnet/libmxnet.so: has text relocations (DT_TEXTREL)"),
     "wrong_class": ("cuda", "test_elf_matches_platform_tag",
-                    "{leaf}: is ELF32 EM_386, but the wheel's platform tag says x86_64 (ELF64 EM_X86_64)"),
+                    "{leaf}: is ELF32 EM_386 little-endian, but the wheel's platform tag says x86_64 "
+                    "(ELF64 EM_X86_64 little-endian)"),
     "stale_lib": ("cuda", "test_no_unneeded_bundled_libraries", "mxnet/lib/libmxnet_selftest_stale.so.1"),
     "soname_conflict": ("cuda", "test_one_content_per_soname",
                         "libopencv_core.so.406: mxnet/lib/libopencv_core.so.4.6.0, mxnet/lib/libopencv_core.so.406 differ"),
