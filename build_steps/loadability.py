@@ -21,7 +21,7 @@ from pathlib import Path
 from .elf import NotElfError, is_elf
 from .elf_load import PLATFORM_ELF, platform_arch, read_load_facts
 from .loader import BUNDLED, UNRESOLVED, Closure
-from .symbol_floor import FAMILIES, effective_floor, split_version, vtuple
+from .symbol_floor import effective_floor, split_version, vtuple
 
 #: Bundled libraries of the graphics stack: what OpenCV's closure reaches and a slim container
 #: lacks ("libGL.so.1: cannot open shared object file" is the classic failure on such images).
@@ -236,10 +236,6 @@ def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes
         out.stale.append(m)
     out.graphics = [m for m in bundled_elf if GRAPHICS_RE.match(m.rsplit("/", 1)[-1])]
     return out
-
-
-def family_label(family: str) -> str:
-    return FAMILIES.get(family, family)
 
 
 def summary_lines(ld: Loadability | None) -> list:

@@ -15,7 +15,7 @@ from .errors import UsageError
 #: The families judged, and what defines them on the host.
 FAMILIES = {"GLIBC": "glibc", "GLIBCXX": "libstdc++", "CXXABI": "libstdc++ (C++ ABI)"}
 
-_VERSION_RE = re.compile(r"^(GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)*)$")
+_VERSION_RE = re.compile(r"^(" + "|".join(FAMILIES) + r")_(\d+(?:\.\d+)*)$")
 #: Legacy manylinux tags and the glibc each promises (PEP 599, PEP 571, PEP 513).
 _LEGACY_MANYLINUX = {"manylinux1": "2.5", "manylinux2010": "2.12", "manylinux2014": "2.17"}
 
