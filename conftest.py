@@ -65,6 +65,9 @@ def pytest_addoption(parser):
     g.addoption("--compiler-launcher", choices=("auto", "sccache", "ccache", "none"), default="auto",
                 help="compile through this compiler cache (auto: sccache, else ccache, else none); its "
                      "location, size and remote storage come from SCCACHE_*/CCACHE_* (default: auto)")
+    g.addoption("--glibc-floor", metavar="VERSIONS",
+                help="oldest host the wheel must load on, replacing the profile's (Ubuntu 24.04: glibc 2.39, "
+                "GLIBCXX_3.4.33, CXXABI_1.3.15): a glibc version (2.28) or GLIBC_2.28,GLIBCXX_3.4.25,CXXABI_1.3.11")
     _OPTION_DESTS[:] = [opt.dest for opt in g.options]
 
 

@@ -41,7 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".tmp" / "bench"
 sys.path.insert(0, str(ROOT))
 
-RECIPE_VERSION = 4  # bump when the build recipe changes, to rebuild the cached wheel
+RECIPE_VERSION = 5  # bump when the build recipe changes, to rebuild the cached wheel (5: each library
+#                    bundled once, and a non-executable stack)
 
 KERNELS_CU = r"""
 template <int N>
@@ -118,6 +119,9 @@ def build_wheel(size_mb: int, rebuild: bool = False) -> Path:
     asm += [f"\t.incbin \"{p}\"" for p in ro_libs]
     asm.append("\t.section .text.bulk,\"ax\"")
     asm += [f"\t.incbin \"{p}\"" for p in text_libs]
+    # Without this note the linker gives libmxnet.so an executable stack, which the loadability
+    # gate (tests/test_loader_refusals.py) rightly fails; the fork links with -z noexecstack.
+    asm.append("\t.section .note.GNU-stack,\"\",@progbits")
     (work / "bulk.S").write_text("\n".join(asm) + "\n")
     _run(["gcc", "-c", "-o", work / "bulk.o", work / "bulk.S"])
 

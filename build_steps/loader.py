@@ -6,9 +6,12 @@ Rules taken from ld.so(8), restricted to what a wheel controls:
 - DT_RPATH (only when there is no RUNPATH) is searched for the object and then for its loaders;
   here the loader chain is libmxnet.so itself, the one object that dlopen()s the rest.
 - ``$ORIGIN`` / ``${ORIGIN}`` is the directory of the object that carries the entry.
-A NEEDED that is not found inside the wheel is acceptable only when the host provides it
-(profiles.is_host_library: glibc, GCC runtime, NVIDIA driver/toolkit) or when a pip dependency the
-wheel declares provides it and the object's own search path reaches that dependency's directory.
+- an object without DT_RUNPATH (with DT_RPATH or with neither) also gets the DT_RPATH of the
+  object that loaded it; for the wheel that is libmxnet.so's.
+A NEEDED that is not found inside the wheel is acceptable only when the profile's host baseline
+provides it (profiles.HOST_BASELINE: glibc, GCC runtime, NVIDIA driver, system CUDA toolkit) or when
+a pip dependency the wheel declares provides it and the object's own search path reaches that
+dependency's directory.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from .elf import NotElfError, expand_origin, is_elf, read_dynamic
-from .profiles import PIP_LIBRARY_DISTRIBUTIONS, Profile, is_host_library, pip_library_prefix
+from .profiles import NEVER_BUNDLE, PIP_LIBRARY_DISTRIBUTIONS, Profile, baseline_group, pip_library_prefix
 
 BUNDLED, HOST, PIP, UNRESOLVED = "bundled", "host", "pip", "unresolved"
 
@@ -42,7 +45,7 @@ class Resolution:
     by: str             # member that NEEDs it
     needed: str         # the SONAME
     verdict: str        # bundled / host / pip / unresolved
-    found: str | None   # member (bundled) or RUNPATH entry (pip) that satisfies it
+    found: str | None   # member (bundled), RUNPATH entry (pip) or baseline group (host)
     detail: str = ""
 
 
@@ -126,7 +129,7 @@ def resolve_closure(root: Path, libmxnet: str, bundled: list, profile: Profile,
             continue
         origin = (root / member).parent
         entries = list(obj.search_path)
-        if obj.search_tag == "RPATH" and member != libmxnet:
+        if obj.search_tag != "RUNPATH" and member != libmxnet:
             entries += top_rpath
         for name in obj.needed:
             closure.resolutions.append(_resolve_one(root, member, obj, entries, origin, name,
@@ -155,11 +158,19 @@ def _resolve_one(root, member, obj, entries, origin, name, profile, declared, by
             why.append(f"METADATA does not require {dist}")
         return Resolution(member, name, UNRESOLVED, None,
                           f"{name} is pip-provided ({dist}) but " + " and ".join(why))
-    if is_host_library(name):
-        return Resolution(member, name, HOST, None, "host library (profiles.HOST_LIBRARIES)")
+    group = baseline_group(name, profile)
+    if group is not None:
+        return Resolution(member, name, HOST, group, f"host baseline ({group})")
     if name in by_name:
         return Resolution(member, name, UNRESOLVED, None,
                           f"{name} is bundled as {by_name[name]} but {member} cannot reach it: "
-                          f"its {obj.search_tag or 'RUNPATH'} is {':'.join(obj.search_path) or '(none)'}")
+                          f"its {obj.search_tag or 'RUNPATH'} is {':'.join(obj.search_path) or '(none)'}; "
+                          "fix: give it RUNPATH $ORIGIN (patchelf --set-rpath '$ORIGIN')")
+    never = next((why for prefix, why in NEVER_BUNDLE.items() if name.startswith(prefix)), None)
+    fix = (f"fix: it cannot be bundled ({never}); link {member.rsplit('/', 1)[-1]} without it"
+           if never else "fix: bundle it into mxnet/lib (build_steps.bundle) or add the pip dependency "
+           "that ships it to Requires-Dist and its directory to the RUNPATH")
     return Resolution(member, name, UNRESOLVED, None,
-                      f"{name} is not bundled, not a host library and not provided by a declared pip dependency")
+                      f"{name} is not bundled, not in the {profile.name} profile's host baseline "
+                      f"({', '.join(profile.host_baseline) or 'none'}) and not provided by a declared pip "
+                      f"dependency; {fix}")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .errors import UsageError
 from .profiles import ArchSpec, Profile, flavor_for_wheel, get_profile, parse_cuda_arch, validate_version
+from .symbol_floor import parse_floor
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class RunOptions:
     cmake_defines: dict = field(default_factory=dict)
     allow_dirty: bool = False
     fresh: bool = False
+    #: --glibc-floor: symbol-version family -> version, replacing the profile's floor
+    glibc_floor: dict | None = None
 
 
 def check_wheel_path(value: str) -> Path:
@@ -154,4 +157,5 @@ def make_options(raw: dict) -> RunOptions:
         allow_dirty=bool(raw.get("allow_dirty")),
         fresh=bool(raw.get("fresh")),
         compiler_launcher=raw.get("compiler_launcher") or "auto",
+        glibc_floor=parse_floor(raw["glibc_floor"]) if raw.get("glibc_floor") else None,
     )

@@ -135,6 +135,10 @@ class Profile:
     needs_libcuda: bool = False
     #: the Mach-O promises of a macOS wheel (None: the wheel's libraries are ELF)
     macho: MachoPolicy | None = None
+    #: groups of HOST_BASELINE a user's machine provides (what a NEEDED may be left to)
+    host_baseline: tuple = ()
+    #: the highest symbol versions the wheel may require (family -> version), see SYMBOL_FLOORS
+    symbol_floor: dict = field(default_factory=dict)
 
     @property
     def binary_format(self) -> str:
@@ -151,6 +155,49 @@ class Profile:
     def version_pattern(self) -> re.Pattern:
         """The release scheme ``<prefix>.<YYYYMMDD>[.<N>]`` (e.g. 2.0.0+cu13.bw.20260614.1)."""
         return re.compile(re.escape(self.version_prefix) + r"\.(\d{8})(?:\.(\d+))?$")
+
+
+#: What a user's Linux machine provides, by group, in the spirit of auditwheel's policy files: a
+#: NEEDED of any ELF in the wheel that is neither bundled nor pip-provided must be one of these
+#: (whole-name prefixes, matched like HOST_LIBRARIES). A profile lists the groups it relies on.
+HOST_BASELINE = {
+    # glibc itself (every Linux host)
+    "glibc": ("ld-linux", "ld-linux-x86-64", "libc", "libm", "libdl", "libpthread", "librt",
+              "libutil", "libnsl", "libresolv", "libanl", "libmvec"),
+    # the GCC runtimes. libgomp: libmxnet's own OpenMP runtime, left to the host on purpose (two
+    # copies in one process fight; the fork's clean-room CI installs libgomp1). libquadmath:
+    # libgfortran's dependency, never bundled (NEVER_BUNDLE), so it is the host's by policy.
+    "gcc-runtime": ("libstdc++", "libgcc_s", "libatomic", "libgomp", "libquadmath"),
+    # the NVIDIA driver: installed with the GPU, never bundled
+    "nvidia-driver": ("libcuda", "libnvidia"),
+    # the CUDA toolkit libraries the recipe takes from the system toolkit at /usr/local/cuda
+    # (cuda_wheel_build.md section 6 of the fork: only cuDNN, NCCL and cuBLAS come from pip)
+    "cuda-toolkit": ("libcudart", "libcufft", "libcusolver", "libcusparse", "libcurand",
+                     "libnvrtc", "libnvJitLink", "libnvToolsExt"),
+}
+
+#: Symbol-version ceilings of a reference host: the newest GLIBC_/GLIBCXX_/CXXABI_ version its
+#: glibc and libstdc++ define. Ubuntu 24.04 (the recipe's reference host): glibc 2.39 and the
+#: libstdc++ of GCC 14 (GLIBCXX_3.4.33, CXXABI_1.3.15).
+SYMBOL_FLOORS = {
+    "ubuntu-24.04": {"GLIBC": "2.39", "GLIBCXX": "3.4.33", "CXXABI": "1.3.15"},
+}
+
+
+def _prefix_re(names) -> re.Pattern:
+    return re.compile(r"^(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+                      + r")(?:\.so|-|$)")
+
+
+_BASELINE_RE = {group: _prefix_re(names) for group, names in HOST_BASELINE.items()}
+
+
+def baseline_group(soname: str, profile: "Profile") -> str | None:
+    """The HOST_BASELINE group of ``profile`` that provides ``soname``, or None."""
+    for group in profile.host_baseline:
+        if _BASELINE_RE[group].match(soname):
+            return group
+    return None
 
 
 _CUDA_PIP = {
@@ -185,6 +232,8 @@ PROFILES = {
         },
         pip_libraries=dict(_CUDA_PIP),
         needs_libcuda=True,
+        host_baseline=("glibc", "gcc-runtime", "nvidia-driver", "cuda-toolkit"),
+        symbol_floor=dict(SYMBOL_FLOORS["ubuntu-24.04"]),
     ),
     "cpu": Profile(
         name="cpu",
@@ -210,6 +259,8 @@ PROFILES = {
         },
         pip_libraries={"libscipy_openblas": "$ORIGIN/../scipy_openblas32/lib"},
         needs_libcuda=False,
+        host_baseline=("glibc", "gcc-runtime"),
+        symbol_floor=dict(SYMBOL_FLOORS["ubuntu-24.04"]),
     ),
     # Apple-silicon CPU wheel, built on a Mac by the fork's build script (Accelerate BLAS, hermetic
     # LLVM libomp, OpenCV from Homebrew/MacPorts bundled); audited here from its Mach-O files.

@@ -7,6 +7,8 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .loadability import summary_lines as loadability_lines
+
 
 def summary_lines(audit, verdicts: dict) -> list:
     """Human lines for the end of the run: what the wheel is, and what it was judged to be."""
@@ -64,6 +66,7 @@ def _elf_lines(audit) -> list:
     unresolved = audit.closure.unresolved()
     lines.append(f"bundled closure: {len(audit.closure.resolutions)} NEEDED entries resolved, "
                  f"{len(unresolved)} unresolved")
+    lines += loadability_lines(getattr(audit, "loadability", None))
     return lines
 
 

@@ -19,6 +19,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import zipfile
@@ -136,11 +137,55 @@ def compile_stamp(d: Path, commit: str | None) -> Path:
     return obj
 
 
-def link_libmxnet(out: Path, objects, needed_libs) -> Path:
+def link_libmxnet(out: Path, objects, needed_libs, extra_flags=()) -> Path:
     """gcc -shared with --no-as-needed, so every library given becomes a DT_NEEDED entry."""
     out.parent.mkdir(parents=True, exist_ok=True)
     _run(["gcc", "-shared", "-o", out, "-Wl,-soname,libmxnet.so", "-Wl,--no-as-needed",
-          f"-Wl,-rpath,{BUILD_TREE_RPATH}", *objects, *needed_libs, "-lgomp", "-lstdc++"])
+          f"-Wl,-rpath,{BUILD_TREE_RPATH}", *extra_flags, *objects, *needed_libs, "-lgomp", "-lstdc++"])
+    return out
+
+
+# Parts for the loadability regressions (issue 12): each a real object or library from gcc/ld.
+def compile_textrel(d: Path) -> Path:
+    """An object with an absolute address in .text: linked into a shared object, a DT_TEXTREL."""
+    d.mkdir(parents=True, exist_ok=True)
+    src = d / "textrel.s"
+    src.write_text("\t.text\n\t.globl mxnet_selftest_textrel\nmxnet_selftest_textrel:\n"
+                   "\t.quad mxnet_selftest_textrel_target\n\t.data\n\t.globl mxnet_selftest_textrel_target\n"
+                   "mxnet_selftest_textrel_target:\n\t.quad 0\n\t.section .note.GNU-stack,\"\",@progbits\n")
+    _run(["gcc", "-c", "-o", d / "textrel.o", src])
+    return d / "textrel.o"
+
+
+def build_newer_glibc(d: Path) -> tuple:
+    """(object, link-only libc.so.6) such that linking both records a need for GLIBC_2.40, as a
+    link on a newer host than the reference (glibc 2.39) does: the stub defines a symbol under that
+    version, the object calls it."""
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "v.map").write_text("GLIBC_2.40 { global: mxnet_selftest_glibc_2_40_symbol; };\n")
+    (d / "newc.c").write_text("int mxnet_selftest_glibc_2_40_symbol(void) { return 0; }\n")
+    stub = d / "stub" / "libc.so.6"
+    stub.parent.mkdir()
+    _run(["gcc", "-shared", "-fPIC", "-nostdlib", "-Wl,-soname,libc.so.6", f"-Wl,--version-script,{d / 'v.map'}",
+          "-o", stub, d / "newc.c"])
+    (d / "usenew.c").write_text("int mxnet_selftest_glibc_2_40_symbol(void);\n"
+                                "int mxnet_selftest_new_host(void) { return mxnet_selftest_glibc_2_40_symbol(); }\n")
+    _run(["gcc", "-c", "-fPIC", "-o", d / "usenew.o", d / "usenew.c"])
+    return d / "usenew.o", stub
+
+
+def build_plain_lib(d: Path, soname: str, *, m32: bool = False) -> Path:
+    """A small real shared library named ``soname`` (64-bit by gcc; 32-bit i386 by gcc -m32 + ld)."""
+    d.mkdir(parents=True, exist_ok=True)
+    src = d / f"{soname}.c"
+    symbol = re.sub(r"\W", "_", soname)
+    src.write_text(f"int mxnet_selftest_{symbol}(int x) {{ return x + 1; }}\n")
+    out = d / soname
+    if m32:  # no 32-bit libc needed: compile with -m32, link with ld's i386 emulation
+        _run(["gcc", "-m32", "-fPIC", "-c", "-o", d / f"{soname}.o", src])
+        _run(["ld", "-m", "elf_i386", "-shared", "-z", "noexecstack", "-soname", soname, "-o", out, d / f"{soname}.o"])
+    else:
+        _run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", out, src])
     return out
 
 
@@ -321,6 +366,18 @@ def build_selftest_wheels(work: Path) -> dict:
         "cpu": link_libmxnet(libs / "cpu/libmxnet.so", [stamp], opencv),
         "cpu_cuda": link_libmxnet(libs / "cpu_cuda/libmxnet.so", [stamp], [stubs["libcudart.so.13"]] + opencv),
     }
+    # Loadability (issue 12): libmxnet linked as a build host might, each with one flaw.
+    extra = work / "loadability"
+    hostonly = build_plain_lib(extra / "hostonly", "libmxnet_selftest_hostonly.so.1")
+    newer_obj, newer_libc = build_newer_glibc(extra / "glibc")
+    L["cuda_hostonly"] = link_libmxnet(libs / "cuda_hostonly/libmxnet.so", [stamp, k_full],
+                                       cuda_libs + opencv + [hostonly])
+    L["cuda_execstack"] = link_libmxnet(libs / "cuda_execstack/libmxnet.so", [stamp, k_full],
+                                        cuda_libs + opencv, ["-Wl,-z,execstack"])
+    L["cuda_textrel"] = link_libmxnet(libs / "cuda_textrel/libmxnet.so", [stamp, k_full, compile_textrel(extra)],
+                                      cuda_libs + opencv, ["-Wl,-z,notext"])
+    L["cuda_glibc240"] = link_libmxnet(libs / "cuda_glibc240/libmxnet.so", [stamp, k_full, newer_obj],
+                                       [newer_libc] + cuda_libs + opencv)
     wheels = work / "wheels"
     good = {}
     for flavor in ("cuda", "cpu"):
@@ -416,6 +473,45 @@ def build_selftest_wheels(work: Path) -> dict:
     variant("cpu_onnx_hard", "cpu", meta("cpu", lambda r: r + ["onnx>=1.7.0,<1.22"]))
     variant("no_libmxnet", "cuda", lambda f: f.pop("mxnet/libmxnet.so"))
     variant("libmxnet_not_elf", "cuda", add_member("mxnet/libmxnet.so", b"#!/bin/sh\necho not a library\n" * 50))
+
+    # Loadability (issue 12): what loads on the build host but not on a user's machine.
+    def leaf_swap(make):
+        def edit(files):
+            data = make(tmp / "leaf-swap" / leaf.rsplit("/", 1)[-1])
+            for m in _same_file_members(files, leaf):
+                files[m] = data
+        return edit
+
+    def leaf_runpath(runpath):
+        def make(dest):
+            dest.parent.mkdir(exist_ok=True)
+            orig = dest.with_name(dest.name + ".orig")
+            orig.write_bytes(cuda_files[leaf])
+            return patched_libmxnet(orig, dest, runpath)
+        return make
+
+    def leaf_32bit(dest):
+        from build_steps.elf import read_dynamic
+        lib = build_plain_lib(extra / "m32", read_dynamic(cuda_stage / leaf).soname, m32=True)
+        dest.parent.mkdir(exist_ok=True)
+        return patched_libmxnet(lib, dest, ["$ORIGIN"])
+
+    core = "mxnet/lib/libopencv_core.so.406"
+    real_core = (OPENCV_DIR / "libopencv_core.so.406").resolve()
+    stale = build_plain_lib(extra / "stale", "libmxnet_selftest_stale.so.1")
+    variant("needs_host_only_lib", "cuda", lib_swap("cuda_hostonly", cuda_rp))
+    variant("exec_stack", "cuda", lib_swap("cuda_execstack", cuda_rp))
+    variant("text_relocations", "cuda", lib_swap("cuda_textrel", cuda_rp))
+    variant("glibc_too_new", "cuda", lib_swap("cuda_glibc240", cuda_rp))
+    variant("bundled_absolute_runpath", "cuda", leaf_swap(leaf_runpath(["$ORIGIN", "/usr/local/lib"])))
+    variant("wrong_class", "cuda", leaf_swap(leaf_32bit))
+    variant("stale_lib", "cuda", add_member("mxnet/lib/libmxnet_selftest_stale.so.1",
+                                            patched_libmxnet(stale, tmp / "stale.so", ["$ORIGIN"])))
+    # An older staging of the same library under its real name: other bytes, the same SONAME.
+    variant("soname_conflict", "cuda", add_member(f"mxnet/lib/{real_core.name}", patched_libmxnet(
+        real_core, tmp / real_core.name, ["$ORIGIN/."])))
+    # The fork's bundling: the real-name file beside the SONAME copy, byte for byte.
+    variant("duplicate_copy", "cuda", lambda f: f.__setitem__(f"mxnet/lib/{real_core.name}", f[core]))
     out["variants"] = variants
 
     # Bad inputs that are not wheels at all.

@@ -1,0 +1,34 @@
+"""Every NEEDED of every ELF in the wheel resolves where it will be on the user's machine.
+
+Bundled (reached through that object's own RUNPATH), provided by a declared pip dependency
+(through the RUNPATH entry that reaches site-packages), or in the profile's host baseline
+(profiles.HOST_BASELINE): anything else works on the build host only. The regressions this exists
+for: clean hosts failing with "libcharls.so.2: cannot open shared object file" (a transitive
+OpenCV library left to the host), and a libmxnet.so linked against Debian's static OpenBLAS that
+NEEDs libgfortran.so.5, which a host without gfortran lacks.
+"""
+import pytest
+
+from build_steps.audit import LIBMXNET
+from build_steps.loader import UNRESOLVED
+from build_steps.profiles import pip_library_prefix
+
+pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.elf]
+
+
+def test_every_needed_resolves(audit, profile):
+    problems = []
+    for member, obj in audit.closure.objects.items():
+        if obj.error:
+            problems.append(f"{member}: {obj.error}")
+    for r in audit.closure.resolutions:
+        if r.verdict != UNRESOLVED:
+            continue
+        if r.by == LIBMXNET and (r.needed.startswith("libopencv_") or pip_library_prefix(r.needed, profile)):
+            continue  # owned by the OpenCV SONAME gate and the libmxnet RUNPATH gate
+        problems.append(f"{r.by} needs {r.needed}: {r.detail}")
+    if problems:
+        pytest.fail(f"{len(problems)} NEEDED entr{'y does' if len(problems) == 1 else 'ies do'} not resolve "
+                    f"on a clean {profile.name} host (host baseline: {', '.join(profile.host_baseline)}):\n  "
+                    + "\n  ".join(problems[:20])
+                    + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""), pytrace=False)
