@@ -12,6 +12,7 @@ from build_steps.wheel import extract_wheel
 
 from . import report_sections
 from .common import OPTIONS_KEY, add_report_lines, is_worker, shared_root
+from .ledger import failure_reason, verdict_of
 
 
 @pytest.fixture(scope="session")
@@ -55,9 +56,9 @@ class ProvenanceReport:
             return
         why = ""
         if not report.passed:
-            text = getattr(report, "longreprtext", "") or ""
-            why = next((ln[2:].strip() for ln in text.splitlines() if ln.startswith("E ")),
-                       (text.strip().splitlines() or [""])[0])[:300]
+            # The reason decided where the gate ran (harness.ledger): the same with -n 2 as serially.
+            facts = verdict_of(report) or {}
+            why = facts.get("why") or failure_reason(getattr(report, "longreprtext", "") or "")
         if report.when == "call" or report.nodeid not in self.verdicts or not report.passed:
             self.verdicts[report.nodeid] = (report.outcome, why)
 

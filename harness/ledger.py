@@ -1,0 +1,123 @@
+"""The verdict ledger: every gate's outcome, recorded once, in the process that reports the run.
+
+The verdict and its one-line reason are decided where the gate ran (the xdist worker, or the only
+process) and travel with the report (``user_properties`` is serialized by xdist); the controller,
+or the single process, files them. So the gate table, the provenance report, the JSON and the
+publish gate read the same words with ``-n 2`` as serially: a reason taken from the report's text
+on the controller would start with xdist's ``[gw1] linux -- Python ...`` header instead.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pytest
+
+from .common import RESULTS_KEY, is_worker
+
+#: The user_properties key the verdict travels under.
+VERDICT_PROPERTY = "mxnet_verdict"
+PLUGIN_NAME = "mxnet-ledger"
+LEDGER_KEY = pytest.StashKey["Ledger"]()
+
+_WORKER_HEADER = re.compile(r"^\[gw\d+\] ")
+
+
+def failure_reason(text: str) -> str:
+    """The line of a failure's text that names the regression (pytest's ``E`` line, else the
+    first line of a bare ``pytest.fail(..., pytrace=False)`` message)."""
+    lines = [ln for ln in (text or "").splitlines() if not _WORKER_HEADER.match(ln)]
+    for line in lines:
+        if line.startswith("E "):
+            return line[2:].strip()[:300]
+    stripped = [ln.strip() for ln in lines if ln.strip()]
+    return (stripped or [""])[0][:300]
+
+
+def skip_reason(report) -> str:
+    if isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    return str(report.longrepr or "")
+
+
+@dataclass
+class Entry:
+    verdict: str = "not run"     # passed / failed / skipped / xfailed / not run
+    why: str = ""
+    markers: tuple = ()
+    finished: bool = False       # its teardown was reported
+
+
+@dataclass
+class Ledger:
+    """nodeid -> Entry of every test this run reported (on the controller: every worker's)."""
+    entries: dict = field(default_factory=dict)
+
+    def gates(self, marker: str = "release") -> dict:
+        return {n: e for n, e in self.entries.items() if marker in e.markers}
+
+    def verdicts(self) -> dict:
+        return {n: e.verdict for n, e in self.entries.items() if e.finished}
+
+
+def ledger_of(config) -> Ledger:
+    return config.stash[LEDGER_KEY]
+
+
+def verdict_of(report) -> dict | None:
+    """The verdict the gate's own process attached to ``report`` (None for reports without one)."""
+    for key, value in getattr(report, "user_properties", ()):
+        if key == VERDICT_PROPERTY:
+            return value
+    return None
+
+
+def _marker_names(item) -> list:
+    return sorted({m.name for m in item.iter_markers()})
+
+
+def pytest_configure(config):
+    config.stash[LEDGER_KEY] = Ledger()
+    config.pluginmanager.register(LedgerPlugin(config), PLUGIN_NAME)
+
+
+class LedgerPlugin:
+    def __init__(self, config):
+        self.config = config
+        self.ledger = config.stash[LEDGER_KEY]
+        self.reporting = not is_worker(config)
+
+    # tryfirst makes this the outermost wrapper: it sees the report after harness.gates turned a
+    # release run's skip into a failure.
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        verdict, why = None, ""
+        if report.when == "call" or not report.passed:
+            if report.skipped:
+                why = skip_reason(report)
+            elif report.failed:
+                why = failure_reason(getattr(report, "longreprtext", "") or str(report.longrepr or ""))
+            verdict = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
+        facts = {"when": report.when, "verdict": verdict, "why": why, "markers": _marker_names(item)}
+        # A new list: the report shares item.user_properties otherwise.
+        report.user_properties = [*report.user_properties, (VERDICT_PROPERTY, facts)]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report):
+        # Runs in the worker and again on the controller; only the reporting process files.
+        facts = verdict_of(report)
+        if not self.reporting or facts is None:
+            return
+        entry = self.ledger.entries.setdefault(report.nodeid, Entry())
+        entry.markers = tuple(facts["markers"])
+        if facts["verdict"] is not None and (report.when == "call" or entry.verdict in ("not run", "passed")):
+            entry.verdict, entry.why = facts["verdict"], facts["why"]
+        if report.when == "teardown":
+            entry.finished = True
+        if "release" in entry.markers and facts["verdict"] is not None:
+            # harness.gates fills its table in the makereport of the process that ran the gate, which
+            # under xdist is a worker: the reporting process's table is filed from here, in the
+            # same words with and without xdist.
+            self.config.stash.setdefault(RESULTS_KEY, {})[report.nodeid] = (entry.verdict, entry.why)
