@@ -15,6 +15,8 @@ from build_steps.options import RunOptions, make_options
 from harness.common import OPTIONS_KEY, harness_options, shared_root
 
 pytest_plugins = [
+    "harness.ledger",    # every gate's verdict, filed once by the reporting process (also under xdist)
+    "harness.release_set",  # the flavor's whole release set, read before -m/-k deselect
     "harness.gates",     # strict release runs, the gate table
     "harness.report_sections",  # JSON report: wheel sha256, GPU gates with their GPU, compiler cache (before audit, which imports it)
     "harness.audit",     # the wheel extracted once, the static gates' facts, the provenance report
@@ -22,7 +24,6 @@ pytest_plugins = [
     "harness.runtime",   # the throwaway venv and its probes
     "harness.publish",   # --publish: preflight, the publish gate's verdicts, the final line
     "harness.macos",     # the macOS flavor: Mach-O gates in, ELF gates out, its facts
-    "harness.ledger",    # every gate's verdict, filed once by the reporting process (also under xdist)
 ]
 
 

@@ -345,7 +345,7 @@ def sha256_of(path: Path) -> str:
 
 
 def release_notes(version: str, profile: Profile, facts: ReleaseFacts, branch: str, commit: str,
-                  wheel: Path, digest: str) -> str:
+                  wheel: Path, digest: str, gates: Iterable[str] = ()) -> str:
     archs = ", ".join(facts.sass) or "none"
     ptx = ", ".join(facts.ptx) or "none"
     return "\n".join([
@@ -358,15 +358,20 @@ def release_notes(version: str, profile: Profile, facts: ReleaseFacts, branch: s
         f"Wheel: {Path(wheel).name} (sha256 {digest})",
         "",
         "Every release gate of the harness passed in the run that published it.",
+        *([f"Gates that ran and passed ({len(gates)}):", *(f"- {g}" for g in gates)] if gates else []),
     ])
 
 
 def plan_release(state: RepoState, release: ReleaseVersion, profile: Profile, facts: ReleaseFacts,
-                 wheel: Path) -> ReleasePlan:
-    """The tag, push and release commands for this wheel (nothing is run here)."""
+                 wheel: Path, *, gates: Iterable[str] = (), digest: str | None = None) -> ReleasePlan:
+    """The tag, push and release commands for this wheel (nothing is run here).
+
+    ``digest`` is the sha256 the run pinned for the wheel (build_steps.pinning); the notes carry it.
+    """
     wheel = Path(wheel).resolve()
+    gates = list(gates)
     notes = release_notes(release.version, profile, facts, state.branch, state.head, wheel,
-                          sha256_of(wheel))
+                          digest or sha256_of(wheel), gates)
     message = (f"MXNet {release.version} ({profile.name}): {', '.join(facts.features)}; "
                f"SASS {' '.join(facts.sass)}; PTX {' '.join(facts.ptx) or 'none'}; "
                f"commit {state.head}")

@@ -11,6 +11,7 @@ import pytest
 
 from build_steps import publish
 from build_steps.errors import HarnessError
+from harness.release_set import release_set_of
 
 pytestmark = [pytest.mark.release, pytest.mark.publish]
 
@@ -43,11 +44,19 @@ def _publish(request, options, profile, plugin, record):
         pytest.fail("publish refused: no other gate ran in this session; a release is published "
                     "only from a full run: pytest -m release --publish ...")
     verdicts = plugin.verdicts_of(others)
-    not_passed = publish.gates_not_passed(others, verdicts)
+    # The whole release set of the flavor, not only what this run selected: a gate left out by
+    # -m/-k or a module not on the command line verified nothing.
+    rset = release_set_of(request.config)
+    expected = list(dict.fromkeys([*(rset.gates if rset else ()), *others]))
+    not_passed = publish.gates_not_passed(expected, verdicts)
+    not_passed += [(module, "not collected") for module in (rset.modules_missing if rset else ())]
     if not_passed:
-        listing = "\n".join(f"  {verdict.upper():8} {nodeid}" for nodeid, verdict in not_passed)
-        pytest.fail(f"publish refused: {len(not_passed)} of {len(others)} gates did not pass "
-                    f"(every gate must pass, none may skip)\n{listing}", pytrace=False)
+        listing = "\n".join(f"  {verdict.upper():13} {nodeid}" for nodeid, verdict in not_passed)
+        pytest.fail(f"publish refused: {len(not_passed)} of {len(expected) + len(rset.modules_missing if rset else ())}"
+                    f" gates of the {profile.name} release set did not pass in this run (every gate "
+                    "must be collected, run and pass: no -m narrowing, -k, deselection or skip)"
+                    f"\n{listing}", pytrace=False)
+    ran = sorted(n for n in expected if verdicts.get(n) == "passed")
 
     wheel = request.getfixturevalue("wheel_path")
     release = plugin.release
@@ -61,7 +70,7 @@ def _publish(request, options, profile, plugin, record):
     state = publish.preflight(plugin.src, options.remote, dry_run=options.dry_run, yes=options.yes)
     publish.resolve_release_version(state, profile, explicit=release.version)
     publish.check_commit(facts, state.head)
-    plan = publish.plan_release(state, release, profile, facts, wheel)
+    plan = publish.plan_release(state, release, profile, facts, wheel, gates=ran)
 
     if options.dry_run:
         print("\n".join(plan.printable()))

@@ -1,0 +1,54 @@
+"""The flavor's release set: every gate a release of this flavor must pass, whatever the run selected.
+
+Read from the collection before ``-m``/``-k`` deselect anything (``tryfirst``), so the publish gate
+can tell a complete release run from a narrowed one: a gate deselected by ``-m``/``-k``, a gate
+module of the harness not on the command line, a skip, are all gates that did not verify the wheel.
+Under xdist every worker collects the same items, so the worker that runs the publish gate knows
+the set too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from .common import harness_options
+
+HARNESS_TESTS = Path(__file__).resolve().parent.parent / "tests"
+RELEASE_SET_KEY = pytest.StashKey["ReleaseSet"]()
+
+
+@dataclass
+class ReleaseSet:
+    #: nodeids of the release gates collected (before deselection), the publish gate excluded
+    gates: list = field(default_factory=list)
+    #: the harness's gate modules that were not collected at all (not on the command line)
+    modules_missing: list = field(default_factory=list)
+
+    def not_passed(self, verdicts: dict) -> list:
+        """``(what, verdict)`` for every gate of the set without a ``passed`` verdict in ``verdicts``
+        (``not run`` when it has none: deselected, or never reached), then the missing modules."""
+        rows = [(n, verdicts.get(n, "not run")) for n in self.gates if verdicts.get(n) != "passed"]
+        return rows + [(m, "not collected") for m in self.modules_missing]
+
+
+def release_set_of(config) -> ReleaseSet | None:
+    return config.stash.get(RELEASE_SET_KEY, None)
+
+
+def in_flavor(item, profile) -> bool:
+    """The GPU and cuBLAS gates are promises of the CUDA profile only (harness.gates leaves them
+    out of a CPU wheel's run)."""
+    return profile.is_cuda or not (item.get_closest_marker("gpu") or item.get_closest_marker("cublas"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session, config, items):
+    profile = harness_options(config).profile
+    gates = [i.nodeid for i in items if i.get_closest_marker("release") is not None
+             and i.get_closest_marker("publish") is None and in_flavor(i, profile)]
+    collected = {Path(str(i.path)).resolve() for i in items}
+    missing = sorted(str(p.relative_to(HARNESS_TESTS.parent)) for p in HARNESS_TESTS.glob("test_*.py")
+                     if p.resolve() not in collected)
+    config.stash[RELEASE_SET_KEY] = ReleaseSet(gates=gates, modules_missing=missing)
