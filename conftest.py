@@ -17,6 +17,7 @@ from harness.common import OPTIONS_KEY, harness_options, shared_root
 pytest_plugins = [
     "harness.ledger",    # every gate's verdict, filed once by the reporting process (also under xdist)
     "harness.release_set",  # the flavor's whole release set, read before -m/-k deselect
+    "harness.wheel_pin",  # the wheel's bytes hashed once; every later step checks them
     "harness.gates",     # strict release runs, the gate table
     "harness.report_sections",  # JSON report: wheel sha256, GPU gates with their GPU, compiler cache (before audit, which imports it)
     "harness.audit",     # the wheel extracted once, the static gates' facts, the provenance report

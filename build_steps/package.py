@@ -14,8 +14,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from . import atomic
 from .configure import record_step
-from .errors import StepError, log_tail
+from .errors import HarnessError, StepError, log_tail
 
 
 @dataclass
@@ -74,20 +75,47 @@ def build_wheel(src: Path, version: str, profile, staging_dir: Path, log_dir: Pa
     return PackageResult(wheel=wheels[0], seconds=seconds, log=log)
 
 
-def publish_to_dist(wheel: Path, dist_dir: Path) -> Path:
-    """Copy a wheel that passed its gates into dist/ (written atomically: never half a wheel)."""
-    dist_dir.mkdir(parents=True, exist_ok=True)
-    dest = dist_dir / Path(wheel).name
-    tmp = dist_dir / (dest.name + ".partial")
-    shutil.copy2(wheel, tmp)
-    os.replace(tmp, dest)
-    return dest
+class ReleasedWheel(HarnessError):
+    """dist/ holds a wheel of a version that is already tagged: a release is never rewritten."""
+
+
+def released_tag(src: Path, version: str, remote_tags=()) -> str | None:
+    """The tag ``v<version>`` when it exists in ``src`` (locally) or among ``remote_tags``."""
+    from . import gitops
+    tag = f"v{version}"
+    if tag in remote_tags:
+        return tag
+    try:
+        return tag if gitops.is_git_repo(src) and gitops.local_tag_exists(src, tag) else None
+    except gitops.GitError:
+        return None
+
+
+def publish_to_dist(wheel: Path, dist_dir: Path, *, sha256: str | None = None,
+                    src: Path | None = None, remote_tags=()) -> Path:
+    """Copy a wheel that passed its gates into dist/, all or nothing (build_steps.atomic).
+
+    ``sha256`` is the run's pin: the bytes copied must be the bytes the gates judged. A wheel of
+    the same name already in dist/ with other bytes is replaced, unless its version is tagged in
+    ``src`` (or on the remote): then this refuses, since a released wheel is never rewritten.
+    """
+    from .pinning import sha256_of
+    from .publish import wheel_version
+    dest = Path(dist_dir) / Path(wheel).name
+    if dest.exists() and sha256 is not None and sha256_of(dest) == sha256:
+        return dest  # already there, byte for byte
+    if dest.exists() and src is not None:
+        tag = released_tag(src, wheel_version(dest), remote_tags)
+        if tag:
+            raise ReleasedWheel(
+                f"{dest} is the wheel of release {tag} (the tag exists) and this run built other "
+                f"bytes for the same version; a released wheel is never overwritten, so dist/ was "
+                "left as it is. Build a new version (--wheel-version with a higher build number), "
+                "or move the released wheel away first if you really mean to replace it")
+    return atomic.copy_verified(wheel, dest, sha256)
 
 
 def reject_wheel(wheel: Path, dist_dir: Path) -> Path:
     """Keep a wheel that failed its gates aside, under a name no installer takes for a wheel."""
-    rejected = dist_dir / "rejected"
-    rejected.mkdir(parents=True, exist_ok=True)
-    dest = rejected / (Path(wheel).name + ".FAILED-GATES")
-    shutil.copy2(wheel, dest)
-    return dest
+    dest = Path(dist_dir) / "rejected" / (Path(wheel).name + ".FAILED-GATES")
+    return atomic.copy_file(wheel, dest)

@@ -1,12 +1,10 @@
 """The provenance report: terminal summary lines and the machine-readable ``--provenance-json``."""
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .atomic import write_json
 from .loadability import summary_lines as loadability_lines
 
 
@@ -85,14 +83,6 @@ def provenance_document(audit, verdicts: dict, options) -> dict:
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    """Write JSON next to ``path`` and rename it into place: readers never see half a file."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True, default=str)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write JSON next to ``path`` and rename it into place: readers never see half a file, a
+    full filesystem leaves nothing, and the file gets the user's umask (build_steps.atomic)."""
+    write_json(path, data)

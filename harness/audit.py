@@ -7,27 +7,29 @@ from pathlib import Path
 import pytest
 
 from build_steps.audit import collect, load_shared, shared_product
+from build_steps.errors import HarnessError
+from build_steps.pinning import verify
 from build_steps.report import provenance_document, summary_lines, write_json_atomic
 from build_steps.wheel import extract_wheel
 
 from . import report_sections
 from .common import OPTIONS_KEY, add_report_lines, is_worker, shared_root
 from .ledger import failure_reason, verdict_of
+from .wheel_pin import load_pin
 
 
 @pytest.fixture(scope="session")
-def wheel_path(options, request) -> Path:
-    """The wheel under test: ``--wheel PATH`` when given, else the one the build chain made."""
-    if options.wheel is not None:
-        return options.wheel
-    return request.getfixturevalue("built_wheel")
+def wheel_path(wheel_pin) -> Path:
+    """The wheel under test (``--wheel PATH``, else the chain's build), as pinned for this run
+    (harness.wheel_pin): same name, the bytes hashed when the run started."""
+    return Path(wheel_pin.path)
 
 
 @pytest.fixture(scope="session")
-def extracted_wheel(wheel_path, shared_dir):
+def extracted_wheel(wheel_pin, shared_dir):
     """The wheel, extracted (RECORD verified while extracting) once for all xdist workers."""
     return shared_product(shared_dir, "extracted-wheel",
-                          lambda: extract_wheel(wheel_path, shared_dir / "wheel"))
+                          lambda: extract_wheel(verify(wheel_pin, "extraction"), shared_dir / "wheel"))
 
 
 @pytest.fixture(scope="session")
@@ -79,7 +81,15 @@ class ProvenanceReport:
         if options.provenance_json is not None:
             doc = provenance_document(facts, self.verdicts, options)
             doc.update(report_sections.extra_sections(config, facts))
-            write_json_atomic(options.provenance_json, doc)
+            pin = load_pin(shared)
+            # The bytes the gates judged (harness.wheel_pin), so the report names one exact file.
+            doc["wheel"] = {"file": pin.source, "sha256": pin.sha256, "size": pin.size} if pin else None
+            try:
+                write_json_atomic(options.provenance_json, doc)
+            except HarnessError as exc:  # a full filesystem: one block, no traceback, no partial file
+                add_report_lines(config, [f"  provenance JSON NOT written: {exc}"])
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+                return
             add_report_lines(config, [f"  provenance JSON written to {options.provenance_json}"])
 
 

@@ -19,11 +19,12 @@ from build_steps import bundle, configure, package, preflight, source
 from build_steps import compile as compile_step
 from build_steps import launcher as compiler_cache
 from build_steps import cuda_root as cuda_root_step
-from build_steps.errors import UsageError
+from build_steps.errors import HarnessError, UsageError
 from build_steps.once import run_once
 
 from .common import (FINAL_WHEEL_KEY, LIVE, RESULTS_KEY, add_report_lines, harness_options,
                      is_release_run, is_worker, say, shared_root)
+from .wheel_pin import load_pin
 
 BUILD_RECORD = "built_wheel"
 #: The run-once records of the chain, in order, with the label the summary gives each.
@@ -220,7 +221,11 @@ class DistDecision:
         lines += _override_lines(harness_options(config))
         rec = records.get(BUILD_RECORD)
         if rec and not rec.get("failed"):
-            lines.append(self._place_wheel(config, Path(rec["result"]["wheel"]), Path(rec["result"]["dist"])))
+            try:
+                lines.append(self._place_wheel(config, Path(rec["result"]["wheel"]), Path(rec["result"]["dist"])))
+            except HarnessError as exc:  # a full disk, a swapped wheel, a released version: one block
+                lines.append(f"wheel NOT placed in dist/: {exc}")
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
         add_report_lines(config, lines)
         if not config.stash.get(RESULTS_KEY, None):
             # the gate table (which prints report lines) is empty on an xdist controller
@@ -235,7 +240,8 @@ class DistDecision:
                     f"kept aside as {kept}")
         if not self.passed_provenance:
             return f"wheel NOT copied to dist/: no provenance gate ran; it stays in {wheel.parent}"
-        dest = package.publish_to_dist(wheel, dist)
+        pin = load_pin(shared_root(config))
+        dest = package.publish_to_dist(wheel, dist, sha256=pin.sha256 if pin else None, src=dist.parent)
         config.stash[FINAL_WHEEL_KEY] = str(dest)
         return f"wheel passed {self.passed_provenance} provenance gate(s): {dest}"
 

@@ -98,8 +98,8 @@ class PublishPlugin:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_setup(self, fixturedef, request):
         outcome = yield
-        if fixturedef.argname == "wheel_path" and outcome.excinfo is None:
-            self.wheel = str(outcome.get_result())
+        if fixturedef.argname == "wheel_pin" and outcome.excinfo is None:
+            self.wheel = outcome.get_result().source
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):

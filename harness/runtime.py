@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import venv as venv_step
+from build_steps.pinning import verify
 from build_steps.profiles import GATE_TEST_REQUIREMENTS
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
@@ -20,7 +21,7 @@ _VENV_KEY = "release-venv"
 
 
 @pytest.fixture(scope="session")
-def release_venv(options, wheel_path, shared_dir):
+def release_venv(options, wheel_path, wheel_pin, shared_dir):
     """The venv (in --venv-dir or the run's shared temp dir) with the wheel and its deps installed."""
     root = options.venv_dir or (shared_dir / "release-venv")
     log = shared_dir / "release-venv-install.log"
@@ -28,7 +29,7 @@ def release_venv(options, wheel_path, shared_dir):
     def make() -> dict:
         venv = venv_step.create_venv(root, options.build_python or sys.executable, log=log)
         installed = venv_step.install(
-            venv, wheel_path, find_links=options.find_links, index_url=options.index_url,
+            venv, verify(wheel_pin, "the venv install"), find_links=options.find_links, index_url=options.index_url,
             extra_requirements=options.extra_requirements, test_requirements=GATE_TEST_REQUIREMENTS,
             no_deps=options.no_deps, log=log)
         return {**venv.to_dict(), "installed": installed, "log": str(log), "wheel": str(wheel_path)}

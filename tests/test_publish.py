@@ -7,10 +7,13 @@ commands (--dry-run) or runs them (--yes).
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from build_steps import publish
+from build_steps import package, publish
 from build_steps.errors import HarnessError
+from build_steps.pinning import source_changed, verify
 from harness.release_set import release_set_of
 
 pytestmark = [pytest.mark.release, pytest.mark.publish]
@@ -70,7 +73,9 @@ def _publish(request, options, profile, plugin, record):
     state = publish.preflight(plugin.src, options.remote, dry_run=options.dry_run, yes=options.yes)
     publish.resolve_release_version(state, profile, explicit=release.version)
     publish.check_commit(facts, state.head)
-    plan = publish.plan_release(state, release, profile, facts, wheel, gates=ran)
+    upload = _verified_upload(request, options, state, wheel)
+    pin = request.getfixturevalue("wheel_pin")
+    plan = publish.plan_release(state, release, profile, facts, upload, gates=ran, digest=pin.sha256)
 
     if options.dry_run:
         print("\n".join(plan.printable()))
@@ -79,3 +84,24 @@ def _publish(request, options, profile, plugin, record):
         return
     url = publish.execute(plan)
     record(published=True, tag=plan.tag, url=url, wheel=str(plan.wheel))
+
+
+def _verified_upload(request, options, state, wheel):
+    """The file the release uploads: exactly the bytes the gates judged (the run's pin).
+
+    A built wheel is uploaded from dist/, where it is placed first (verified while copied, all or
+    nothing); a dry run names that path without writing it. A ``--wheel`` is uploaded from where
+    the user named it, after checking it still hashes to the pin.
+    """
+    pin = request.getfixturevalue("wheel_pin")
+    verify(pin, "the publish")
+    if options.wheel is not None:
+        changed = source_changed(pin)
+        if changed:
+            pytest.fail(f"publish refused: {changed}", pytrace=False)
+        return Path(pin.source)
+    paths = request.getfixturevalue("build_paths")
+    if options.dry_run:
+        return paths.dist / wheel.name
+    return package.publish_to_dist(Path(pin.source), paths.dist, sha256=pin.sha256, src=paths.src,
+                                   remote_tags=state.remote_tags)

@@ -1,0 +1,84 @@
+"""The wheel's bytes, pinned once per run (build_steps.pinning), and the end-of-run check that
+the file the user named is still the one the gates judged.
+
+With ``--wheel`` the pin is made when the session starts, before any xdist worker exists; a built
+wheel is pinned as soon as the build chain made it. Extraction, install, publish and dist/ read
+the pinned file after checking its hash; the JSON report and the release notes carry the sha256.
+"""
+from __future__ import annotations
+
+import pytest
+
+from build_steps.once import run_once
+from build_steps.pinning import WheelPin, pin_wheel, source_changed, verify
+
+from .common import add_report_lines, harness_options, is_worker, say, shared_root
+
+PIN_RECORD = "wheel-pin"
+PIN_KEY = pytest.StashKey[WheelPin]()
+
+
+def _pin(shared, wheel) -> WheelPin:
+    return WheelPin.from_json(run_once(shared, PIN_RECORD,
+                                       lambda: pin_wheel(wheel, shared / "pinned-wheel").to_json()))
+
+
+def load_pin(shared) -> WheelPin | None:
+    """The run's pin (None when no wheel was pinned), from the run-once record."""
+    import json
+    record = shared / f"{PIN_RECORD}.json" if shared is not None else None
+    if record is None or not record.exists():
+        return None
+    data = json.loads(record.read_text())
+    return None if data.get("failed") else WheelPin.from_json(data["result"])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    config = session.config
+    opts = harness_options(config)
+    if opts.wheel is None or is_worker(config) or config.option.collectonly:
+        return
+    shared = shared_root(config)
+    if shared is not None:
+        _pin(shared, opts.wheel)
+
+
+@pytest.fixture(scope="session")
+def wheel_pin(options, shared_dir, request) -> WheelPin:
+    """The pinned wheel: ``--wheel PATH`` (pinned at session start), else the chain's build."""
+    wheel = options.wheel if options.wheel is not None else request.getfixturevalue("built_wheel")
+    return _pin(shared_dir, wheel)
+
+
+def verified_wheel(pin: WheelPin, before: str):
+    """The pinned file, after its hash was checked (raises WheelChanged otherwise)."""
+    return verify(pin, before)
+
+
+# tryfirst: the pinned file lives under the basetemp pytest removes after a green run.
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if is_worker(config):
+        return
+    pin = load_pin(shared_root(config))
+    if pin is None:
+        return
+    config.stash[PIN_KEY] = pin
+    problems = []
+    try:
+        verify(pin, "the end of the run")
+    except Exception as exc:  # WheelChanged: the words are in the message
+        problems.append(str(exc))
+    changed = source_changed(pin)
+    if changed:
+        problems.append(changed)
+    lines = [f"wheel verified by this run: {pin.source} (sha256 {pin.sha256}, {pin.size} bytes)"]
+    if problems:
+        lines = ["WHEEL CHANGED DURING THE RUN: " + p for p in problems] + lines
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        for line in lines[:-1]:
+            say(line)
+    add_report_lines(config, [""] + lines)
