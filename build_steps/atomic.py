@@ -68,10 +68,11 @@ def filesystem_of(path: Path) -> tuple[str, str, int | None]:
 
 def space_message(dest: Path, needed: int | None, cause: str) -> str:
     mount, fstype, free = filesystem_of(Path(dest).parent)
+    room = f"at least {_human(needed)}" if needed is not None else "space"
     return (f"cannot write {dest}: {cause}.\n"
             f"  filesystem: {mount} ({fstype}), {_human(free)} free, {_human(needed)} needed\n"
-            f"  nothing was left behind; free at least {_human(needed)} on {mount} (or write the "
-            "output elsewhere) and run again")
+            f"  nothing was left behind; free {room} on {mount} (or write the output elsewhere, or "
+            "raise the file-size limit) and run again")
 
 
 def _umask_mode(base: int = 0o666) -> int:
