@@ -18,6 +18,7 @@ pytest_plugins = [
     "harness.ledger",    # every gate's verdict, filed once by the reporting process (also under xdist)
     "harness.release_set",  # the flavor's whole release set, read before -m/-k deselect
     "harness.wheel_pin",  # the wheel's bytes hashed once; every later step checks them
+    "harness.venv_lock",  # one run per --venv-dir
     "harness.gates",     # strict release runs, the gate table
     "harness.report_sections",  # JSON report: wheel sha256, GPU gates with their GPU, compiler cache (before audit, which imports it)
     "harness.audit",     # the wheel extracted once, the static gates' facts, the provenance report

@@ -52,7 +52,10 @@ def parse_requirements(lines) -> Requirements:
             out.extras.setdefault(name, {})[extra] = str(req.specifier)
         elif marker:
             out.conditional[name] = f"{req.specifier}; {marker}"
-            out.hard.setdefault(name, str(req.specifier))
+            # Evaluated here (the venv runs this interpreter's Python unless --build-python says
+            # otherwise): `contextvars; python_version < "3.7"` installs nothing on 3.11.
+            if req.marker.evaluate({"extra": ""}):
+                out.hard.setdefault(name, str(req.specifier))
         else:
             out.hard[name] = str(req.specifier)
     return out
