@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import atomic
+from . import atomic, reproducible
 from .configure import record_step
 from .errors import HarnessError, StepError, log_tail
 
@@ -51,11 +51,15 @@ def build_wheel(src: Path, version: str, profile, staging_dir: Path, log_dir: Pa
     log = log_dir / "package.log"
     env = {**os.environ, "MXNET_PACKAGE_VERSION": version, **profile.setup_env,
            "MXNET_SETUP_SKIP_AUTOCOMPLETE": "1"}
+    epoch = reproducible.source_date_epoch(src)
+    if epoch is not None:
+        env["SOURCE_DATE_EPOCH"] = str(epoch)  # the same commit gives the same wheel bytes
     cmd = [python, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(staging_dir)]
     start = time.monotonic()
     with open(log, "w") as fh:
         fh.write("$ " + " ".join(cmd) + f"   (in {python_dir})\n")
         fh.write("".join(f"  {k}={env[k]}\n" for k in sorted(profile.setup_env) + ["MXNET_PACKAGE_VERSION"]))
+        fh.write(f"  SOURCE_DATE_EPOCH={env.get('SOURCE_DATE_EPOCH', '(unset)')}\n")
         fh.flush()
         proc = subprocess.run(cmd, cwd=python_dir, stdout=fh, stderr=subprocess.STDOUT, env=env)
     seconds = time.monotonic() - start
@@ -72,6 +76,9 @@ def build_wheel(src: Path, version: str, profile, staging_dir: Path, log_dir: Pa
         raise StepError("package", f"expected exactly one wheel in {staging_dir}, found "
                         f"{len(wheels)}: {', '.join(w.name for w in wheels) or 'none'}", log=log,
                         tail=log_tail(log))
+    note = reproducible.make_reproducible(wheels[0], epoch)
+    with open(log, "a") as fh:
+        fh.write(f"reproducible: {note}\n")
     return PackageResult(wheel=wheels[0], seconds=seconds, log=log)
 
 

@@ -1,0 +1,76 @@
+"""Reproducible wheels: the same commit gives the same wheel bytes.
+
+``wheel``'s writer (used by setuptools' bdist_wheel) stamps every zip member with
+``SOURCE_DATE_EPOCH`` when it is set and writes members in sorted order; without it the stamps
+are the files' mtimes, which differ on every build. The harness sets it to the commit time of
+the tree (a user's own SOURCE_DATE_EPOCH wins), then checks the wheel: a backend that ignored it
+gets its members restamped here, in the order they were written (RECORD stays last).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import zipfile
+from pathlib import Path
+
+#: the earliest time a zip member can carry (1980-01-01)
+_ZIP_EPOCH = 315532800
+
+
+def source_date_epoch(src: Path) -> int | None:
+    """The user's SOURCE_DATE_EPOCH, else the commit time of ``src``'s HEAD; None outside git."""
+    given = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if given.isdigit():
+        return int(given)
+    proc = subprocess.run(["git", "-C", str(src), "log", "-1", "--format=%ct", "HEAD"],
+                          capture_output=True, text=True)
+    out = proc.stdout.strip()
+    return int(out) if proc.returncode == 0 and out.isdigit() else None
+
+
+def zip_stamp(epoch: int) -> tuple:
+    """``epoch`` as a zip member reads it back: UTC, seconds in steps of two (the DOS format)."""
+    t = time.gmtime(max(epoch, _ZIP_EPOCH))[:6]
+    return (*t[:5], t[5] - t[5] % 2)
+
+
+def stray_stamps(wheel: Path, epoch: int) -> list:
+    """Members whose timestamp is not ``epoch`` (empty when the wheel is stamped throughout)."""
+    want = zip_stamp(epoch)
+    with zipfile.ZipFile(wheel) as zf:
+        return [i.filename for i in zf.infolist() if tuple(i.date_time) != want]
+
+
+def restamp(wheel: Path, epoch: int) -> None:
+    """Rewrite ``wheel`` with every member stamped ``epoch``; contents, order, modes and
+    compression unchanged (so RECORD's hashes still hold). Atomic: a temporary file is renamed."""
+    wheel = Path(wheel)
+    tmp = wheel.with_name(f".{wheel.name}.restamp")
+    want = zip_stamp(epoch)
+    try:
+        with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(tmp, "w") as dst:
+            for info in src.infolist():
+                out = zipfile.ZipInfo(info.filename, date_time=want)
+                out.compress_type = info.compress_type
+                out.external_attr = info.external_attr
+                out.create_system = 3  # Unix, whatever the building host was
+                with src.open(info) as data, dst.open(out, "w", force_zip64=info.file_size > (1 << 31)) as fh:
+                    while block := data.read(1 << 20):
+                        fh.write(block)
+        os.replace(tmp, wheel)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def make_reproducible(wheel: Path, epoch: int | None) -> str:
+    """Check (and if needed restamp) the built wheel; returns a note for the build log."""
+    if epoch is None:
+        return ("not a git checkout and no SOURCE_DATE_EPOCH given: the wheel's zip timestamps are "
+                "the build's, so rebuilding gives other bytes")
+    stray = stray_stamps(wheel, epoch)
+    if not stray:
+        return f"zip timestamps from SOURCE_DATE_EPOCH={epoch}"
+    restamp(wheel, epoch)
+    return (f"the build backend ignored SOURCE_DATE_EPOCH for {len(stray)} member(s); restamped "
+            f"to {epoch}")
