@@ -19,6 +19,7 @@ pytest_plugins = [
     "harness.release_set",  # the flavor's whole release set, read before -m/-k deselect
     "harness.wheel_pin",  # the wheel's bytes hashed once; every later step checks them
     "harness.venv_lock",  # one run per --venv-dir
+    "harness.gpu_policy",  # selected GPU gates that skipped make the run non-green
     "harness.gates",     # strict release runs, the gate table
     "harness.report_sections",  # JSON report: wheel sha256, GPU gates with their GPU, compiler cache (before audit, which imports it)
     "harness.audit",     # the wheel extracted once, the static gates' facts, the provenance report
@@ -72,6 +73,8 @@ def pytest_addoption(parser):
     g.addoption("--glibc-floor", metavar="VERSIONS",
                 help="oldest host the wheel must load on, replacing the profile's (Ubuntu 24.04: glibc 2.39, "
                 "GLIBCXX_3.4.33, CXXABI_1.3.15): a glibc version (2.28) or GLIBC_2.28,GLIBCXX_3.4.25,CXXABI_1.3.11")
+    g.addoption("--allow-gpu-skips", action="store_true",
+                help="a GPU gate that skips (no GPU on this host) does not fail the run")
     _OPTION_DESTS[:] = [opt.dest for opt in g.options]
 
 

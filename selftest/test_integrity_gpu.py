@@ -1,0 +1,24 @@
+"""Issue 11, point 6: a run that selected GPU gates on a host without a GPU is not green, unless
+the user accepts the skips with --allow-gpu-skips."""
+from __future__ import annotations
+
+import pytest
+
+from selftest.fixtures_runtime import runtime_args
+
+
+@pytest.mark.slow
+def test_gpu_gates_selected_without_a_gpu_are_not_green(gates, mxnet191_wheel, mxnet191_wheelhouse, tmp_path):
+    # The GPU runner's recipe on a host that lost its GPU (this CI host has none).
+    r = gates("-m", "gpu or cublas", *runtime_args(mxnet191_wheel, mxnet191_wheelhouse), "--flavor=cuda")
+    out = r.stdout.str()
+    assert r.parseoutcomes().get("skipped") == 12, out[-3000:]
+    assert r.ret == pytest.ExitCode.TESTS_FAILED, out[-3000:]
+    r.stdout.fnmatch_lines(["NOT GREEN: 12 GPU gate(s) were selected but did not run (no CUDA GPU on this host*"
+                            "--allow-gpu-skips"])
+
+    accepted = gates("-m", "gpu", *runtime_args(mxnet191_wheel, mxnet191_wheelhouse), "--flavor=cuda",
+                     "--allow-gpu-skips")
+    assert accepted.ret == pytest.ExitCode.OK, accepted.stdout.str()[-3000:]
+    accepted.stdout.fnmatch_lines(["GPU gates: 12 selected and skipped (no CUDA GPU on this host*"
+                                   "accepted with --allow-gpu-skips"])
