@@ -5,19 +5,27 @@ build chain made; removed by the last worker at session end unless ``--keep-venv
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
 from build_steps import venv as venv_step
+from build_steps.driver_stub import DRIVER_SONAME, STUB_ENV, driver_missing, make_stub
+from build_steps.elf import read_dynamic
+from build_steps.errors import HarnessError
+from build_steps.once import run_once
 from build_steps.pinning import verify
 from build_steps.profiles import GATE_TEST_REQUIREMENTS
+
+from .common import add_report_lines, is_worker, shared_root
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
 PROBES_DIR = HARNESS_ROOT / "tests" / "probes"
 CUBLAS_PROBE = HARNESS_ROOT / "build_steps" / "cublas_probe.py"
 _VENV_KEY = "release-venv"
+DRIVER_STUB_RECORD = "driver-stub"
 
 
 @pytest.fixture(scope="session")
@@ -46,13 +54,53 @@ def install_report(release_venv, options, wheel_path) -> dict:
     return venv_step.check_install(release_venv, venv_step.expected_version(wheel_path, options.package_version))
 
 
+#: Probes that use no GPU: on a host without the driver they run with the driver stub.
+CPU_SIDE_PROBES = ("probe_opencv.py", "probe_onnx.py", "probe_features.py")
+
+
 @pytest.fixture(scope="session")
-def venv_probe(release_venv, tmp_path_factory):
+def driver_stub(release_venv, install_report, shared_dir):
+    """The stand-in libcuda.so.1 (build_steps.driver_stub) when the installed libmxnet.so needs
+    libcuda.so.1 and the host has no driver; None otherwise. Made once; reported at the end."""
+    def produce() -> dict:
+        libs = install_report.get("libmxnet") or []
+        try:
+            needs = bool(libs) and DRIVER_SONAME in read_dynamic(libs[0]).needed
+        except HarnessError:
+            needs = False  # not an ELF library: the gates say so themselves
+        missing = driver_missing(release_venv.python, venv_step.clean_env()) if needs else None
+        if missing is None:
+            return {"stub": None}
+        return {"stub": str(make_stub(shared_dir / "driver-stub")), "why": missing}
+    return run_once(shared_dir, DRIVER_STUB_RECORD, produce)["stub"]
+
+
+@pytest.fixture(scope="session")
+def venv_probe(release_venv, tmp_path_factory, request):
     """``venv_probe("probe_x.py", *args, timeout=..)`` runs a probe in the venv, returns its dict."""
     def _probe(name: str, *args, timeout: float = 600, env: dict | None = None) -> dict:
+        if name in CPU_SIDE_PROBES:
+            stub = request.getfixturevalue("driver_stub")
+            env = {**(env or {}), STUB_ENV: stub} if stub else env
         return venv_step.run_probe(release_venv, PROBES_DIR / name, args, timeout=timeout, env=env,
                                    cwd=tmp_path_factory.mktemp("probe"))
     return _probe
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    # tryfirst: the record lives under the basetemp pytest removes after a green run.
+    config = session.config
+    shared = None if is_worker(config) else shared_root(config)
+    record = shared / f"{DRIVER_STUB_RECORD}.json" if shared is not None else None
+    if record is None or not record.exists():
+        return
+    data = json.loads(record.read_text()).get("result") or {}
+    if data.get("stub"):
+        add_report_lines(config, ["", f"driver stub: this host has no NVIDIA driver ({data['why']}); the "
+                                  "CPU-side runtime gates (OpenCV, ONNX, Features) ran with a stand-in "
+                                  "libcuda.so.1 preloaded into their probes only. It answers every driver "
+                                  "call with 'no device': no GPU gate ran on it."])
 
 
 @pytest.fixture(scope="session")

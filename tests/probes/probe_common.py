@@ -63,10 +63,22 @@ def origin_report(mx) -> dict:
             "problems": problems, "ok": not problems}
 
 
+def preload_driver_stub(result: dict) -> None:
+    """With $HARNESS_DRIVER_STUB (a host without the NVIDIA driver, CPU-side gates only): load the
+    stand-in libcuda.so.1 by path, so libmxnet.so's NEEDED entry is satisfied by it and by
+    nothing the loader would search for."""
+    stub = os.environ.get("HARNESS_DRIVER_STUB")
+    if stub:
+        import ctypes
+        ctypes.CDLL(stub, mode=ctypes.RTLD_GLOBAL)
+        result["driver_stub"] = stub
+
+
 def start(name: str):
     """Import mxnet and check its origin; on failure emit the reason and exit. Returns (mx, result)."""
     result = {"probe": name, "ok": False, "python": sys.executable}
     try:
+        preload_driver_stub(result)
         import mxnet as mx
     except BaseException as exc:  # an ImportError or an OSError from dlopen: both are the verdict
         result.update(import_error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()[-3000:])
