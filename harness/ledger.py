@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from build_steps.errors import HarnessError
+
 from .common import RESULTS_KEY, is_worker
 
 #: The user_properties key the verdict travels under.
@@ -98,7 +100,11 @@ class LedgerPlugin:
             if report.skipped:
                 why = skip_reason(report)
             elif report.failed:
-                why = failure_reason(getattr(report, "longreprtext", "") or str(report.longrepr or ""))
+                exc = call.excinfo.value if call.excinfo is not None else None
+                # A HarnessError's message is its explanation (harness.gates shows it without the
+                # traceback); its first line is the reason.
+                why = ((str(exc).splitlines() or [""])[0] if isinstance(exc, HarnessError) else
+                       failure_reason(getattr(report, "longreprtext", "") or str(report.longrepr or "")))
             verdict = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
         facts = {"when": report.when, "verdict": verdict, "why": why, "markers": _marker_names(item)}
         # A new list: the report shares item.user_properties otherwise.

@@ -1,6 +1,6 @@
 """The flavor's release set: every gate a release of this flavor must pass, whatever the run selected.
 
-Read from the collection before ``-m``/``-k`` deselect anything (``tryfirst``), so the publish gate
+Read from the collection before ``-m``/``-k`` deselect anything, so the publish gate
 can tell a complete release run from a narrowed one: a gate deselected by ``-m``/``-k``, a gate
 module of the harness not on the command line, a skip, are all gates that did not verify the wheel.
 Under xdist every worker collects the same items, so the worker that runs the publish gate knows
@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from .common import harness_options
-
 HARNESS_TESTS = Path(__file__).resolve().parent.parent / "tests"
 RELEASE_SET_KEY = pytest.StashKey["ReleaseSet"]()
+_MODULES_KEY = pytest.StashKey[set]()
 
 
 @dataclass
@@ -37,18 +36,19 @@ def release_set_of(config) -> ReleaseSet | None:
     return config.stash.get(RELEASE_SET_KEY, None)
 
 
-def in_flavor(item, profile) -> bool:
-    """The GPU and cuBLAS gates are promises of the CUDA profile only (harness.gates leaves them
-    out of a CPU wheel's run)."""
-    return profile.is_cuda or not (item.get_closest_marker("gpu") or item.get_closest_marker("cublas"))
-
-
-@pytest.hookimpl(tryfirst=True)
+# Not tryfirst: the plugins of this harness that leave gates out for a flavor (harness.gates: GPU
+# gates of a CPU wheel; harness.macos: ELF gates of a macOS wheel) are registered after this one
+# and so run before it; pytest's own -m/-k deselection is a builtin plugin's and runs after all
+# of them. So the set is the flavor's gates, before the user's selection.
 def pytest_collection_modifyitems(session, config, items):
-    profile = harness_options(config).profile
     gates = [i.nodeid for i in items if i.get_closest_marker("release") is not None
-             and i.get_closest_marker("publish") is None and in_flavor(i, profile)]
-    collected = {Path(str(i.path)).resolve() for i in items}
+             and i.get_closest_marker("publish") is None]
+    collected = config.stash.get(_MODULES_KEY, set())
     missing = sorted(str(p.relative_to(HARNESS_TESTS.parent)) for p in HARNESS_TESTS.glob("test_*.py")
                      if p.resolve() not in collected)
     config.stash[RELEASE_SET_KEY] = ReleaseSet(gates=gates, modules_missing=missing)
+
+
+def pytest_itemcollected(item):
+    # Every module that yielded an item, before any deselection (a flavor's or the user's).
+    item.config.stash.setdefault(_MODULES_KEY, set()).add(Path(str(item.path)).resolve())
