@@ -55,12 +55,6 @@ class Ledger:
     """nodeid -> Entry of every test this run reported (on the controller: every worker's)."""
     entries: dict = field(default_factory=dict)
 
-    def gates(self, marker: str = "release") -> dict:
-        return {n: e for n, e in self.entries.items() if marker in e.markers}
-
-    def verdicts(self) -> dict:
-        return {n: e.verdict for n, e in self.entries.items() if e.finished}
-
 
 def ledger_of(config) -> Ledger:
     return config.stash[LEDGER_KEY]

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from build_steps.publish import gates_not_passed
+
 HARNESS_TESTS = Path(__file__).resolve().parent.parent / "tests"
 RELEASE_SET_KEY = pytest.StashKey["ReleaseSet"]()
 _MODULES_KEY = pytest.StashKey[set]()
@@ -25,11 +27,18 @@ class ReleaseSet:
     #: the harness's gate modules that were not collected at all (not on the command line)
     modules_missing: list = field(default_factory=list)
 
+    def including(self, nodeids) -> "ReleaseSet":
+        """The set plus ``nodeids`` (gates this run collected from elsewhere, e.g. a site's own)."""
+        return ReleaseSet(gates=list(dict.fromkeys([*self.gates, *nodeids])),
+                          modules_missing=list(self.modules_missing))
+
+    def size(self) -> int:
+        return len(self.gates) + len(self.modules_missing)
+
     def not_passed(self, verdicts: dict) -> list:
         """``(what, verdict)`` for every gate of the set without a ``passed`` verdict in ``verdicts``
         (``not run`` when it has none: deselected, or never reached), then the missing modules."""
-        rows = [(n, verdicts.get(n, "not run")) for n in self.gates if verdicts.get(n) != "passed"]
-        return rows + [(m, "not collected") for m in self.modules_missing]
+        return gates_not_passed(self.gates, verdicts) + [(m, "not collected") for m in self.modules_missing]
 
 
 def release_set_of(config) -> ReleaseSet | None:

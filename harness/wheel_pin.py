@@ -51,11 +51,6 @@ def wheel_pin(options, shared_dir, request) -> WheelPin:
     return _pin(shared_dir, wheel)
 
 
-def verified_wheel(pin: WheelPin, before: str):
-    """The pinned file, after its hash was checked (raises WheelChanged otherwise)."""
-    return verify(pin, before)
-
-
 # tryfirst: the pinned file lives under the basetemp pytest removes after a green run.
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):

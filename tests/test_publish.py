@@ -14,7 +14,7 @@ import pytest
 from build_steps import package, publish
 from build_steps.errors import HarnessError
 from build_steps.pinning import source_changed, verify
-from harness.release_set import release_set_of
+from harness.release_set import ReleaseSet, release_set_of
 
 pytestmark = [pytest.mark.release, pytest.mark.publish]
 
@@ -49,17 +49,14 @@ def _publish(request, options, profile, plugin, record):
     verdicts = plugin.verdicts_of(others)
     # The whole release set of the flavor, not only what this run selected: a gate left out by
     # -m/-k or a module not on the command line verified nothing.
-    rset = release_set_of(request.config)
-    expected = list(dict.fromkeys([*(rset.gates if rset else ()), *others]))
-    not_passed = publish.gates_not_passed(expected, verdicts)
-    not_passed += [(module, "not collected") for module in (rset.modules_missing if rset else ())]
+    rset = (release_set_of(request.config) or ReleaseSet()).including(others)
+    not_passed = rset.not_passed(verdicts)
     if not_passed:
         listing = "\n".join(f"  {verdict.upper():13} {nodeid}" for nodeid, verdict in not_passed)
-        pytest.fail(f"publish refused: {len(not_passed)} of {len(expected) + len(rset.modules_missing if rset else ())}"
-                    f" gates of the {profile.name} release set did not pass in this run (every gate "
-                    "must be collected, run and pass: no -m narrowing, -k, deselection or skip)"
-                    f"\n{listing}", pytrace=False)
-    ran = sorted(n for n in expected if verdicts.get(n) == "passed")
+        pytest.fail(f"publish refused: {len(not_passed)} of {rset.size()} gates of the {profile.name} "
+                    "release set did not pass in this run (every gate must be collected, run and pass: "
+                    f"no -m narrowing, -k, deselection or skip)\n{listing}", pytrace=False)
+    ran = sorted(rset.gates)  # every one of them passed
 
     wheel = request.getfixturevalue("wheel_path")
     release = plugin.release
