@@ -7,7 +7,12 @@
 - ``chain``: the build chain as session fixtures (source, configure, compile, stage, package) and
   where the wheel goes after the gates (dist/ or dist/rejected/);
 - ``runtime``: the throwaway venv and the probes that run in its interpreter;
-- ``publish``: the publish preflight, the gate's view of every other verdict, the final line.
+- ``publish``: the publish preflight, the gate's view of every other verdict, the final line;
+- ``ledger``: every gate's verdict and reason, decided where it ran, filed once by the reporting
+  process (the same words with ``-n 2`` as serially);
+- ``release_set``: the flavor's whole gate set, read before ``-m``/``-k`` deselect, for publish;
+- ``wheel_pin``: the wheel's bytes hashed once; the end-of-run check that they did not change;
+- ``venv_lock``: one run per ``--venv-dir``; ``gpu_policy``: skipped GPU gates are not green.
 
 The work itself is done by ``build_steps`` (plain functions, no pytest); the fixtures here are
 thin wrappers that call one step and return its product.
