@@ -83,7 +83,9 @@ class ProvenanceReport:
             doc.update(report_sections.extra_sections(config, facts))
             pin = load_pin(shared)
             # The bytes the gates judged (harness.wheel_pin), so the report names one exact file.
-            doc["wheel"] = {"file": pin.source, "sha256": pin.sha256, "size": pin.size} if pin else None
+            if pin is not None:
+                doc["wheel"] = {**(doc.get("wheel") or {}), "filename": Path(pin.source).name,
+                                "file": pin.source, "sha256": pin.sha256, "size": pin.size}
             try:
                 write_json_atomic(options.provenance_json, doc)
             except HarnessError as exc:  # a full filesystem: one block, no traceback, no partial file
