@@ -363,6 +363,8 @@ class ShardResult:
     returncode: int | None = None
     failing: list = field(default_factory=list)
     reason: str = ""
+    #: the first ``E   `` line of the log: what the first failure or collection error says
+    first_error: str = ""
     command: str = ""
     env: dict = field(default_factory=dict)
 
@@ -378,15 +380,19 @@ class ShardResult:
         if self.failing:
             more = len(self.failing) - limit
             lines.append("first failing: " + ", ".join(self.failing[:limit]) + (f" (+{more} more)" if more > 0 else ""))
+        if self.first_error and self.result != "PASS":
+            lines.append(f"first error: {self.first_error[:300]}")
         lines.append(f"log: {self.log}")
         return "\n".join(lines)
 
 
 def read_shard_log(text: str) -> tuple:
-    """(summary line, failing test ids, pytest usage error line) from a shard's log."""
+    """(summary line, failing test ids, pytest usage error line, first ``E`` line) from a shard's log."""
     summary = ""
-    failing, usage = [], ""
+    failing, usage, first_error = [], "", ""
     for line in text.splitlines():
+        if not first_error and line.startswith("E  ") and line[1:].strip():
+            first_error = line[1:].strip()
         m = _SUMMARY.match(line.strip())
         if m:
             summary = m.group(1).strip()
@@ -395,7 +401,7 @@ def read_shard_log(text: str) -> tuple:
             failing.append(m.group(2))
         if not usage and line.startswith("ERROR: "):
             usage = line[7:].strip()
-    return summary, failing, usage
+    return summary, failing, usage, first_error
 
 
 def _junit_counts(path: Path) -> dict | None:
@@ -416,7 +422,7 @@ def _junit_counts(path: Path) -> dict | None:
 
 def judge(rc: int | None, log_text: str, junit: dict | None, timed_out: bool, timeout_min: float) -> tuple:
     """(result, summary, failing ids, reason) like the fork's summary.md, but strict on emptiness."""
-    summary, failing, usage = read_shard_log(log_text)
+    summary, failing, usage, _ = read_shard_log(log_text)
     if junit and not failing:
         failing = junit["failing"]
     if timed_out:
@@ -487,7 +493,8 @@ def run_shard(shard: Shard, venv: Venv, source_root: Path, log_dir: Path, *, par
     result, summary, failing, reason = judge(rc, text, _junit_counts(junit), timed_out, timeout_min)
     return ShardResult(id=shard.id, lane=shard.lane, result=result, summary=summary, seconds=round(seconds, 1),
                        log=str(log), returncode=124 if timed_out else rc, failing=failing, reason=reason,
-                       command=" ".join(shlex.quote(c) for c in cmd), env=dict(env or {}))
+                       command=" ".join(shlex.quote(c) for c in cmd), env=dict(env or {}),
+                       first_error=read_shard_log(text)[3])
 
 
 # ------------------------------------------------------------------------------------------
