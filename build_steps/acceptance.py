@@ -42,6 +42,11 @@ FORK_SHARD_ENV = {
 _SUMMARY = re.compile(r"^=+ (.*(?:passed|failed|error|skipped|xfailed|xpassed|no tests ran|deselected).*"
                       r" in [0-9.]+s.*?) =+$")
 _FAILED_ID = re.compile(r"^(FAILED|ERROR) (\S+)")
+#: A ``-v`` result line, serial ("path::test PASSED [ 35%]") or xdist ("[gw0] [ 2%] PASSED path::test").
+_VERBOSE_RESULT = re.compile(r"^(?:\[gw\d+\] \[ *\d+%\] (?P<w1>[A-Z]+) (?P<id1>\S+::\S+)"
+                             r"|(?P<id2>\S+::\S+) (?P<w2>[A-Z]+)(?: +\[ *\d+%\])?)\s*$")
+_VERBOSE_WORDS = {"PASSED": "passed", "FAILED": "failed", "ERROR": "error", "SKIPPED": "skipped",
+                  "XFAIL": "xfailed", "XPASS": "xpassed"}
 
 
 @dataclass(frozen=True)
@@ -404,6 +409,24 @@ def read_shard_log(text: str) -> tuple:
     return summary, failing, usage, first_error
 
 
+def partial_results(text: str) -> tuple:
+    """What a shard that never reached its summary line (a timeout, a crash) got through: the
+    ``-v`` result lines counted ("264 passed, 2 failed") and the failing ids among them."""
+    counts, failing = {}, []
+    for line in text.splitlines():
+        m = _VERBOSE_RESULT.match(line.strip())
+        if not m:
+            continue
+        word, nodeid = (m.group("w1"), m.group("id1")) if m.group("w1") else (m.group("w2"), m.group("id2"))
+        if word not in _VERBOSE_WORDS:
+            continue
+        counts[_VERBOSE_WORDS[word]] = counts.get(_VERBOSE_WORDS[word], 0) + 1
+        if word in ("FAILED", "ERROR") and nodeid not in failing:
+            failing.append(nodeid)
+    text = ", ".join(f"{n} {w}" for w, n in counts.items())
+    return text, failing
+
+
 def _junit_counts(path: Path) -> dict | None:
     import xml.etree.ElementTree as ET
     try:
@@ -425,14 +448,19 @@ def judge(rc: int | None, log_text: str, junit: dict | None, timed_out: bool, ti
     summary, failing, usage, _ = read_shard_log(log_text)
     if junit and not failing:
         failing = junit["failing"]
-    if timed_out:
-        return "INCOMPLETE", summary, failing, f"timed out after {timeout_min:g} min"
-    if rc is not None and rc < 0:
-        try:
-            sig = signal.Signals(-rc).name
-        except ValueError:
-            sig = f"signal {-rc}"
-        return "INCOMPLETE", summary, failing, f"pytest was killed by {sig}"
+    if timed_out or (rc is not None and rc < 0):
+        if timed_out:
+            why = f"timed out after {timeout_min:g} min"
+        else:
+            try:
+                why = f"pytest was killed by {signal.Signals(-rc).name}"
+            except ValueError:
+                why = f"pytest was killed by signal {-rc}"
+        if not summary:
+            done, seen_failing = partial_results(log_text)
+            summary = f"partial: {done}" if done else ""
+            failing = failing or seen_failing
+        return "INCOMPLETE", summary, failing, why
     ran = junit["tests"] if junit else None
     if rc == 5 or ran == 0 or (not summary and "0 items" in log_text) or "no tests ran" in summary:
         why = "the shard ran no test (pytest exit 5, or the fork's conftest turned exit 5 into 0)"

@@ -19,11 +19,9 @@ from build_steps import acceptance as acc
 from build_steps.errors import UsageError
 from build_steps.source import resolve_source
 
-from .common import add_report_lines, harness_options, is_release_run, is_worker, shared_root
+from .common import harness_options, is_release_run, is_worker, shared_root
 
 PLAN_KEY = pytest.StashKey[dict]()
-SHARD_TEST = "test_shard"
-TREE_TEST = "test_source_tree_has_the_suite"
 
 
 def pytest_addoption(parser):
@@ -57,10 +55,14 @@ def pytest_configure(config):
 
 
 def source_root(config) -> Path | None:
-    """The tree whose tests/ the shards run: --mxnet-src, or the cwd when it is an MXNet tree."""
+    """The tree whose tests/ the shards run: --mxnet-src, or the cwd when it is an MXNet tree
+    (None when neither). A --mxnet-src that is not an MXNet tree is a usage error."""
+    src = harness_options(config).mxnet_src
     try:
-        return resolve_source(harness_options(config).mxnet_src, Path(config.invocation_params.dir))
-    except UsageError:
+        return resolve_source(src, Path(config.invocation_params.dir))
+    except UsageError as exc:
+        if src is not None:
+            raise pytest.UsageError(str(exc)) from None
         return None
 
 
@@ -75,31 +77,25 @@ def shard_timeout_override(config) -> float | None:
 
 
 def pytest_collection_modifyitems(config, items):
+    # Under xdist this runs on the workers only; the controller's table names the same shards
+    # (ShardTable.notes), so nothing here writes report lines.
     ours = [i for i in items if i.get_closest_marker("acceptance") is not None]
     if not ours:
         return
     root = source_root(config)
-    drop, notes = [], []
+    drop = []
     for item in ours:
         shard = getattr(item, "callspec", None) and item.callspec.params.get("shard")
         if root is None:
             # Without a tree there is nothing to run; only a release run insists (the tree gate fails).
             if shard is not None or not is_release_run(config):
                 drop.append(item)
-            continue
-        if shard is not None:
-            why = acc.not_applicable(shard, root)
-            if why:
-                drop.append(item)
-                notes.append(f"  acceptance shard {shard.id} not applicable: {why}")
-    if root is None and ours and not is_release_run(config):
-        notes.append("  acceptance shards not run: no MXNet source tree (--mxnet-src) holds the fork's tests")
+        elif shard is not None and acc.not_applicable(shard, root):
+            drop.append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         keep = set(map(id, drop))
         items[:] = [i for i in items if id(i) not in keep]
-    if notes and not is_worker(config):
-        add_report_lines(config, notes)
 
 
 def acceptance_dir(config) -> Path:
@@ -139,6 +135,7 @@ class ShardTable:
 
     def __init__(self):
         self.rows: dict = {}
+        self.mxnet: dict | None = None
         self.started = time.time()
 
     def pytest_runtest_logreport(self, report):
@@ -146,6 +143,7 @@ class ShardTable:
         shard = props.get("acceptance_shard")
         if shard is None or report.when == "teardown":
             return
+        self.mxnet = props.get("acceptance_mxnet") or self.mxnet
         if "acceptance_result" in props:
             self.rows[shard["id"]] = props["acceptance_result"]
         elif not report.passed and shard["id"] not in self.rows:
@@ -157,26 +155,44 @@ class ShardTable:
                                       "result": "SKIPPED" if report.skipped else "NOT_RUN",
                                       "summary": "", "reason": why, "failing": []}
 
+    def notes(self, config) -> list:
+        """The selected shards this run leaves out, and why (computed here, on the controller)."""
+        root = source_root(config)
+        if root is None:
+            return ["acceptance shards not run: no MXNet source tree (--mxnet-src) holds the fork's tests"]
+        return [f"acceptance shard {s.id} not applicable: {why}" for s in selected_shards(config)
+                if (why := acc.not_applicable(s, root))]
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
         config = session.config
+        self.lines = []
         if not self.rows:
             return
         rows = sorted(self.rows.values(), key=lambda r: r["id"])
-        add_report_lines(config, ["", "Acceptance shards (the fork's tools/run_wheel_full_test.sh):"]
-                         + ["  " + ln for ln in acc.table_lines(rows)])
-        out = acceptance_dir(config) if PLAN_KEY in config.stash and (
-            config.stash[PLAN_KEY]["dir"] or shared_root(config)) else None
+        self.lines = acc.table_lines(rows) + self.notes(config)
         doc = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "shards_file": str(config.stash[PLAN_KEY]["suite"].source), "shards": rows,
-               "passed": all(r["result"] == "PASS" for r in rows)}
-        if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "summary.json").write_text(json.dumps(doc, indent=2) + "\n")
-            (out / "summary.md").write_text(acc.summary_markdown(rows, {"Shards file": doc["shards_file"],
-                                                                        "When": doc["created"]}))
-            add_report_lines(config, [f"  summary: {out / 'summary.md'}"])
+               "mxnet": self.mxnet, "passed": all(r["result"] == "PASS" for r in rows)}
+        out = acceptance_dir(config)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps(doc, indent=2) + "\n")
+        header = {"Shards file": doc["shards_file"], "When": doc["created"]}
+        if self.mxnet:
+            header["mxnet"] = f"{self.mxnet.get('version')} from {self.mxnet.get('file')}"
+            header["num_gpus()"] = self.mxnet.get("num_gpus")
+            header["Features enabled"] = " ".join(k for k, v in (self.mxnet.get("features") or {}).items() if v)
+        (out / "summary.md").write_text(acc.summary_markdown(rows, header))
+        self.lines.append(f"summary: {out / 'summary.md'}")
         self._add_to_provenance_json(config, doc)
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
+        # A section of its own: the gate table (harness.gates) is the gates' verdicts, this is
+        # the shards' pytest results, and it must print under xdist too.
+        if getattr(self, "lines", None):
+            terminalreporter.section("Acceptance shards (the fork's tools/run_wheel_full_test.sh)")
+            for line in self.lines:
+                terminalreporter.write_line(line)
 
     def _add_to_provenance_json(self, config, doc):
         options = harness_options(config)

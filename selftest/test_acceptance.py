@@ -1,11 +1,13 @@
 """The acceptance shards: the data file agrees with the real fork's script (and the check names
 each disagreement), and the shard gates, run for real in child pytests on the sample tree's
 tests/python with the sample wheel: a passing shard passes, a failing one fails with its pytest
-summary and first failing tests, one that collects nothing fails, an absent conditional one is
-not applicable, and the GPU shard skips without a GPU outside a release and fails inside one."""
+summary and first failing tests, one that collects nothing fails, one that hangs is killed at its
+timeout, an absent conditional one is not applicable, and the GPU shard skips without a GPU
+outside a release and fails inside one. The import check fails when the tree shadows the wheel."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -132,8 +134,9 @@ def sample_run(tmp_path_factory):
 def test_sample_shards_pass_fail_and_empty_through_the_gates(sample_run):
     out = sample_run["out"]
     assert sample_run["rc"] == 1, out[-3000:]
-    assert "PASSED   tests/test_acceptance.py::test_shard[sample_pass]" in out
-    assert "PASSED   tests/test_acceptance.py::test_source_tree_has_the_suite" in out
+    # The tree gate and sample_pass pass; sample_fail, sample_empty and sample_hang fail.
+    assert re.search(r"=+ 3 failed, 2 passed in ", out), out[-3000:]
+    assert re.search(r"^sample_pass +cpu +PASS +[0-9.]+ +3 passed in ", out, re.M), out[-3000:]
     # The failing shard: its pytest summary line and first failing test ids, not its output.
     assert "shard sample_fail (cpu): FAIL -- 2 failed, 1 passed in " in out
     assert ("first failing: tests/python/unittest/test_sample_broken.py::test_cuda_compiled_in, "
@@ -145,6 +148,7 @@ def test_sample_shards_pass_fail_and_empty_through_the_gates(sample_run):
     assert "SAMPLE-WALL: no GPU" in fail_log and "assert mx.num_gpus() > 0" in fail_log
     # The sample's root conftest turns "collected nothing" into exit 0, as the fork's does.
     assert "shard sample_empty (cpu): NO_TESTS -- no tests ran in" in out
+    assert "shard sample_hang (cpu): INCOMPLETE -- partial: 1 passed -- timed out after 0.25 min" in out
     assert "acceptance shard sample_absent not applicable: tests/python/unittest/test_not_in_this_tree.py is absent" in out
     # A CPU wheel makes no GPU promise: the GPU shard is left out, not skipped.
     assert "sample_gpu" not in out
@@ -153,11 +157,15 @@ def test_sample_shards_pass_fail_and_empty_through_the_gates(sample_run):
 @pytest.mark.slow
 def test_sample_shard_table_in_terminal_json_and_summary(sample_run):
     out = sample_run["out"]
-    assert "Acceptance shards (the fork's tools/run_wheel_full_test.sh):" in out
-    assert "1/3 shards PASS; not PASS: sample_empty, sample_fail" in out
+    assert "Acceptance shards (the fork's tools/run_wheel_full_test.sh)" in out
+    assert "1/4 shards PASS; not PASS: sample_empty, sample_fail, sample_hang" in out
     rows = {r["id"]: r for r in json.loads(sample_run["report"].read_text())["acceptance"]["shards"]}
     assert {k: rows[k]["result"] for k in rows} == {"sample_pass": "PASS", "sample_fail": "FAIL",
-                                                     "sample_empty": "NO_TESTS"}
+                                                     "sample_empty": "NO_TESTS", "sample_hang": "INCOMPLETE"}
+    # The hanging shard is killed at its own timeout; its -v lines say how far it got.
+    hang = rows["sample_hang"]
+    assert hang["reason"] == "timed out after 0.25 min" and hang["summary"] == "partial: 1 passed", hang
+    assert hang["returncode"] == 124 and 15 <= hang["seconds"] < 60, hang
     p = rows["sample_pass"]
     assert p["summary"].startswith("3 passed in ") and p["lane"] == "cpu" and p["seconds"] > 0
     # -n from the data's workers, run with the venv's interpreter.
@@ -178,3 +186,22 @@ def test_gpu_shard_skips_without_gpu_and_fails_in_a_release(sample_run, gates, t
     r = gates("-m", "release and acceptance", *common, *_shard_args(tmp_path / "a2"), f"--basetemp={tmp_path / 'bt2'}")
     r.assert_outcomes(passed=1, failed=1)
     r.stdout.fnmatch_lines(["*release run: gate skipped, which counts as a failure (*num_gpus() == 0*"])
+
+
+def test_import_check_fails_when_the_tree_shadows_the_installed_mxnet(tmp_path):
+    # A real venv whose site-packages holds an "mxnet", and a source tree run from its root: the
+    # shards' `python -m pytest` puts the cwd first on sys.path, so a tree with an importable
+    # mxnet/ at its root (a developer's python/mxnet symlink) would test the tree, not the wheel.
+    from build_steps.venv import create_venv
+    venv = create_venv(tmp_path / "venv", log=tmp_path / "venv.log")
+    (venv.site_packages / "mxnet").mkdir()
+    (venv.site_packages / "mxnet" / "__init__.py").write_text("__version__ = 'installed'\n")
+    tree = tmp_path / "tree"
+    (tree / "python" / "mxnet").mkdir(parents=True)
+    (tree / "python" / "mxnet" / "__init__.py").write_text("__version__ = 'source'\n")
+    good = acc.verify_installed_mxnet(venv, tree)
+    assert good["problems"] == [] and good["version"] == "installed", good
+    (tree / "mxnet").symlink_to(tree / "python" / "mxnet")
+    bad = acc.verify_installed_mxnet(venv, tree)
+    assert bad["version"] == "source"
+    assert len(bad["problems"]) == 1 and "mxnet resolved outside the venv" in bad["problems"][0], bad

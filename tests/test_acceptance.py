@@ -46,6 +46,8 @@ def _has_onednn(features: dict) -> bool:
 
 def test_shard(shard, acceptance_plan, acceptance_venv, request):
     request.node.user_properties.append(("acceptance_shard", {"id": shard.id, "lane": shard.lane}))
+    request.node.user_properties.append(("acceptance_mxnet", {
+        k: acceptance_venv.get(k) for k in ("version", "file", "num_gpus", "features")}))
     if acceptance_venv["problems"]:
         pytest.fail("; ".join(acceptance_venv["problems"]), pytrace=False)
     env = {}
