@@ -53,6 +53,27 @@ def test_shard_data_agrees_with_the_real_fork_script(fork_script):
     assert lanes["dnnl_smoke"] == "dnnl" and lanes["quant_general"] == "quant"
 
 
+@pytest.fixture(scope="module")
+def fork_paths() -> set:
+    """Every path (files and directories, relative to the root) of the real fork tree."""
+    tree = os.environ.get("MXNET_FORK_TREE")
+    if tree:
+        root = Path(tree)
+        return {p.relative_to(root).as_posix() for p in root.rglob("*")}
+    if not FORK_TARBALL.is_file():
+        pytest.fail(f"the real fork tree is needed: neither $MXNET_FORK_TREE nor {FORK_TARBALL} exists", pytrace=False)
+    names = subprocess.run(["tar", "-tJf", str(FORK_TARBALL)], capture_output=True, text=True, check=True).stdout
+    return {n.removeprefix("mxnet/").rstrip("/") for n in names.splitlines()}
+
+
+def test_every_unconditional_shard_path_is_in_the_real_fork_tree(fork_paths):
+    suite = acc.load_suite()
+    missing = [f"{s.id}: {p}" for s in suite.shards if not s.only_if_exists for p in s.paths if p not in fork_paths]
+    assert missing == [], f"shards whose tests the fork tree does not have (pytest would exit 4): {missing}"
+    # The conditional ones may be absent: the fork's script then does not run them.
+    assert "tests/python/gpu/test_fp16_batch_dot.py" not in fork_paths
+
+
 def test_the_check_names_added_removed_and_changed_shards(fork_script):
     # The script as a later fork commit might have it: one shard gone, one new, one -k changed,
     # one moved out of the GPU block's conditional file.
