@@ -155,8 +155,9 @@ def sample_run(tmp_path_factory):
 def test_sample_shards_pass_fail_and_empty_through_the_gates(sample_run):
     out = sample_run["out"]
     assert sample_run["rc"] == 1, out[-3000:]
-    # The tree gate and sample_pass pass; sample_fail, sample_empty and sample_hang fail.
-    assert re.search(r"=+ 3 failed, 2 passed in ", out), out[-3000:]
+    # The tree gate, sample_pass and sample_dnnl pass; sample_fail, sample_empty and sample_hang fail.
+    assert re.search(r"=+ 3 failed, 3 passed in ", out), out[-3000:]
+    assert re.search(r"^sample_dnnl +dnnl +PASS +[0-9.]+ +1 passed, 2 deselected in ", out, re.M), out[-3000:]
     assert re.search(r"^sample_pass +cpu +PASS +[0-9.]+ +3 passed in ", out, re.M), out[-3000:]
     # The failing shard: its pytest summary line and first failing test ids, not its output.
     assert "shard sample_fail (cpu): FAIL -- 2 failed, 1 passed in " in out
@@ -179,10 +180,11 @@ def test_sample_shards_pass_fail_and_empty_through_the_gates(sample_run):
 def test_sample_shard_table_in_terminal_json_and_summary(sample_run):
     out = sample_run["out"]
     assert "Acceptance shards (the fork's tools/run_wheel_full_test.sh)" in out
-    assert "1/4 shards PASS; not PASS: sample_empty, sample_fail, sample_hang" in out
+    assert "2/5 shards PASS; not PASS: sample_empty, sample_fail, sample_hang" in out
     rows = {r["id"]: r for r in json.loads(sample_run["report"].read_text())["acceptance"]["shards"]}
     assert {k: rows[k]["result"] for k in rows} == {"sample_pass": "PASS", "sample_fail": "FAIL",
-                                                     "sample_empty": "NO_TESTS", "sample_hang": "INCOMPLETE"}
+                                                     "sample_empty": "NO_TESTS", "sample_hang": "INCOMPLETE",
+                                                     "sample_dnnl": "PASS"}
     # The hanging shard is killed at its own timeout; its -v lines say how far it got.
     hang = rows["sample_hang"]
     assert hang["reason"] == "timed out after 0.25 min" and hang["summary"] == "partial: 1 passed", hang
