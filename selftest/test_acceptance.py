@@ -19,28 +19,21 @@ from build_steps import acceptance as acc
 from build_steps.errors import UsageError
 from selftest.conftest import HARNESS_ROOT
 
-#: The real fork tree: an unpacked checkout named by $MXNET_FORK_TREE, else the project's snapshot.
-FORK_TARBALL = HARNESS_ROOT.parent / "shared" / "fixtures" / "mxnet-fork-3f13890.tar.xz"
 SAMPLE_SHARDS = HARNESS_ROOT / "selftest" / "sample_acceptance_shards.toml"
 FORK_SCRIPT = "tools/run_wheel_full_test.sh"
 
 
 @pytest.fixture(scope="module")
-def fork_script(tmp_path_factory) -> str:
-    """The text of the real fork's tools/run_wheel_full_test.sh."""
-    tree = os.environ.get("MXNET_FORK_TREE")
-    if tree:
-        path = Path(tree) / FORK_SCRIPT
-        if not path.is_file():
-            pytest.fail(f"MXNET_FORK_TREE={tree} has no {FORK_SCRIPT}: name the root of a fork checkout", pytrace=False)
-        return path.read_text()
-    if not FORK_TARBALL.is_file():
-        pytest.fail(f"the real fork tree is needed: neither $MXNET_FORK_TREE (an unpacked fork checkout) "
-                    f"nor {FORK_TARBALL} exists", pytrace=False)
-    dest = tmp_path_factory.mktemp("fork")
-    # Only the one member: the archive is 16 MB of xz, the tree ~130 MB.
-    subprocess.run(["tar", "-xJf", str(FORK_TARBALL), "-C", str(dest), f"mxnet/{FORK_SCRIPT}"], check=True)
-    return (dest / "mxnet" / FORK_SCRIPT).read_text()
+def fork_script(fork_pristine) -> str:
+    """The text of the real fork's tools/run_wheel_full_test.sh (fixtures_realtree finds the tree:
+    ../shared/fixtures/mxnet-fork-*.tar.xz, or $MXNET_FORK_TREE)."""
+    return (fork_pristine / FORK_SCRIPT).read_text()
+
+
+@pytest.fixture(scope="module")
+def fork_paths(fork_pristine) -> set:
+    """Every path (files and directories, relative to the root) of the real fork tree."""
+    return {p.relative_to(fork_pristine).as_posix() for p in fork_pristine.rglob("*")}
 
 
 def test_shard_data_agrees_with_the_real_fork_script(fork_script):
@@ -51,19 +44,6 @@ def test_shard_data_agrees_with_the_real_fork_script(fork_script):
     lanes = {s.id: s.lane for s in suite.shards}
     assert lanes["onnx_export_import"] == "onnx" and lanes["gpu_operator_classic"] == "gpu"
     assert lanes["dnnl_smoke"] == "dnnl" and lanes["quant_general"] == "quant"
-
-
-@pytest.fixture(scope="module")
-def fork_paths() -> set:
-    """Every path (files and directories, relative to the root) of the real fork tree."""
-    tree = os.environ.get("MXNET_FORK_TREE")
-    if tree:
-        root = Path(tree)
-        return {p.relative_to(root).as_posix() for p in root.rglob("*")}
-    if not FORK_TARBALL.is_file():
-        pytest.fail(f"the real fork tree is needed: neither $MXNET_FORK_TREE nor {FORK_TARBALL} exists", pytrace=False)
-    names = subprocess.run(["tar", "-tJf", str(FORK_TARBALL)], capture_output=True, text=True, check=True).stdout
-    return {n.removeprefix("mxnet/").rstrip("/") for n in names.splitlines()}
 
 
 def test_every_unconditional_shard_path_is_in_the_real_fork_tree(fork_paths):
