@@ -113,7 +113,8 @@ def _shard_args(acc_dir: Path, *extra) -> list:
 
 @pytest.fixture(scope="module")
 def sample_run(tmp_path_factory):
-    """One child run of the CPU sample (module-scoped, so not through the function-scoped pytester):
+    """One release run of the CPU sample's acceptance gates (module-scoped, so not through the
+    function-scoped pytester; a run that builds is a release run):
     the build chain makes the wheel, the shards run in its venv, spread over two xdist workers
     whose rows reach the controller's table."""
     from selftest.fixtures_build import copy_sample_tree
@@ -123,7 +124,7 @@ def sample_run(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS" and not k.startswith("PYTEST_XDIST")}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir", str(HARNESS_ROOT),
-         "-p", "no:cacheprovider", str(HARNESS_ROOT / "tests"), "-m", "acceptance", f"--mxnet-src={src}",
+         "-p", "no:cacheprovider", str(HARNESS_ROOT / "tests"), "-m", "release and acceptance", f"--mxnet-src={src}",
          "--flavor=cpu", "--jobs=2", "-n", "2", f"--basetemp={work / 'bt'}", f"--provenance-json={report}",
          *_shard_args(acc_dir)], capture_output=True, text=True, cwd=str(work), env=env, timeout=900)
     wheel = next((src / "build-cpu" / "harness-wheel").glob("mxnet-*.whl"), None)
