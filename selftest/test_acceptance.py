@@ -7,8 +7,8 @@ outside a release and fails inside one. The import check fails when the tree sha
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,7 +56,7 @@ def test_every_unconditional_shard_path_is_in_the_real_fork_tree(fork_paths):
 
 def test_the_check_names_added_removed_and_changed_shards(fork_script):
     # The script as a later fork commit might have it: one shard gone, one new, one -k changed,
-    # one moved out of the GPU block's conditional file.
+    # one that no longer fans out over xdist workers.
     edited = fork_script.replace(
         'run_shard cpu_test_random \\\n    "CPU test_random.py (FS12 isolated)" -- \\\n'
         '    tests/python/unittest/test_random.py -v\n', "")
