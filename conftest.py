@@ -27,6 +27,7 @@ pytest_plugins = [
     "harness.runtime",   # the throwaway venv and its probes
     "harness.publish",   # --publish: preflight, the publish gate's verdicts, the final line
     "harness.macos",     # the macOS flavor: Mach-O gates in, ELF gates out, its facts
+    "harness.acceptance",  # the fork's acceptance shards: selection, the per-shard table
 ]
 
 
