@@ -6,6 +6,7 @@ made here from real parts. Each area keeps its fixtures in its own module, impor
 from __future__ import annotations
 
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,33 @@ def pytester(pytester, request):
 @pytest.fixture(autouse=True)
 def _shared_harness_cache(monkeypatch):
     monkeypatch.setenv("MXNET_HARNESS_CACHE", str(HARNESS_CACHE))
+
+
+@pytest.fixture(scope="session")
+def _selftest_compiler_caches(tmp_path_factory):
+    """The child builds' compiler caches, private to this selftest session (one per xdist worker).
+
+    An sccache server outlives the build that started it (10 minutes idle) and serves every client
+    on its port: left to the default port it would be started with one pytester test's HOME as its
+    cache and then serve the user's own builds and later tests from that deleted directory."""
+    from build_steps import launcher as compiler_cache
+    root = tmp_path_factory.mktemp("compiler-caches")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"SCCACHE_DIR": str(root / "sccache"), "SCCACHE_SERVER_PORT": str(port),
+           "CCACHE_DIR": str(root / "ccache")}
+    yield env
+    try:
+        compiler_cache.stop_server(compiler_cache.choose("sccache"), env)
+    except Exception:  # no sccache on this host: nothing was started
+        pass
+
+
+@pytest.fixture(autouse=True)
+def _private_compiler_caches(monkeypatch, _selftest_compiler_caches):
+    for key, value in _selftest_compiler_caches.items():
+        monkeypatch.setenv(key, value)
 
 
 @pytest.fixture
