@@ -50,7 +50,7 @@ def _progress_stream():
 
 
 #: Seconds the build's process group gets to exit on SIGTERM before it is killed.
-STOP_GRACE = 2.0
+STOP_GRACE = 0.5
 
 
 def stop_process_group(proc: subprocess.Popen, grace: float = STOP_GRACE) -> None:
@@ -58,7 +58,8 @@ def stop_process_group(proc: subprocess.Popen, grace: float = STOP_GRACE) -> Non
 
     Terminal Ctrl-C reaches only pytest's process group, so the build's group is signalled here:
     SIGTERM (ninja and the compilers exit and remove partial outputs), then SIGKILL for whatever
-    is left, so no compiler outlives the run."""
+    is left, so no compiler outlives the run. The grace is short: a CI runner or the person at the
+    terminal may follow SIGINT with SIGKILL within seconds."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 1.0)):
         try:
             os.killpg(proc.pid, sig)
@@ -72,6 +73,52 @@ def stop_process_group(proc: subprocess.Popen, grace: float = STOP_GRACE) -> Non
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def _proc_table() -> dict:
+    """pid -> (ppid, executable name, cwd) of this user's processes, from /proc."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat().st_uid != os.getuid():
+                continue
+            stat = (entry / "stat").read_text()
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            name = Path(os.readlink(entry / "exe")).name
+            cwd = Path(os.readlink(entry / "cwd"))
+        except (OSError, ValueError):
+            continue
+        table[int(entry.name)] = (ppid, name, cwd)
+    return table
+
+
+def stop_cache_server_compiles(build_dir: Path) -> list[int]:
+    """Kill the compilers an sccache server still runs for this build.
+
+    sccache's client hands each compile to a long-lived server, which runs the compiler as *its*
+    child, outside the build's process group: stopping ninja ends the clients but not those
+    compilers (a six-arch nvcc runs for minutes). They are the server's descendants working in
+    ``build_dir``; nothing else is touched (the server stays up for other builds)."""
+    table = _proc_table()
+    servers = {pid for pid, (_ppid, name, _cwd) in table.items() if name == "sccache"}
+    root = Path(build_dir).resolve()
+    killed = []
+    for pid, (ppid, _name, cwd) in table.items():
+        if pid in servers or not (cwd == root or root in cwd.parents):
+            continue
+        seen, up = set(), ppid
+        while up in table and up not in servers and up not in seen:
+            seen.add(up)
+            up = table[up][0]
+        if up in servers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except OSError:
+                pass
+    return killed
 
 
 def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxnet",
@@ -116,6 +163,7 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
         except KeyboardInterrupt:
             # SIGINT, or SIGTERM turned into one by the harness: the build must not go on without us.
             stop_process_group(proc)
+            stop_cache_server_compiles(build_dir)
             where = f"[{steps}/{total}]" if total else "before the first step"
             took = time.monotonic() - start
             fh.write(f"==== interrupted at {where} after {took:.0f}s ====\n")
@@ -125,6 +173,7 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
                 f"steps. Log: {log}") from None
         except BaseException:
             stop_process_group(proc)
+            stop_cache_server_compiles(build_dir)
             raise
     seconds = time.monotonic() - start
     if rc != 0:

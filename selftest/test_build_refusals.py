@@ -238,3 +238,55 @@ def test_first_wheel_download_says_so_and_shows_pips_progress(tmp_path):
     again = io.StringIO()
     assert install_wheels(tmp_path / "cache", requirements=("six",), progress=again) == target
     assert again.getvalue() == "", "a cached install downloads nothing and says nothing"
+
+
+def _slow_cxx_source(path: Path):
+    # A C++ file g++ needs tens of seconds for, compiled into libmxnet: through sccache its
+    # compiler runs as a child of the sccache server, not of ninja.
+    funcs = "".join(f"std::map<std::string, std::vector<int>> slow_{i}(int x) {{ std::map<std::string, "
+                    f"std::vector<int>> m; for (int j = 0; j < x; ++j) m[std::to_string(j * {i})].push_back(j); "
+                    "return m; }\n" for i in range(6000))
+    (path / "src" / "slow_unit.cc").write_text("#include <map>\n#include <string>\n#include <vector>\n" + funcs)
+    cm = path / "CMakeLists.txt"
+    cm.write_text(cm.read_text() + "target_sources(mxnet PRIVATE src/slow_unit.cc)\n")
+
+
+def _compilers_in(build_dir: Path) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and Path(os.readlink(entry / "exe")).name == "cc1plus" and \
+                    str(build_dir) in os.readlink(entry / "cwd"):
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.mark.skipif(shutil.which("sccache") is None and not (Path(sys.executable).parent / "sccache").exists(),
+                    reason="sccache is installed with the harness (pyproject)")
+def test_interrupt_through_sccache_leaves_no_compiler_under_its_server(sample_tree, tmp_path):
+    src = sample_tree(edit=_slow_cxx_source)
+    build = src / "build-cpu"
+    cmd = [sys.executable, "-m", "pytest", "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir",
+           str(HARNESS_ROOT), "-p", "no:cacheprovider", str(HARNESS_ROOT / "tests"), "-m", "release",
+           f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", "--compiler-launcher=sccache",
+           f"--basetemp={tmp_path / 'bt'}"]
+    with open(tmp_path / "run.log", "w") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 240
+            while not _compilers_in(build) and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.3)
+            assert _compilers_in(build), (tmp_path / "run.log").read_text()[-3000:]
+            time.sleep(1)
+            proc.send_signal(signal.SIGINT)
+            rc = proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    left = _compilers_in(build)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert rc == pytest.ExitCode.INTERRUPTED, (tmp_path / "run.log").read_text()[-3000:]
+    assert not left, "a compiler run by the sccache server outlived the interrupted build"
