@@ -49,30 +49,9 @@ def _progress_stream():
     return sys.__stderr__ or sys.stderr
 
 
-#: Seconds the build's process group gets to exit on SIGTERM before it is killed.
+#: Seconds the build's processes get to exit on SIGTERM before they are killed. Short: a CI
+#: runner or the person at the terminal may follow SIGINT with SIGKILL within seconds.
 STOP_GRACE = 0.5
-
-
-def stop_process_group(proc: subprocess.Popen, grace: float = STOP_GRACE) -> None:
-    """Stop a build started in its own session: cmake, ninja and every compiler under them.
-
-    Terminal Ctrl-C reaches only pytest's process group, so the build's group is signalled here:
-    SIGTERM (ninja and the compilers exit and remove partial outputs), then SIGKILL for whatever
-    is left, so no compiler outlives the run. The grace is short: a CI runner or the person at the
-    terminal may follow SIGINT with SIGKILL within seconds."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 1.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-    try:  # stragglers of an exited ninja (a compiler reparented to init) are still in the group
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _proc_table() -> dict:
@@ -94,31 +73,52 @@ def _proc_table() -> dict:
     return table
 
 
-def stop_cache_server_compiles(build_dir: Path) -> list[int]:
-    """Kill the compilers an sccache server still runs for this build.
+def _descendants(roots: set, table: dict) -> list[int]:
+    """Every process below ``roots`` in ``table`` (roots excluded)."""
+    found, frontier = [], set(roots)
+    while frontier:
+        children = {pid for pid, (ppid, _n, _c) in table.items() if ppid in frontier}
+        children -= set(found) | set(roots)
+        found.extend(children)
+        frontier = children
+    return found
 
-    sccache's client hands each compile to a long-lived server, which runs the compiler as *its*
-    child, outside the build's process group: stopping ninja ends the clients but not those
-    compilers (a six-arch nvcc runs for minutes). They are the server's descendants working in
-    ``build_dir``; nothing else is touched (the server stays up for other builds)."""
+
+def _signal_all(pids, sig) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+def stop_build(proc: subprocess.Popen, build_dir: Path, grace: float = STOP_GRACE) -> None:
+    """Stop ``cmake --build`` and everything it started: ninja, the compilers, and the compiles an
+    sccache server runs for this build.
+
+    A signal to pytest alone never reaches the compilers (ninja starts each command in a process
+    group of its own), so the tree below the build is walked and stopped here: SIGTERM (compilers remove partial outputs), then
+    SIGKILL for what is left. sccache's client hands each compile to a long-lived server that runs
+    the compiler as *its* child, outside that tree (a six-arch nvcc runs for minutes): those are
+    the server's descendants working in ``build_dir``; the server itself stays up."""
     table = _proc_table()
-    servers = {pid for pid, (_ppid, name, _cwd) in table.items() if name == "sccache"}
+    servers = {pid for pid, (_p, name, _c) in table.items() if name == "sccache"}
     root = Path(build_dir).resolve()
-    killed = []
-    for pid, (ppid, _name, cwd) in table.items():
-        if pid in servers or not (cwd == root or root in cwd.parents):
-            continue
-        seen, up = set(), ppid
-        while up in table and up not in servers and up not in seen:
-            seen.add(up)
-            up = table[up][0]
-        if up in servers:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-            except OSError:
-                pass
-    return killed
+    cached = [pid for pid in _descendants(servers, table)
+              if table[pid][2] == root or root in table[pid][2].parents]
+    tree = [proc.pid, *_descendants({proc.pid}, table)]
+    _signal_all(tree + cached, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    table = _proc_table()
+    _signal_all([p for p in tree + cached + _descendants(set(tree + cached), table) if p in table],
+                signal.SIGKILL)
+    try:
+        proc.wait(timeout=1.0)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxnet",
@@ -145,7 +145,7 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
         fh.write(f"==== compile run {time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} "
                  f"jobs={jobs} target={' '.join(targets)} ====\n$ " + " ".join(cmd) + "\n")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                bufsize=1, env={**os.environ, **(env or {})}, start_new_session=True)
+                                bufsize=1, env={**os.environ, **(env or {})})
         try:
             for line in proc.stdout:
                 fh.write(line)
@@ -162,18 +162,16 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
             rc = proc.wait()
         except KeyboardInterrupt:
             # SIGINT, or SIGTERM turned into one by the harness: the build must not go on without us.
-            stop_process_group(proc)
-            stop_cache_server_compiles(build_dir)
-            where = f"[{steps}/{total}]" if total else "before the first step"
+            stop_build(proc, build_dir)
+            where = f"at [{steps}/{total}]" if total else "before the first step"
             took = time.monotonic() - start
-            fh.write(f"==== interrupted at {where} after {took:.0f}s ====\n")
+            fh.write(f"==== interrupted {where} after {took:.0f}s ====\n")
             raise BuildInterrupted(
-                "compile", f"interrupted at {where} after {took:.0f}s; the build was stopped (no "
+                "compile", f"interrupted {where} after {took:.0f}s; the build was stopped (no "
                 f"compiler left running). Re-run the same command to resume: ninja keeps the finished "
                 f"steps. Log: {log}") from None
         except BaseException:
-            stop_process_group(proc)
-            stop_cache_server_compiles(build_dir)
+            stop_build(proc, build_dir)
             raise
     seconds = time.monotonic() - start
     if rc != 0:

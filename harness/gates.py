@@ -28,11 +28,14 @@ def pytest_configure(config):
 
 
 def _terminate_as_interrupt():
-    """SIGTERM (a CI job cancelled, ``timeout``) ends the run as Ctrl-C does: the build step
-    stops its process group and the summary says where it stopped. Python's default would kill
-    pytest outright and leave ninja and the compilers running."""
+    """SIGINT and SIGTERM end the run as Ctrl-C does: the build step stops its processes and the
+    summary says where it stopped. Python's default for SIGTERM kills pytest outright and leaves
+    ninja and the compilers running; and a shell starts a background job (``pytest … &`` in a
+    script, a CI step) with SIGINT *ignored*, so an explicit ``kill -INT`` would do nothing."""
     if threading.current_thread() is not threading.main_thread():
         return
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         def _raise(signum, frame):
             raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")

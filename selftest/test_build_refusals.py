@@ -190,8 +190,14 @@ def _left_running(marker: str) -> list[str]:
     return [line for line in ps.splitlines() if marker in line and "ps -eo" not in line]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_signal_stops_the_whole_build_and_says_where(sample_tree, tmp_path, sig):
+def _ignore_sigint():
+    # What a shell does to `pytest … &` in a script or a CI step: the job starts with SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("sig,background", [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
+                         ids=["SIGINT", "SIGTERM", "SIGINT-to-a-background-job"])
+def test_signal_stops_the_whole_build_and_says_where(sample_tree, tmp_path, sig, background):
     src = sample_tree(edit=_slow_compile)
     out_file = tmp_path / "run.log"
     cmd = [sys.executable, "-m", "pytest", "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir",
@@ -199,10 +205,11 @@ def test_signal_stops_the_whole_build_and_says_where(sample_tree, tmp_path, sig)
            f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", f"--basetemp={tmp_path / 'bt'}"]
     with open(out_file, "w") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=tmp_path,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_ignore_sigint if background else None)
         try:
             deadline = time.monotonic() + 240
-            while not _left_running("sleep 317.25") and time.monotonic() < deadline and proc.poll() is None:
+            while not (_left_running("sleep 317.25") and "[compile] [" in out_file.read_text()) \
+                    and time.monotonic() < deadline and proc.poll() is None:
                 time.sleep(0.5)
             assert _left_running("sleep 317.25"), out_file.read_text()[-3000:]
             proc.send_signal(sig)  # to pytest alone: the harness must stop the build's own group
@@ -290,3 +297,4 @@ def test_interrupt_through_sccache_leaves_no_compiler_under_its_server(sample_tr
         os.kill(pid, signal.SIGKILL)
     assert rc == pytest.ExitCode.INTERRUPTED, (tmp_path / "run.log").read_text()[-3000:]
     assert not left, "a compiler run by the sccache server outlived the interrupted build"
+
