@@ -203,7 +203,7 @@ def best(n, cmd, **kw):
 
 
 FORK_GATE = r"""
-# Re-enactment of tools/release_provenance.py's payload inspection (fork_release_tooling.md §3.2):
+# Re-enactment of tools/release_provenance.py's payload inspection (docs/background.md):
 # namelist, METADATA, extract libmxnet.so to a temp dir, `readelf -d`. No RECORD hashes, no arch check.
 import re, subprocess, sys, tempfile, zipfile
 from packaging.requirements import Requirement

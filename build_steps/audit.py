@@ -188,7 +188,7 @@ def collect(extracted, options) -> Audit:
 
     _build_provenance(audit, options, lib_path)
 
-    # Warnings the report shows (not failures): build-tree RUNPATH entries, RPATH tags (§16.10).
+    # Warnings the report shows (not failures): build-tree RUNPATH entries, RPATH tags (docs/background.md, G10).
     if lib_info is not None and not lib_info.error:
         extra = [e for e in lib_info.search_path if e not in profile.runpath]
         if extra:

@@ -1,6 +1,6 @@
 """Stage libmxnet.so into python/mxnet and make the package self-contained.
 
-The wheel carries OpenCV and everything OpenCV pulls in (the fork's §2.3 closure), but never a
+The wheel carries OpenCV and everything OpenCV pulls in (the fork's closure, docs/background.md), but never a
 host library (glibc, the GCC runtimes, the NVIDIA driver and toolkit: profiles.is_host_library).
 Libraries are resolved the way the dynamic loader would on this host (the ld.so cache first, then
 the standard multiarch directories), copied in once, under the name the loader asks for (the
@@ -298,7 +298,7 @@ def stage_package(built_lib: Path, src: Path, profile) -> StagedPackage:
     check_cuda_needed(dest, profile)
     bundle = bundle_closure(dest, package_dir / "lib", profile)
 
-    # The build tree's RUNPATH (absolute build-host paths, §16.10) is dropped: a wheel must find
+    # The build tree's RUNPATH (absolute build-host paths, docs/background.md G10) is dropped: a wheel must find
     # its libraries through wheel-relative entries only.
     old = _entries(read_dynamic(dest).runpath)
     runpath = list(profile.runpath)

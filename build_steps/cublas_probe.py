@@ -1,7 +1,7 @@
 """cuBLAS / driver preflight and raw-cuBLAS syrk and GEMM checks, through ctypes only.
 
 Runs before (and without) MXNet: it reports which cuBLAS a wheel would load, its version, the
-driver's version, and names the two known CUDA 13 traps (cuda_wheel_build.md §6a):
+driver's version, and names the two known CUDA 13 traps (docs/background.md):
   * cuBLAS >= 13.2 on an R580 driver: large GEMM returns CUBLAS_STATUS_NOT_INITIALIZED
     (tiny GEMMs and convolutions pass). Fix: driver R590+.
   * cuBLAS 13.1.1.3: cublasSsyrk/cublasDsyrk segfault. Fix: cuBLAS >= 13.5 (which needs R590+).

@@ -1,7 +1,7 @@
 """Git state of the MXNet source tree and the commit stamps a build recorded.
 
 The stamp check compares git HEAD with the MXNET_COMMIT_HASH the binary was compiled with. The
-binary is the primary witness (the fork only read build files, §16.2); ``build.ninja`` and
+binary is the primary witness (the fork only read build files, docs/background.md G2); ``build.ninja`` and
 ``compile_commands.json`` are a fallback that the report names as such.
 """
 from __future__ import annotations

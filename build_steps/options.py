@@ -42,7 +42,6 @@ class RunOptions:
     yes: bool = False
     remote: str = "origin"
     compiler_launcher: str = "auto"
-    extra: dict = field(default_factory=dict)
     #: --cmake-define KEY=VALUE, in order (a later one of the same key wins)
     cmake_defines: dict = field(default_factory=dict)
     allow_dirty: bool = False

@@ -1,6 +1,6 @@
 """Package the staged tree: ``python -m build --wheel --no-isolation`` in python/, then dist/.
 
-setuptools' own python/build/ is removed first: the fork never cleaned it (§16.12), so files of
+setuptools' own python/build/ is removed first: the fork never cleaned it (docs/background.md, G12), so files of
 an earlier build (a stale mxnet/lib/ closure) could leak into the new wheel. The wheel is built
 into a staging directory; it reaches <mxnet-src>/dist/ only through publish_to_dist(), after the
 gates passed, and a wheel that failed them is kept aside under a name that says so.

@@ -2,7 +2,7 @@
 
 The fork's wrapper (tools/release_cuda_wheel.sh) did this in bash; this module keeps its order
 (preflight before any build, tag, push, ``gh release create``) and fixes its gaps
-(fork_release_tooling.md §16.5-7):
+(docs/background.md, G5-G7):
 
 * the build number is picked from local AND remote tags, and an unreadable remote refuses the
   publish instead of passing the collision check silently;

@@ -1,4 +1,4 @@
-"""cuBLAS gate: the cuBLAS/driver pair is not one of the two known traps (cuda_wheel_build.md §6a),
+"""cuBLAS gate: the cuBLAS/driver pair is not one of the two known traps (docs/background.md),
 and MXNet's linalg.syrk and GEMMs at N = 16, 256, 1024, 4096 on gpu(0) agree with numpy.
 
 The preflight (ctypes, before MXNet is imported) reports the driver, the cuBLAS the wheel would
