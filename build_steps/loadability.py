@@ -22,6 +22,7 @@ from .elf import NotElfError, is_elf
 from .elf_load import PLATFORM_ELF, platform_arch, read_load_facts
 from .loader import BUNDLED, UNRESOLVED, Closure
 from .symbol_floor import effective_floor, split_version, vtuple
+from .wheel_name import platform_of
 
 #: Bundled libraries of the graphics stack: what OpenCV's closure reaches and a slim container
 #: lacks ("libGL.so.1: cannot open shared object file" is the classic failure on such images).
@@ -175,7 +176,7 @@ def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes
                         tags, profile, floor_override: dict | None = None) -> Loadability:
     root = Path(root)
     elves = elf_members(root, members)
-    platforms = {platform_arch(str(t).rsplit("-", 1)[-1]) for t in tags} - {None}
+    platforms = {platform_arch(platform_of(t)) for t in tags} - {None}
     platform = sorted(platforms)[0] if len(platforms) == 1 else None
     out = Loadability(platform=platform)
     read = _read_all(root, elves, closure)

@@ -295,10 +295,10 @@ PLATFORM_FLAVORS = {"macosx_": "macos"}
 
 def flavor_for_wheel(filename: str) -> str | None:
     """The flavor a wheel's platform tag implies (``macosx_*`` -> macos), or None (no opinion)."""
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+    from .wheel_name import WheelNameError, parse_wheel_name
     try:
-        tags = parse_wheel_filename(filename)[3]
-    except InvalidWheelFilename:
+        tags = parse_wheel_name(filename).tags
+    except WheelNameError:
         return None
     found = {flavor for t in tags for prefix, flavor in PLATFORM_FLAVORS.items()
              if t.platform.startswith(prefix)}

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import StepError, UsageError, log_tail
+from .wheel_name import WheelNameError, parse_wheel_name
 
 #: Variables that would let the venv find libraries or modules outside itself.
 LEAKY_ENV = ("LD_LIBRARY_PATH", "LD_PRELOAD", "MXNET_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME",
@@ -354,10 +355,9 @@ def explain_probe(result: dict) -> str | None:
 def expected_version(wheel: Path, override: str | None = None) -> str:
     """The version the installed wheel must report: ``override`` (--package-version), else the
     version in the wheel's file name."""
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
     if override:
         return override
     try:
-        return str(parse_wheel_filename(Path(wheel).name)[1])
-    except (InvalidWheelFilename, ValueError) as exc:
-        raise UsageError(f"cannot read a version from the wheel name {Path(wheel).name}: {exc}") from None
+        return str(parse_wheel_name(wheel).version)
+    except WheelNameError as exc:
+        raise UsageError(f"cannot read a version from the wheel name {Path(wheel).name}: {exc.reason}") from None

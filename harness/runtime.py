@@ -23,9 +23,23 @@ from .common import add_report_lines, is_worker, shared_root
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
 PROBES_DIR = HARNESS_ROOT / "tests" / "probes"
-CUBLAS_PROBE = HARNESS_ROOT / "build_steps" / "cublas_probe.py"
+CUBLAS_PROBE = PROBES_DIR / "cublas_probe.py"
 _VENV_KEY = "release-venv"
 DRIVER_STUB_RECORD = "driver-stub"
+
+
+def load_probe(name: str):
+    """A probe script of tests/probes imported as a module, for the gates that also use its
+    helpers in-process (the scripts are not a package: they run in the venv's interpreter)."""
+    import importlib.util
+    import sys
+    key = f"_mxnet_probe_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, PROBES_DIR / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 import pytest
-from packaging.utils import parse_wheel_filename
+from build_steps.wheel_name import parse_wheel_name
 from packaging.version import Version
 
 from build_steps import source
@@ -100,7 +100,8 @@ def test_libcuda_needed_policy(staged_package, profile):
 
 
 def test_wheel_has_requested_version_and_binary_tag(built_wheel, options, profile):
-    name, version, _build, tags = parse_wheel_filename(built_wheel.name)
+    parsed = parse_wheel_name(built_wheel)
+    version, tags = parsed.version, parsed.tags
     want = Version(options.wheel_version) if options.wheel_version else None
     if want is not None:
         assert version == want, f"{built_wheel.name} has version {version}, --wheel-version asked {want}"

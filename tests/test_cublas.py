@@ -9,8 +9,11 @@ import warnings
 
 import pytest
 
-from build_steps.cublas_probe import CHECK_SIZES, diagnose
 from build_steps.venv import explain_probe
+from harness.runtime import load_probe
+
+_cublas = load_probe("cublas_probe")
+CHECK_SIZES, diagnose = _cublas.CHECK_SIZES, _cublas.diagnose
 
 pytestmark = [pytest.mark.release, pytest.mark.runtime, pytest.mark.cublas, pytest.mark.gpu]
 

@@ -8,11 +8,11 @@ driver's version, and names the two known CUDA 13 traps (docs/background.md):
 Each numeric check runs in a child process, so a segfault inside cuBLAS becomes a result.
 
 Standalone on purpose: standard library only (numpy for the numeric checks), no import of the
-rest of build_steps, so the same file runs in the throwaway venv's interpreter and on a GPU box
+harness, so the same file runs in the throwaway venv's interpreter and on a GPU box
 with only the repository copied there:
-    python3 build_steps/cublas_probe.py preflight [--search-dir DIR]...
-    python3 build_steps/cublas_probe.py all [--sizes 16,256,1024,4096] [--lib PATH]
-    python3 build_steps/cublas_probe.py check gemm|syrk|dsyrk N --lib PATH
+    python3 tests/probes/cublas_probe.py preflight [--search-dir DIR]...
+    python3 tests/probes/cublas_probe.py all [--sizes 16,256,1024,4096] [--lib PATH]
+    python3 tests/probes/cublas_probe.py check gemm|syrk|dsyrk N --lib PATH
 """
 from __future__ import annotations
 
