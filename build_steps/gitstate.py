@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import gitops
 from .errors import UsageError
 
 #: MXNET_COMMIT_HASH as CMake writes it into compile commands, with any level of quote escaping.
@@ -36,7 +37,7 @@ class GitState:
 
 
 def _git(root: Path, *args) -> str:
-    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=120)
+    proc = gitops.run(root, *args, timeout=120)
     if proc.returncode != 0:
         raise UsageError(f"--mxnet-src {root}: `git {' '.join(args)}` failed: "
                          f"{(proc.stderr.strip().splitlines() or ['?'])[-1]} (is it a git checkout?)")

@@ -25,11 +25,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from . import gitops
 from .errors import HarnessError, UsageError
 from .profiles import Profile, validate_version
+from .wheel_name import WheelNameError, parse_wheel_name
 
 
 class PublishRefused(UsageError):
@@ -75,10 +75,9 @@ def next_version(profile: Profile, tags: Iterable[str], day: str) -> str:
 
 def wheel_version(wheel: Path) -> str:
     try:
-        _, version, _, _ = parse_wheel_filename(Path(wheel).name)
-    except InvalidWheelFilename as exc:
-        raise PublishRefused(f"{wheel}: not a valid wheel file name ({exc})") from None
-    return str(version)
+        return str(parse_wheel_name(wheel).version)
+    except WheelNameError as exc:
+        raise PublishRefused(f"{wheel}: not a valid wheel file name ({exc.reason})") from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -426,7 +425,7 @@ Runner = Callable[[Command], subprocess.CompletedProcess]
 
 def _run(cmd: Command) -> subprocess.CompletedProcess:
     return subprocess.run(list(cmd.argv), cwd=cmd.cwd, capture_output=True, text=True,
-                          env=gitops._env(), timeout=1800)
+                          env=gitops.git_env(), timeout=1800)
 
 
 def execute(plan: ReleasePlan, run: Runner = _run) -> str:
