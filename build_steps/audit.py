@@ -247,39 +247,3 @@ def _collect_macho(extracted, options) -> Audit:
     _build_provenance(audit, options, Path(extracted.root) / policy.libmxnet if readable else None,
                       macho_strings)
     return audit
-
-
-def shared_product(shared_dir: Path, key: str, produce):
-    """``produce()`` computed by one process for all xdist workers, shared as a pickle.
-
-    run_once shares JSON; the audit objects are richer, so the same lock-and-record pattern is
-    used with pickle. A failure is recorded and re-raised (same message) in every worker.
-    """
-    import pickle
-
-    from filelock import FileLock
-    shared_dir = Path(shared_dir)
-    shared_dir.mkdir(parents=True, exist_ok=True)
-    record = shared_dir / f"{key}.pickle"
-    failed = shared_dir / f"{key}.failed"
-    with FileLock(str(record) + ".lock"):
-        if failed.exists():
-            raise HarnessError(failed.read_text())
-        if record.exists():
-            return pickle.loads(record.read_bytes())
-        try:
-            product = produce()
-        except HarnessError as exc:
-            failed.write_text(str(exc))
-            raise
-        tmp = record.with_suffix(".tmp")
-        tmp.write_bytes(pickle.dumps(product))
-        tmp.replace(record)
-        return product
-
-
-def load_shared(shared_dir: Path, key: str):
-    """The product another process stored with shared_product, or None."""
-    import pickle
-    record = Path(shared_dir) / f"{key}.pickle"
-    return pickle.loads(record.read_bytes()) if record.exists() else None

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .elf import read_dynamic
 from .errors import StepError
+from .once import JsonRecord
 from .profiles import is_host_library
 
 #: Where glibc's loader looks when the ld.so cache has no entry (x86_64 Debian/Ubuntu layout
@@ -242,6 +243,31 @@ class StagedPackage:
     dropped_runpath: list = field(default_factory=list)
     headers: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+
+    def record(self, seconds: float) -> "StagedRecord":
+        """What the build chain shares between workers and the gates read."""
+        return StagedRecord(
+            package_dir=self.package_dir, libmxnet=self.libmxnet,
+            bundled=[{"soname": b.soname, "path": str(b.path), "source": str(b.source),
+                      "seed": b.seed, "needed_by": b.needed_by} for b in self.bundle],
+            unresolved=self.bundle.unresolved, runpath=self.runpath,
+            dropped_runpath=self.dropped_runpath, headers=self.headers, warnings=self.warnings,
+            seconds=seconds)
+
+
+@dataclass(frozen=True)
+class StagedRecord(JsonRecord):
+    """The staged package as JSON can carry it: paths, and each bundled library as a dict."""
+    package_dir: Path
+    libmxnet: Path
+    #: {"soname", "path", "source", "seed", "needed_by"} per bundled library
+    bundled: list
+    unresolved: list
+    runpath: list
+    dropped_runpath: list
+    headers: list
+    warnings: list
+    seconds: float
 
 
 def stage_headers(src: Path, package_dir: Path) -> tuple[list[str], list[str]]:

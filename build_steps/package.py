@@ -11,26 +11,20 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import atomic, reproducible
 from .configure import record_step
 from .errors import HarnessError, StepError, log_tail
+from .once import JsonRecord
 
 
 @dataclass
-class PackageResult:
+class PackageResult(JsonRecord):
     wheel: Path
     seconds: float
     log: Path
-
-    def to_json(self) -> dict:
-        return {"wheel": str(self.wheel), "seconds": self.seconds, "log": str(self.log)}
-
-    @classmethod
-    def from_json(cls, d: dict) -> "PackageResult":
-        return cls(wheel=Path(d["wheel"]), seconds=d["seconds"], log=Path(d["log"]))
 
 
 def clean_setuptools_state(python_dir: Path) -> None:

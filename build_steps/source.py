@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 import platform
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import gitops
 from .errors import UsageError
+from .once import JsonRecord
 
 #: The fork's submodule paths, for a tree without .gitmodules (a source archive may lack it).
 KNOWN_SUBMODULES = ("3rdparty/dmlc-core", "3rdparty/ps-lite", "3rdparty/dlpack", "3rdparty/googletest",
@@ -103,7 +104,7 @@ class SubmoduleState:
 
 
 @dataclass(frozen=True)
-class SourceInfo:
+class SourceInfo(JsonRecord):
     root: Path
     commit: str | None
     branch: str | None
@@ -111,15 +112,6 @@ class SourceInfo:
     submodule_warnings: list = field(default_factory=list)
     #: submodules at another commit than the pinned one: {"path", "pinned", "actual"}
     submodule_mismatches: list = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d["root"] = str(self.root)
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict) -> "SourceInfo":
-        return cls(**{**d, "root": Path(d["root"])})
 
 
 def is_mxnet_tree(path: Path) -> bool:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from build_steps.audit import collect, load_shared, shared_product
+from build_steps.audit import collect
+from build_steps.once import load_shared, shared_product
 from build_steps.errors import HarnessError
 from build_steps.pinning import verify
 from build_steps.report import provenance_document, summary_lines, write_json_atomic

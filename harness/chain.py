@@ -152,7 +152,7 @@ def libmxnet(options, shared_dir, build_paths, configured_tree, cuda_root,
 
 
 @pytest.fixture(scope="session")
-def staged_package(profile, shared_dir, build_paths, libmxnet) -> dict:
+def staged_package(profile, shared_dir, build_paths, libmxnet) -> bundle.StagedRecord:
     """libmxnet.so + headers staged into python/mxnet, OpenCV closure bundled, RUNPATHs set."""
     def produce():
         start = time.monotonic()
@@ -161,15 +161,8 @@ def staged_package(profile, shared_dir, build_paths, libmxnet) -> dict:
             f"libmxnet RUNPATH {':'.join(staged.runpath)}")
         for w in staged.warnings:
             say(f"[stage] warning: {w}")
-        return {
-            "package_dir": str(staged.package_dir), "libmxnet": str(staged.libmxnet),
-            "bundled": [{"soname": b.soname, "path": str(b.path), "source": str(b.source),
-                         "seed": b.seed, "needed_by": b.needed_by} for b in staged.bundle],
-            "unresolved": staged.bundle.unresolved, "runpath": staged.runpath,
-            "dropped_runpath": staged.dropped_runpath, "headers": staged.headers,
-            "warnings": staged.warnings, "seconds": time.monotonic() - start,
-        }
-    return run_once(shared_dir, "stage", produce)
+        return staged.record(time.monotonic() - start).to_json()
+    return bundle.StagedRecord.from_json(run_once(shared_dir, "stage", produce))
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from build_steps import once
 from build_steps import venv as venv_step
 from build_steps.driver_stub import DRIVER_SONAME, STUB_ENV, driver_missing, make_stub
 from build_steps.elf import read_dynamic
@@ -56,10 +57,10 @@ def release_venv(options, wheel_path, wheel_pin, shared_dir):
             no_deps=options.no_deps, log=log)
         return {**venv.to_dict(), "installed": installed, "log": str(log), "wheel": str(wheel_path)}
 
-    product = venv_step.acquire_shared(shared_dir, _VENV_KEY, make)
+    product = once.acquire(shared_dir, _VENV_KEY, make)
     yield venv_step.Venv.from_dict(product)
     cleanup = None if options.keep_venv else (lambda p: venv_step.remove_venv(Path(p["root"])))
-    venv_step.release_shared(shared_dir, _VENV_KEY, cleanup)
+    once.release(shared_dir, _VENV_KEY, cleanup)
 
 
 @pytest.fixture(scope="session")

@@ -64,10 +64,10 @@ def test_compile_produced_an_elf_libmxnet(libmxnet):
 
 
 def test_bundled_libraries_carry_origin_runpath(staged_package):
-    assert staged_package["bundled"], ("nothing was bundled into python/mxnet/lib: libmxnet.so has no "
+    assert staged_package.bundled, ("nothing was bundled into python/mxnet/lib: libmxnet.so has no "
                                        "libopencv_* NEEDED; install libopencv-dev and reconfigure with USE_OPENCV=ON")
     bad = {}
-    for b in staged_package["bundled"]:
+    for b in staged_package.bundled:
         info = read_dynamic(b["path"])
         if info.runpath != ["$ORIGIN"]:
             bad[b["soname"]] = info.runpath
@@ -77,20 +77,20 @@ def test_bundled_libraries_carry_origin_runpath(staged_package):
 
 def test_bundled_sonames_are_linked(staged_package):
     from pathlib import Path
-    lib_dir = Path(staged_package["package_dir"]) / "lib"
-    missing = [b["soname"] for b in staged_package["bundled"] if not (lib_dir / b["soname"]).exists()]
+    lib_dir = Path(staged_package.package_dir) / "lib"
+    missing = [b["soname"] for b in staged_package.bundled if not (lib_dir / b["soname"]).exists()]
     assert not missing, f"SONAME entries missing in {lib_dir}: {missing}; the loader looks them up by SONAME"
 
 
 def test_libmxnet_runpath_is_the_profiles(staged_package, profile):
-    info = read_dynamic(staged_package["libmxnet"])
+    info = read_dynamic(staged_package.libmxnet)
     assert list(info.runpath or []) == list(profile.runpath), (
         f"libmxnet.so RUNPATH is {info.runpath}, the {profile.name} profile wants {list(profile.runpath)}: "
         "bundled OpenCV or the pip CUDA libraries would not be found from inside the wheel")
 
 
 def test_libcuda_needed_policy(staged_package, profile):
-    needed = read_dynamic(staged_package["libmxnet"]).needed
+    needed = read_dynamic(staged_package.libmxnet).needed
     if profile.needs_libcuda:
         assert "libcuda.so.1" in needed, ("libmxnet.so has no DT_NEEDED libcuda.so.1: link "
                                           "CUDA::cuda_driver in CMakeLists.txt and rebuild")
