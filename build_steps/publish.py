@@ -14,7 +14,6 @@ Functions take paths and plain values and return products; nothing here knows ab
 """
 from __future__ import annotations
 
-import hashlib
 import platform
 import re
 import shlex
@@ -28,6 +27,7 @@ from typing import Callable, Iterable, Mapping
 
 from . import gitops
 from .errors import HarnessError, UsageError
+from .pinning import sha256_of
 from .profiles import Profile, validate_version
 from .wheel_name import WheelNameError, parse_wheel_name
 
@@ -333,14 +333,6 @@ def github_repo(url: str) -> str | None:
     """``owner/name`` of a GitHub remote URL, so gh targets the repository the tag was pushed to."""
     m = _GITHUB_RE.search(url)
     return f"{m.group(1)}/{m.group(2)}" if m else None
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def release_notes(version: str, profile: Profile, facts: ReleaseFacts, branch: str, commit: str,
