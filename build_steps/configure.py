@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cmake_cache
+from .readers import cmake_cache
 from .errors import StepError, log_excerpt
 from .profiles import CMAKE_FEATURES, parse_cuda_arch
 from .once import JsonRecord

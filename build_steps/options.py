@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .errors import UsageError
 from .profiles import ArchSpec, Profile, flavor_for_wheel, get_profile, parse_cuda_arch, validate_version
-from .symbol_floor import parse_floor
+from .readers.symbol_floor import parse_floor
 
 
 @dataclass(frozen=True)

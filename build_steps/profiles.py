@@ -81,7 +81,7 @@ def is_host_library(soname: str) -> bool:
 
 @dataclass(frozen=True)
 class MachoPolicy:
-    """What a macOS wheel's Mach-O files promise (checked from Linux by build_steps.macho_audit)."""
+    """What a macOS wheel's Mach-O files promise (checked from Linux by build_steps.readers.macho_audit)."""
     #: the one architecture every Mach-O file must carry a slice for
     arch: str
     libmxnet: str
@@ -295,7 +295,7 @@ PLATFORM_FLAVORS = {"macosx_": "macos"}
 
 def flavor_for_wheel(filename: str) -> str | None:
     """The flavor a wheel's platform tag implies (``macosx_*`` -> macos), or None (no opinion)."""
-    from .wheel_name import WheelNameError, parse_wheel_name
+    from .readers.wheel_name import WheelNameError, parse_wheel_name
     try:
         tags = parse_wheel_name(filename).tags
     except WheelNameError:

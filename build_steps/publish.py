@@ -29,7 +29,7 @@ from . import gitops
 from .errors import HarnessError, UsageError
 from .pinning import sha256_of
 from .profiles import Profile, validate_version
-from .wheel_name import WheelNameError, parse_wheel_name
+from .readers.wheel_name import WheelNameError, parse_wheel_name
 
 
 class PublishRefused(UsageError):
@@ -237,7 +237,7 @@ def _arch_names(value, prefix: str) -> tuple:
 def release_facts(audit) -> ReleaseFacts:
     """Features, SASS/PTX archs and commit stamps from this run's provenance facts.
 
-    ``audit`` is the static gates' audit (build_steps.audit.Audit) or a dict of the same shape
+    ``audit`` is the static gates' audit (build_steps.readers.audit.Audit) or a dict of the same shape
     (its ``to_json()``): ``cmake.features`` (KEY -> {enabled}), ``fatbin.sass``/``fatbin.ptx``,
     ``stamps.binary`` / ``stamps.build_files``, ``requirements.hard``. Missing facts raise: the
     notes must say what this run verified, never what the profile merely promises.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import StepError, UsageError, log_tail
-from .wheel_name import WheelNameError, parse_wheel_name
+from .readers.wheel_name import WheelNameError, parse_wheel_name
 
 #: Variables that would let the venv find libraries or modules outside itself.
 LEAKY_ENV = ("LD_LIBRARY_PATH", "LD_PRELOAD", "MXNET_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME",

@@ -14,7 +14,7 @@ import pytest
 from build_steps import once
 from build_steps import venv as venv_step
 from build_steps.driver_stub import DRIVER_SONAME, STUB_ENV, driver_missing, make_stub
-from build_steps.elf import read_dynamic
+from build_steps.readers.elf import read_dynamic
 from build_steps.errors import HarnessError
 from build_steps.once import run_once
 from build_steps.pinning import verify

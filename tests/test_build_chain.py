@@ -8,13 +8,13 @@ from __future__ import annotations
 
 
 import pytest
-from build_steps.wheel_name import parse_wheel_name
+from build_steps.readers.wheel_name import parse_wheel_name
 from packaging.version import Version
 
 from build_steps import source
-from build_steps.cmake_cache import to_bool
+from build_steps.readers.cmake_cache import to_bool
 from build_steps.configure import FOUND_EVIDENCE
-from build_steps.elf import is_elf, read_dynamic
+from build_steps.readers.elf import is_elf, read_dynamic
 from build_steps.profiles import CMAKE_FEATURES
 
 # The chain builds the Linux (ELF) wheel: a macOS wheel is built on a Mac, so these are not its gates.

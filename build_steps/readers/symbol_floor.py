@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import UsageError
+from ..errors import UsageError
 from .wheel_name import platform_of
 
 #: The families judged, and what defines them on the host.

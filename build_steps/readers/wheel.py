@@ -7,8 +7,8 @@ hashlib and file writes all release the GIL). Peak memory stays at a few chunks.
 
 Unsafe or broken archives are refused before anything lands at ``dest``: the extraction goes into
 a temporary directory beside ``dest`` and is renamed into place only when complete. RECORD is
-checked in :mod:`build_steps.wheel_record`, METADATA in :mod:`build_steps.wheel_metadata`, the
-file and member names in :mod:`build_steps.wheel_name`.
+checked in :mod:`build_steps.readers.wheel_record`, METADATA in :mod:`build_steps.readers.wheel_metadata`, the
+file and member names in :mod:`build_steps.readers.wheel_name`.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from .errors import WheelError
+from ..errors import WheelError
 from .wheel_metadata import read_metadata
 from .wheel_name import parse_wheel_name, unsafe_reason
 from .wheel_record import b64, find_record, parse_record, record_algo, verify_record

@@ -14,7 +14,7 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from .errors import WheelError
+from ..errors import WheelError
 
 
 class WheelNameError(WheelError):

@@ -11,8 +11,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import gitops
-from .errors import UsageError
+from .. import gitops
+from ..errors import UsageError
 
 #: MXNET_COMMIT_HASH as CMake writes it into compile commands, with any level of quote escaping.
 STAMP_IN_BUILD_FILES = re.compile(r"MXNET_COMMIT_HASH\s*=\s*(?:\\*[\"'])?([0-9a-f]{40}|Unavailable)")

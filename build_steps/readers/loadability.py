@@ -1,6 +1,6 @@
 """Will the wheel load on a user's machine, not only on the build host? The facts, for every ELF in it.
 
-``collect_loadability`` reads each ELF member once (build_steps.elf_load; twins that extraction
+``collect_loadability`` reads each ELF member once (build_steps.readers.elf_load; twins that extraction
 linked to one file are read once) and puts together what the loadability gates judge:
 - every RUNPATH/RPATH entry, and those that are not ``$ORIGIN``-relative or leave the install tree;
 - what the loader refuses: an executable-stack request, text relocations, another machine or
@@ -8,7 +8,7 @@ linked to one file are read once) and puts together what the loadability gates j
 - the bundle directory's hygiene: libraries nothing needs (through the closure), one SONAME with
   two different contents, byte-identical copies (a wheel has no symlinks);
 - the highest GLIBC_/GLIBCXX_/CXXABI_ versions needed, by which file, against the floor;
-- the unresolved NEEDED entries of the closure (build_steps.loader) and the graphics libraries
+- the unresolved NEEDED entries of the closure (build_steps.readers.loader) and the graphics libraries
   bundled (the OpenGL/X11 stack a slim container lacks).
 Nothing here raises on a bad wheel: an unreadable ELF is recorded for the gates to report.
 """
@@ -240,7 +240,7 @@ def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes
 
 
 def summary_lines(ld: Loadability | None) -> list:
-    """The report's lines on loadability (build_steps.report adds them to the provenance summary)."""
+    """The report's lines on loadability (build_steps.readers.report adds them to the provenance summary)."""
     if ld is None:
         return []
     lines = [f"ELF files: {len(ld.objects)} (platform {ld.platform or 'unknown'}); unresolved NEEDED: "

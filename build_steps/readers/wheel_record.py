@@ -1,6 +1,6 @@
 """RECORD: parse a wheel's RECORD and check every member against it.
 
-The extraction (:mod:`build_steps.wheel`) hashes each member while writing it; this module reads
+The extraction (:mod:`build_steps.readers.wheel`) hashes each member while writing it; this module reads
 RECORD before that and compares afterwards. Mismatches are collected as problems (the RECORD gate
 reports them), never raised: a wheel with a stale RECORD is still worth auditing.
 """

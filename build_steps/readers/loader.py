@@ -21,7 +21,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from .elf import NotElfError, expand_origin, is_elf, read_dynamic
-from .profiles import NEVER_BUNDLE, PIP_LIBRARY_DISTRIBUTIONS, Profile, baseline_group, pip_library_prefix
+from ..profiles import NEVER_BUNDLE, PIP_LIBRARY_DISTRIBUTIONS, Profile, baseline_group, pip_library_prefix
 
 BUNDLED, HOST, PIP, UNRESOLVED = "bundled", "host", "pip", "unresolved"
 

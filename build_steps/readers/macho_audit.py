@@ -17,9 +17,9 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import HarnessError
+from ..errors import HarnessError
 from .macho import MachOInfo, Slice, is_macho, read_macho, signature_problem
-from .profiles import MachoPolicy
+from ..profiles import MachoPolicy
 from .wheel_name import platform_of
 
 BUNDLED, SYSTEM, BUILD_HOST, UNRESOLVED = "bundled", "system", "build-host", "unresolved"

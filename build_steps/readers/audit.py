@@ -1,7 +1,7 @@
 """Every fact the static gates judge, collected once from one extraction of the wheel.
 
 ``collect(extracted, options)`` reads libmxnet.so and the bundled libraries (ELF dynamic entries),
-resolves the bundled closure (build_steps.loader), walks the CUDA fatbin headers, parses the
+resolves the bundled closure (build_steps.readers.loader), walks the CUDA fatbin headers, parses the
 requirements, and, when given, the CMake cache, the git state and the commit stamps. Reading
 never fails on a bad wheel: a problem is recorded as a fact (``libmxnet_error`` ...) for the gate
 that owns it to report, so one bad input does not turn into twenty tracebacks.
@@ -16,10 +16,10 @@ from packaging.utils import canonicalize_name
 
 from . import cmake_cache, gitstate
 from .elf import NotElfError, find_strings, is_elf
-from .errors import HarnessError
+from ..errors import HarnessError
 from .loader import Closure, ObjectInfo, object_info, resolve_closure
 from .loadability import Loadability, collect_loadability, elf_members
-from .profiles import CMAKE_FEATURES
+from ..profiles import CMAKE_FEATURES
 
 LIBMXNET = "mxnet/libmxnet.so"
 BUNDLE_DIR = "mxnet/lib/"
@@ -88,7 +88,7 @@ class Audit:
     stamps: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
     _fatbin_obj: object = field(default=None, repr=False)
-    #: the macOS flavor's Mach-O facts (build_steps.macho_audit.MachoFacts); None for ELF wheels
+    #: the macOS flavor's Mach-O facts (build_steps.readers.macho_audit.MachoFacts); None for ELF wheels
     macho: object = None
     #: every ELF member of the wheel (the closure and the loadability gates judge them all)
     elf_members: list = field(default_factory=list)

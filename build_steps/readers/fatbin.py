@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .elf import section_span
-from .errors import WheelError
+from ..errors import WheelError
 
 CONTAINER_MAGIC = 0xBA55ED50
 _CONTAINER = struct.Struct("<IHHQ")          # magic, version, header size, fat size
