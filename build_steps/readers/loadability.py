@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .elf import NotElfError, is_elf
 from .elf_load import PLATFORM_ELF, platform_arch, read_load_facts
-from .loader import BUNDLED, UNRESOLVED, Closure
+from .loader import BUNDLED, UNRESOLVED, Closure, read_by_inode
 from .symbol_floor import effective_floor, split_version, vtuple
 from .wheel_name import platform_of
 
@@ -81,11 +81,7 @@ def _read_all(root: Path, elves: list, closure: Closure) -> dict:
             facts.runpath_tag, facts.runpath = obj.search_tag, list(obj.search_path)
         path = root / member
         try:
-            st = path.stat()
-            key = (st.st_dev, st.st_ino)
-            if key not in seen:
-                seen[key] = read_load_facts(path)
-            load = seen[key]
+            load = read_by_inode(path, read_load_facts, seen)
         except (NotElfError, OSError) as exc:
             facts.error = str(exc)
             out[member] = (facts, None)
