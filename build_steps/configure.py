@@ -13,12 +13,13 @@ import re
 import shutil
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cmake_cache
+from .readers import cmake_cache
 from .errors import StepError, log_excerpt
 from .profiles import CMAKE_FEATURES, parse_cuda_arch
+from .once import JsonRecord
 
 #: Toggles refreshed on every configure (the fork's partial reconfigure set, plus the CPU's).
 REFRESH_KEYS = ("USE_CUDA", "USE_CUDNN", "USE_NCCL", "USE_ONEDNN", "USE_OPENCV", "USE_OPENMP")
@@ -39,7 +40,7 @@ STEP_LOG = ".harness-steps.log"
 
 
 @dataclass
-class ConfigureResult:
+class ConfigureResult(JsonRecord):
     build_dir: Path
     first_time: bool
     seconds: float
@@ -47,15 +48,6 @@ class ConfigureResult:
     cache: dict                      # key -> value (types dropped)
     gencode: list = field(default_factory=list)
     notes: list = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d["build_dir"], d["log"] = str(self.build_dir), str(self.log)
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict) -> "ConfigureResult":
-        return cls(**{**d, "build_dir": Path(d["build_dir"]), "log": Path(d["log"])})
 
 
 def read_cache(path: Path) -> dict:

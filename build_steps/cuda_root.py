@@ -28,6 +28,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from .errors import StepError, log_tail
+from .once import JsonRecord
 
 #: pip distributions that provide the CUDA libraries the fork links (find_package(CUDAToolkit
 #: REQUIRED cublas cufft cusolver curand nvrtc) plus cuDNN and NCCL). The ``-cu13`` suffixed names
@@ -60,19 +61,11 @@ int cuLaunchKernel(void) { return 100; }
 
 
 @dataclass(frozen=True)
-class CudaRoot:
+class CudaRoot(JsonRecord):
     root: Path
     wheels_dir: Path
     cmake_args: dict      # -D definitions for CMake (CUDAToolkit_ROOT, CUDNN_ROOT, NCCL_ROOT, ...)
     env: dict             # environment additions for configure/compile
-
-    def to_json(self) -> dict:
-        return {"root": str(self.root), "wheels_dir": str(self.wheels_dir),
-                "cmake_args": self.cmake_args, "env": self.env}
-
-    @classmethod
-    def from_json(cls, d: dict) -> "CudaRoot":
-        return cls(Path(d["root"]), Path(d["wheels_dir"]), dict(d["cmake_args"]), dict(d["env"]))
 
 
 def default_cache_dir() -> Path:

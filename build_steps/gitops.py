@@ -1,8 +1,10 @@
-"""Git queries and commands the release step needs, each a plain function of a repository path.
+"""The one way the harness runs git, and the git queries the release step needs.
 
-Everything goes through :func:`git`, which never prompts (a publish run is unattended: a remote
-that asks for a password is an unreachable remote) and turns git's failures into
-:class:`GitError` with git's own message.
+Every git command of the harness goes through :func:`run` (the completed process, for callers
+that read the exit status themselves) or :func:`git` (stdout, or :class:`GitError` with git's own
+message). Both use :func:`git_env`, which never prompts (a publish run is unattended: a remote
+that asks for a password is an unreachable remote); commands that run git indirectly (``gh``)
+take the same environment.
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ class GitError(HarnessError):
     """A git command failed; the message carries the command and git's stderr."""
 
 
-def _env() -> dict:
+def git_env() -> dict:
+    """This process's environment for git (and for tools that call git): never prompting."""
     env = dict(os.environ)
     # Never wait for a password or a host-key confirmation: that would hang the release run.
     env["GIT_TERMINAL_PROMPT"] = "0"
@@ -29,11 +32,17 @@ def _env() -> dict:
     return env
 
 
+def run(repo: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Run ``git -C repo args...``; the completed process, whatever its exit status."""
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=git_env(),
+                          timeout=timeout)
+
+
 def git(repo: Path, *args: str, timeout: float = NETWORK_TIMEOUT_S) -> str:
     """Run ``git -C repo args...`` and return its stdout; raise GitError on failure."""
     cmd = ["git", "-C", str(repo), *args]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=timeout)
+        proc = run(repo, *args, timeout=timeout)
     except FileNotFoundError:
         raise GitError("git is not installed (not on PATH)") from None
     except subprocess.TimeoutExpired:

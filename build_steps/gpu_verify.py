@@ -15,24 +15,16 @@ the reports must all be of one wheel.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
+from .pinning import sha256_of
 from .profiles import RELEASE_CUDA_ARCH, parse_cuda_arch
 
 SECTION = "gpu_verification"
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def sm_name(compute_capability: str | None) -> str | None:
@@ -217,7 +209,7 @@ def main(argv=None) -> int:
         if args.wheel is not None:
             if not args.wheel.is_file():
                 raise UsageError(f"--wheel {args.wheel}: no such file")
-            sha = sha256_file(args.wheel)
+            sha = sha256_of(args.wheel)
         merged = merge(load_reports(args.directory), sha, args.cuda_arch)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -18,10 +18,11 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
+from .once import JsonRecord
 
 CHOICES = ("auto", "sccache", "ccache", "none")
 #: what ``auto`` tries, in order: sccache caches nvcc per arch and can compile remotely.
@@ -35,17 +36,10 @@ _INSTALL = {
 
 
 @dataclass(frozen=True)
-class Launcher:
+class Launcher(JsonRecord):
     name: str                 # "sccache", "ccache" or "none"
     path: str | None          # the executable, None for "none"
     requested: str            # what --compiler-launcher said
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> "Launcher":
-        return cls(**d)
 
 
 def find_tool(name: str) -> str | None:
@@ -86,7 +80,7 @@ def cmake_defines(launcher: Launcher) -> dict:
 # ---- statistics ---------------------------------------------------------------------------------
 
 @dataclass
-class LauncherStats:
+class LauncherStats(JsonRecord):
     """What the launcher did between two snapshots (one build)."""
     launcher: str
     requests: int = 0          # compiler calls the launcher saw
@@ -99,13 +93,6 @@ class LauncherStats:
     cache_location: str = ""
     error: str = ""            # why the counters could not be read
     notes: list = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict | None) -> "LauncherStats | None":
-        return cls(**d) if d else None
 
     def summary(self) -> str:
         if self.launcher == "none":

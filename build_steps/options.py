@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import UsageError
 from .profiles import ArchSpec, Profile, flavor_for_wheel, get_profile, parse_cuda_arch, validate_version
-from .symbol_floor import parse_floor
+from .readers.symbol_floor import parse_floor
 
 
 @dataclass(frozen=True)
@@ -42,13 +42,21 @@ class RunOptions:
     yes: bool = False
     remote: str = "origin"
     compiler_launcher: str = "auto"
-    extra: dict = field(default_factory=dict)
     #: --cmake-define KEY=VALUE, in order (a later one of the same key wins)
     cmake_defines: dict = field(default_factory=dict)
     allow_dirty: bool = False
     fresh: bool = False
     #: --glibc-floor: symbol-version family -> version, replacing the profile's floor
     glibc_floor: dict | None = None
+
+    def for_release(self, version: str, mxnet_src: Path | None) -> "RunOptions":
+        """The options of a publish run once its release version is fixed.
+
+        The only change RunOptions ever sees after make_options: the version needs git (local and
+        remote tags), so it is picked at session start (harness.publish), before any fixture reads
+        the options, and harness.common.fix_release_options installs the result exactly once.
+        """
+        return replace(self, wheel_version=version, mxnet_src=mxnet_src)
 
 
 def check_wheel_path(value: str) -> Path:

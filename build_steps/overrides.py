@@ -7,7 +7,7 @@ so the run can build but cannot publish.
 """
 from __future__ import annotations
 
-from . import cmake_cache
+from .readers import cmake_cache
 from .errors import UsageError
 from .profiles import ArchSpec, parse_cuda_arch
 

@@ -1,6 +1,6 @@
 """Package the staged tree: ``python -m build --wheel --no-isolation`` in python/, then dist/.
 
-setuptools' own python/build/ is removed first: the fork never cleaned it (§16.12), so files of
+setuptools' own python/build/ is removed first: the fork never cleaned it (docs/background.md, G12), so files of
 an earlier build (a stale mxnet/lib/ closure) could leak into the new wheel. The wheel is built
 into a staging directory; it reaches <mxnet-src>/dist/ only through publish_to_dist(), after the
 gates passed, and a wheel that failed them is kept aside under a name that says so.
@@ -11,26 +11,20 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import atomic, reproducible
 from .configure import record_step
 from .errors import HarnessError, StepError, log_tail
+from .once import JsonRecord
 
 
 @dataclass
-class PackageResult:
+class PackageResult(JsonRecord):
     wheel: Path
     seconds: float
     log: Path
-
-    def to_json(self) -> dict:
-        return {"wheel": str(self.wheel), "seconds": self.seconds, "log": str(self.log)}
-
-    @classmethod
-    def from_json(cls, d: dict) -> "PackageResult":
-        return cls(wheel=Path(d["wheel"]), seconds=d["seconds"], log=Path(d["log"]))
 
 
 def clean_setuptools_state(python_dir: Path) -> None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import HarnessError
+from .once import JsonRecord
 
 _BLOCK = 1 << 20
 
@@ -23,20 +24,13 @@ class WheelChanged(HarnessError):
 
 
 @dataclass(frozen=True)
-class WheelPin:
+class WheelPin(JsonRecord):
     #: where the wheel was named (--wheel) or built
     source: str
     #: the pinned file every step reads (same name as the source)
     path: str
     sha256: str
     size: int
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> "WheelPin":
-        return cls(**d)
 
 
 def sha256_of(path: Path) -> str:

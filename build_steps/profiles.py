@@ -1,8 +1,8 @@
 """Release profiles: everything a flavor promises, as data, in one place.
 
 The build steps and the gates both read these, so a build cannot be configured one way and
-checked another. Values follow the fork's release recipe (cuda_wheel_build.md §3-§6) and its
-build script; where the script was wrong (fork_release_tooling.md §16) the fix is noted.
+checked another. Values follow the fork's release recipe and its build script; where the script was wrong the fix
+is noted (the gaps are listed in docs/background.md).
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ CUDA_REQUIREMENTS = (
 OPENCV_REQUIREMENTS = ("opencv-python>=4,<5",)
 ONNX_REQUIREMENT = "onnx>=1.7.0,<1.22"
 #: What the runtime gates install beside the wheel: onnxruntime runs the exported model; it is a
-#: test-only dependency, never one of the wheel's (cuda_wheel_build.md §6). No upper pin: a newer
+#: test-only dependency, never one of the wheel's. No upper pin: a newer
 #: runtime reads the IR versions of every onnx the wheel allows.
 GATE_TEST_REQUIREMENTS = ("onnxruntime>=1.20",)
 #: Runtime feature names that older MXNet releases spell differently (mxnet 1.x: MKLDNN).
@@ -51,7 +51,7 @@ FEATURE_ALIASES = {"ONEDNN": ("ONEDNN", "MKLDNN")}
 
 #: Libraries the host provides and a wheel must never bundle, matched on the whole name
 #: (``libc`` must not swallow ``libcharls``, ``libm`` not ``libmount``). The fork's skip list,
-#: plus the GCC runtimes it forgot (§16.8): libgomp (the host OpenMP runtime libmxnet itself
+#: plus the GCC runtimes it forgot (docs/background.md, G8): libgomp (the host OpenMP runtime libmxnet itself
 #: uses; two copies in one process fight) and libquadmath (GPL: must not be redistributed).
 HOST_LIBRARIES = (
     "ld-linux", "ld-linux-x86-64", "libc", "libm", "libdl", "libpthread", "librt", "libutil",
@@ -81,7 +81,7 @@ def is_host_library(soname: str) -> bool:
 
 @dataclass(frozen=True)
 class MachoPolicy:
-    """What a macOS wheel's Mach-O files promise (checked from Linux by build_steps.macho_audit)."""
+    """What a macOS wheel's Mach-O files promise (checked from Linux by build_steps.readers.macho_audit)."""
     #: the one architecture every Mach-O file must carry a slice for
     arch: str
     libmxnet: str
@@ -128,7 +128,7 @@ class Profile:
     forbidden_hard: dict
     build_dir: str
     version_prefix: str
-    #: full first-time configure flags (the fork's §3 set)
+    #: full first-time configure flags (the fork's release set)
     configure_flags: dict
     #: pip-provided libraries: SONAME prefix -> the RUNPATH entry that must reach it
     pip_libraries: dict = field(default_factory=dict)
@@ -171,7 +171,7 @@ HOST_BASELINE = {
     # the NVIDIA driver: installed with the GPU, never bundled
     "nvidia-driver": ("libcuda", "libnvidia"),
     # the CUDA toolkit libraries the recipe takes from the system toolkit at /usr/local/cuda
-    # (cuda_wheel_build.md section 6 of the fork: only cuDNN, NCCL and cuBLAS come from pip)
+    # (only cuDNN, NCCL and cuBLAS come from pip)
     "cuda-toolkit": ("libcudart", "libcufft", "libcusolver", "libcusparse", "libcurand",
                      "libnvrtc", "libnvJitLink", "libnvToolsExt"),
 }
@@ -295,10 +295,10 @@ PLATFORM_FLAVORS = {"macosx_": "macos"}
 
 def flavor_for_wheel(filename: str) -> str | None:
     """The flavor a wheel's platform tag implies (``macosx_*`` -> macos), or None (no opinion)."""
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+    from .readers.wheel_name import WheelNameError, parse_wheel_name
     try:
-        tags = parse_wheel_filename(filename)[3]
-    except InvalidWheelFilename:
+        tags = parse_wheel_name(filename).tags
+    except WheelNameError:
         return None
     found = {flavor for t in tags for prefix, flavor in PLATFORM_FLAVORS.items()
              if t.platform.startswith(prefix)}

@@ -2,7 +2,7 @@
 
 The fork's wrapper (tools/release_cuda_wheel.sh) did this in bash; this module keeps its order
 (preflight before any build, tag, push, ``gh release create``) and fixes its gaps
-(fork_release_tooling.md §16.5-7):
+(docs/background.md, G5-G7):
 
 * the build number is picked from local AND remote tags, and an unreadable remote refuses the
   publish instead of passing the collision check silently;
@@ -14,7 +14,6 @@ Functions take paths and plain values and return products; nothing here knows ab
 """
 from __future__ import annotations
 
-import hashlib
 import platform
 import re
 import shlex
@@ -25,11 +24,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from . import gitops
 from .errors import HarnessError, UsageError
+from .pinning import sha256_of
 from .profiles import Profile, validate_version
+from .readers.wheel_name import WheelNameError, parse_wheel_name
 
 
 class PublishRefused(UsageError):
@@ -75,10 +75,9 @@ def next_version(profile: Profile, tags: Iterable[str], day: str) -> str:
 
 def wheel_version(wheel: Path) -> str:
     try:
-        _, version, _, _ = parse_wheel_filename(Path(wheel).name)
-    except InvalidWheelFilename as exc:
-        raise PublishRefused(f"{wheel}: not a valid wheel file name ({exc})") from None
-    return str(version)
+        return str(parse_wheel_name(wheel).version)
+    except WheelNameError as exc:
+        raise PublishRefused(f"{wheel}: not a valid wheel file name ({exc.reason})") from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,7 +237,7 @@ def _arch_names(value, prefix: str) -> tuple:
 def release_facts(audit) -> ReleaseFacts:
     """Features, SASS/PTX archs and commit stamps from this run's provenance facts.
 
-    ``audit`` is the static gates' audit (build_steps.audit.Audit) or a dict of the same shape
+    ``audit`` is the static gates' audit (build_steps.readers.audit.Audit) or a dict of the same shape
     (its ``to_json()``): ``cmake.features`` (KEY -> {enabled}), ``fatbin.sass``/``fatbin.ptx``,
     ``stamps.binary`` / ``stamps.build_files``, ``requirements.hard``. Missing facts raise: the
     notes must say what this run verified, never what the profile merely promises.
@@ -336,14 +335,6 @@ def github_repo(url: str) -> str | None:
     return f"{m.group(1)}/{m.group(2)}" if m else None
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def release_notes(version: str, profile: Profile, facts: ReleaseFacts, branch: str, commit: str,
                   wheel: Path, digest: str, gates: Iterable[str] = ()) -> str:
     archs = ", ".join(facts.sass) or "none"
@@ -426,7 +417,7 @@ Runner = Callable[[Command], subprocess.CompletedProcess]
 
 def _run(cmd: Command) -> subprocess.CompletedProcess:
     return subprocess.run(list(cmd.argv), cwd=cmd.cwd, capture_output=True, text=True,
-                          env=gitops._env(), timeout=1800)
+                          env=gitops.git_env(), timeout=1800)
 
 
 def execute(plan: ReleasePlan, run: Runner = _run) -> str:

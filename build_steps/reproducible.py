@@ -9,10 +9,11 @@ gets its members restamped here, in the order they were written (RECORD stays la
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 import zipfile
 from pathlib import Path
+
+from . import gitops
 
 #: the earliest time a zip member can carry (1980-01-01)
 _ZIP_EPOCH = 315532800
@@ -23,8 +24,7 @@ def source_date_epoch(src: Path) -> int | None:
     given = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     if given.isdigit():
         return int(given)
-    proc = subprocess.run(["git", "-C", str(src), "log", "-1", "--format=%ct", "HEAD"],
-                          capture_output=True, text=True)
+    proc = gitops.run(src, "log", "-1", "--format=%ct", "HEAD")
     out = proc.stdout.strip()
     return int(out) if proc.returncode == 0 and out.isdigit() else None
 

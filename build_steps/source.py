@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import gitops
 from .errors import UsageError
+from .once import JsonRecord
 
 #: The fork's submodule paths, for a tree without .gitmodules (a source archive may lack it).
 KNOWN_SUBMODULES = ("3rdparty/dmlc-core", "3rdparty/ps-lite", "3rdparty/dlpack", "3rdparty/googletest",
@@ -103,7 +104,7 @@ class SubmoduleState:
 
 
 @dataclass(frozen=True)
-class SourceInfo:
+class SourceInfo(JsonRecord):
     root: Path
     commit: str | None
     branch: str | None
@@ -111,15 +112,6 @@ class SourceInfo:
     submodule_warnings: list = field(default_factory=list)
     #: submodules at another commit than the pinned one: {"path", "pinned", "actual"}
     submodule_mismatches: list = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d["root"] = str(self.root)
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict) -> "SourceInfo":
-        return cls(**{**d, "root": Path(d["root"])})
 
 
 def is_mxnet_tree(path: Path) -> bool:
@@ -144,10 +136,6 @@ def resolve_source(option_value: Path | None, cwd: Path | None = None) -> Path:
         "--wheel=PATH to audit an existing wheel without building")
 
 
-def _git(root: Path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
-
-
 def _empty(path: Path) -> bool:
     return not path.is_dir() or not any(p.name != ".git" for p in path.iterdir())
 
@@ -160,8 +148,7 @@ def submodule_paths(root: Path) -> list[str]:
     """The submodule paths .gitmodules declares (KNOWN_SUBMODULES when the tree has none)."""
     gm = Path(root) / ".gitmodules"
     if gm.is_file():
-        out = subprocess.run(["git", "config", "-f", str(gm), "--get-regexp", r"^submodule\..*\.path$"],
-                             capture_output=True, text=True)
+        out = gitops.run(root, "config", "-f", str(gm.resolve()), "--get-regexp", r"^submodule\..*\.path$")
         paths = [line.split(None, 1)[1].strip() for line in out.stdout.splitlines() if " " in line]
         if paths:
             return paths
@@ -220,7 +207,7 @@ def submodule_state(root: Path, path: str) -> SubmoduleState:
     root = Path(root)
     sub = root / path
     pinned = None
-    tree = _git(root, "ls-tree", "HEAD", "--", path)
+    tree = gitops.run(root, "ls-tree", "HEAD", "--", path)
     if tree.returncode == 0:
         parts = tree.stdout.split()
         if len(parts) >= 3 and parts[0] == "160000":
@@ -231,7 +218,7 @@ def submodule_state(root: Path, path: str) -> SubmoduleState:
         # No git metadata of its own (a source archive, a vendored copy): git -C would answer
         # with the superproject's HEAD, so the commit is unknown, not read.
         return SubmoduleState(path, "vendored", pinned, None)
-    head = _git(sub, "rev-parse", "HEAD")
+    head = gitops.run(sub, "rev-parse", "HEAD")
     return SubmoduleState(path, "repo", pinned, head.stdout.strip() if head.returncode == 0 else None)
 
 
@@ -293,10 +280,10 @@ def check_source_tree(root: Path, defines: dict | None = None) -> SourceInfo:
         warnings.append(_mismatch_text(root, state))
     commit = branch = None
     dirty = []
-    head = _git(root, "rev-parse", "HEAD")
+    head = gitops.run(root, "rev-parse", "HEAD")
     if head.returncode == 0:
         commit = head.stdout.strip()
-        branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip() or None
+        branch = gitops.run(root, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip() or None
         dirty = _dirty_paths(root)
     return SourceInfo(root=root, commit=commit, branch=branch, dirty_paths=dirty,
                       submodule_warnings=warnings, submodule_mismatches=mismatches)
@@ -309,7 +296,7 @@ def _mismatch_text(root: Path, state: SubmoduleState) -> str:
     substitute = accepted_substitute(state)
     if substitute:
         return text + f" (accepted: {substitute.why}; {substitute.substitute} is the snapshot known to build)"
-    if _git(root / path, "cat-file", "-e", f"{state.pinned}^{{commit}}").returncode != 0:
+    if gitops.run(root / path, "cat-file", "-e", f"{state.pinned}^{{commit}}").returncode != 0:
         pin = _unpublished(path, state.pinned)
         return text + (f" (the pinned commit is not in {path}'s history"
                        + (f": {pin.why}; {pin.substitute} is the snapshot known to build" if pin else "")
@@ -349,7 +336,7 @@ def dirty_tracked_paths(root: Path) -> list[str]:
 def _dirty_paths(root: Path) -> list[str]:
     """Changed tracked paths; a submodule whose only change is its commit is not one of them
     (check_source_tree lists it as a mismatch, with both commits)."""
-    out = _git(root, "status", "--porcelain=v2", "--untracked-files=no", "--", ".").stdout
+    out = gitops.run(root, "status", "--porcelain=v2", "--untracked-files=no", "--", ".").stdout
     dirty = []
     for line in out.splitlines():
         fields = line.split(" ")

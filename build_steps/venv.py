@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import StepError, UsageError, log_tail
+from .readers.wheel_name import WheelNameError, parse_wheel_name
 
 #: Variables that would let the venv find libraries or modules outside itself.
 LEAKY_ENV = ("LD_LIBRARY_PATH", "LD_PRELOAD", "MXNET_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME",
@@ -270,59 +271,6 @@ def run_probe(venv: Venv, probe: Path, args=(), timeout: float = 600, env: dict 
     return {**base, **data}
 
 
-# ------------------------------------------------------------------------------------------
-# One venv for all pytest-xdist workers, removed by the last one out
-# ------------------------------------------------------------------------------------------
-def acquire_shared(shared_dir: Path, key: str, make) -> dict:
-    """``make()``'s product, made once and shared by every process that acquires ``key``.
-
-    Like once.run_once, plus a user count: each acquire must be paired with release_shared, and
-    the last release removes the product. A process that comes after the removal (an xdist
-    worker whose first runtime test starts after another worker finished) makes it again
-    instead of using a deleted venv. A failure is recorded and reported once.
-    """
-    from filelock import FileLock
-    from .once import StepFailedElsewhere
-
-    shared_dir.mkdir(parents=True, exist_ok=True)
-    state_file = shared_dir / f"{key}.state.json"
-    with FileLock(str(state_file) + ".lock"):
-        state = json.loads(state_file.read_text()) if state_file.exists() else {}
-        if state.get("failed"):
-            raise StepFailedElsewhere(f"step {key!r} already failed in this run (reported once, above): "
-                                      f"{state['failed']}")
-        product = state.get("product")
-        if not product or not Path(product["root"]).exists():
-            try:
-                product = make()
-            except BaseException as exc:
-                first = (str(exc).splitlines() or [type(exc).__name__])[0]
-                state_file.write_text(json.dumps({"failed": first}))
-                raise
-            state = {"product": product, "users": 0}
-        state["users"] = state.get("users", 0) + 1
-        state_file.write_text(json.dumps(state))
-        return product
-
-
-def release_shared(shared_dir: Path, key: str, cleanup=None) -> None:
-    """Drop one user of ``key``; the last one calls ``cleanup(product)``."""
-    from filelock import FileLock
-
-    state_file = shared_dir / f"{key}.state.json"
-    with FileLock(str(state_file) + ".lock"):
-        if not state_file.exists():
-            return
-        state = json.loads(state_file.read_text())
-        if not state.get("product"):
-            return
-        state["users"] = max(0, state.get("users", 1) - 1)
-        if state["users"] == 0 and cleanup is not None:
-            cleanup(state["product"])
-            state["product"] = None
-        state_file.write_text(json.dumps(state))
-
-
 def remove_venv(root: Path) -> None:
     """Delete a venv this harness created (it must look like one: pyvenv.cfg)."""
     root = Path(root)
@@ -354,10 +302,9 @@ def explain_probe(result: dict) -> str | None:
 def expected_version(wheel: Path, override: str | None = None) -> str:
     """The version the installed wheel must report: ``override`` (--package-version), else the
     version in the wheel's file name."""
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
     if override:
         return override
     try:
-        return str(parse_wheel_filename(Path(wheel).name)[1])
-    except (InvalidWheelFilename, ValueError) as exc:
-        raise UsageError(f"cannot read a version from the wheel name {Path(wheel).name}: {exc}") from None
+        return str(parse_wheel_name(wheel).version)
+    except WheelNameError as exc:
+        raise UsageError(f"cannot read a version from the wheel name {Path(wheel).name}: {exc.reason}") from None

@@ -12,6 +12,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-out=$(PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} "$PY" build_steps/cublas_probe.py all --summary "$@")
+out=$(PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} "$PY" tests/probes/cublas_probe.py all --summary "$@")
 echo "$out"
 if [ -n "${OUT:-}" ]; then echo "$out" > "$OUT/cublas_check.json"; fi

@@ -1,4 +1,4 @@
-"""Cross-check build_steps.fatbin against cuobjdump on big, real CUDA libraries.
+"""Cross-check build_steps.readers.fatbin against cuobjdump on big, real CUDA libraries.
 
 For the GPU machine (which has cuobjdump and pip's CUDA 13 libraries):
     PYTHONPATH=. python3 gpu/fatbin_crosscheck.py [LIB ...]
@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from build_steps.fatbin import read_fatbin
+from build_steps.readers.fatbin import read_fatbin
 
 
 def default_libraries() -> list[str]:

@@ -60,7 +60,7 @@ report_archs() {  # the harness's reader of the library's .nv_fatbin (headers on
     "$PY" - "$1" "${CAP:-0}" <<'PYEOF'
 import sys
 sys.path.insert(0, ".")
-from build_steps.fatbin import read_fatbin
+from build_steps.readers.fatbin import read_fatbin
 rep = read_fatbin(sys.argv[1])
 cap = int(sys.argv[2] or 0)
 sass = sorted(rep.sass_archs) if rep else []

@@ -197,7 +197,7 @@ class ShardTable:
         path = options.provenance_json
         if path is None:
             return
-        from build_steps.report import write_json_atomic
+        from build_steps.readers.report import write_json_atomic
         data = {}
         # The provenance report of this same run (written just before, in its sessionfinish) keeps
         # its keys; a file left from an earlier run is replaced.

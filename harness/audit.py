@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from build_steps.audit import collect, load_shared, shared_product
+from build_steps.readers.audit import collect
+from build_steps.once import load_shared, shared_product
 from build_steps.errors import HarnessError
 from build_steps.pinning import verify
-from build_steps.report import provenance_document, summary_lines, write_json_atomic
-from build_steps.wheel import extract_wheel
+from build_steps.readers.report import provenance_document, summary_lines, write_json_atomic
+from build_steps.readers.wheel import extract_wheel
 
 from . import report_sections
 from .common import OPTIONS_KEY, add_report_lines, is_worker, shared_root
@@ -34,7 +35,7 @@ def extracted_wheel(wheel_pin, shared_dir):
 
 @pytest.fixture(scope="session")
 def audit(extracted_wheel, options, shared_dir):
-    """Every fact the static gates judge (build_steps.audit.collect), computed once."""
+    """Every fact the static gates judge (build_steps.readers.audit.collect), computed once."""
     return shared_product(shared_dir, "audit", lambda: collect(extracted_wheel, options))
 
 

@@ -22,8 +22,9 @@ from build_steps import cuda_root as cuda_root_step
 from build_steps.errors import HarnessError, UsageError
 from build_steps.once import run_once
 
-from .common import (FINAL_WHEEL_KEY, LIVE, RESULTS_KEY, add_report_lines, harness_options,
+from .common import (LIVE, RESULTS_KEY, add_report_lines, harness_options,
                      is_release_run, is_worker, say, shared_root)
+from .ledger import ledger_of
 from .wheel_pin import load_pin
 
 BUILD_RECORD = "built_wheel"
@@ -152,7 +153,7 @@ def libmxnet(options, shared_dir, build_paths, configured_tree, cuda_root,
 
 
 @pytest.fixture(scope="session")
-def staged_package(profile, shared_dir, build_paths, libmxnet) -> dict:
+def staged_package(profile, shared_dir, build_paths, libmxnet) -> bundle.StagedRecord:
     """libmxnet.so + headers staged into python/mxnet, OpenCV closure bundled, RUNPATHs set."""
     def produce():
         start = time.monotonic()
@@ -161,15 +162,8 @@ def staged_package(profile, shared_dir, build_paths, libmxnet) -> dict:
             f"libmxnet RUNPATH {':'.join(staged.runpath)}")
         for w in staged.warnings:
             say(f"[stage] warning: {w}")
-        return {
-            "package_dir": str(staged.package_dir), "libmxnet": str(staged.libmxnet),
-            "bundled": [{"soname": b.soname, "path": str(b.path), "source": str(b.source),
-                         "seed": b.seed, "needed_by": b.needed_by} for b in staged.bundle],
-            "unresolved": staged.bundle.unresolved, "runpath": staged.runpath,
-            "dropped_runpath": staged.dropped_runpath, "headers": staged.headers,
-            "warnings": staged.warnings, "seconds": time.monotonic() - start,
-        }
-    return run_once(shared_dir, "stage", produce)
+        return staged.record(time.monotonic() - start).to_json()
+    return bundle.StagedRecord.from_json(run_once(shared_dir, "stage", produce))
 
 
 @pytest.fixture(scope="session")
@@ -187,21 +181,22 @@ def built_wheel(options, profile, shared_dir, build_paths, staged_package) -> Pa
 
 class DistDecision:
     """Moves the built wheel to dist/ when every build and provenance gate passed, else keeps it
-    aside as FAILED-GATES; reports the chain's steps and times. Gate outcomes are taken from the
-    reports, which on an xdist controller arrive from every worker."""
+    aside as FAILED-GATES; reports the chain's steps and times. Gate outcomes are read from the
+    verdict ledger (harness.ledger), which on an xdist controller holds every worker's."""
 
     def __init__(self):
         self.failed: list = []
         self.passed_provenance = 0
 
-    def pytest_runtest_logreport(self, report):
-        kinds = report.keywords
-        if "release" not in kinds or not ("provenance" in kinds or "build" in kinds):
-            return
-        if report.failed or (report.when == "call" and report.skipped):
-            self.failed.append(report.nodeid)
-        elif report.when == "call" and report.passed and "provenance" in kinds:
-            self.passed_provenance += 1
+    def _read_ledger(self, config) -> None:
+        """The release gates of the build and provenance kinds: which failed (a skip during the
+        test counts: the gate did not vouch for the wheel), how many provenance gates passed."""
+        gates = {n: e for n, e in ledger_of(config).entries.items()
+                 if "release" in e.markers and ("provenance" in e.markers or "build" in e.markers)}
+        self.failed = [n for n, e in gates.items() if e.verdict == "failed"
+                       or (e.verdict in ("skipped", "xfailed") and e.when == "call")]
+        self.passed_provenance = sum(e.verdict == "passed" and "provenance" in e.markers
+                                     for e in gates.values())
 
     # tryfirst: the run-once records live under the basetemp pytest removes after a green run.
     @pytest.hookimpl(tryfirst=True)
@@ -221,6 +216,7 @@ class DistDecision:
         lines += _override_lines(harness_options(config))
         rec = records.get(BUILD_RECORD)
         if rec and not rec.get("failed"):
+            self._read_ledger(config)
             try:
                 lines.append(self._place_wheel(config, Path(rec["result"]["wheel"]), Path(rec["result"]["dist"])))
             except HarnessError as exc:  # a full disk, a swapped wheel, a released version: one block
@@ -235,14 +231,14 @@ class DistDecision:
     def _place_wheel(self, config, wheel: Path, dist: Path) -> str:
         if self.failed:
             kept = package.reject_wheel(wheel, dist)
-            config.stash[FINAL_WHEEL_KEY] = str(kept)
+            ledger_of(config).wheel = str(kept)
             return (f"wheel NOT copied to dist/: {len(self.failed)} build/provenance gate(s) failed; "
                     f"kept aside as {kept}")
         if not self.passed_provenance:
             return f"wheel NOT copied to dist/: no provenance gate ran; it stays in {wheel.parent}"
         pin = load_pin(shared_root(config))
         dest = package.publish_to_dist(wheel, dist, sha256=pin.sha256 if pin else None, src=dist.parent)
-        config.stash[FINAL_WHEEL_KEY] = str(dest)
+        ledger_of(config).wheel = str(dest)
         return f"wheel passed {self.passed_provenance} provenance gate(s): {dest}"
 
 

@@ -14,12 +14,22 @@ OPTIONS_KEY = pytest.StashKey[RunOptions]()
 #: nodeid -> (verdict, why) of every gate, for the gate table (harness.gates).
 RESULTS_KEY = pytest.StashKey[dict]()
 REPORT_LINES_KEY = pytest.StashKey[list]()
-#: Where the built wheel ended up after the gates (dist/ or dist/rejected/), for the final line.
-FINAL_WHEEL_KEY = pytest.StashKey[str]()
+
+
+_RELEASE_FIXED_KEY = pytest.StashKey[bool]()
 
 
 def harness_options(config) -> RunOptions:
     return config.stash[OPTIONS_KEY]
+
+
+def fix_release_options(config, version: str, mxnet_src: Path | None) -> None:
+    """Install the publish run's options (RunOptions.for_release): the one replacement of the
+    options made in pytest_configure, at session start, before any fixture has read them."""
+    if config.stash.get(_RELEASE_FIXED_KEY, False):
+        raise RuntimeError("the release options were already fixed in this session")
+    config.stash[OPTIONS_KEY] = harness_options(config).for_release(version, mxnet_src)
+    config.stash[_RELEASE_FIXED_KEY] = True
 
 
 def is_release_run(config) -> bool:

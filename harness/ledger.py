@@ -48,16 +48,26 @@ class Entry:
     why: str = ""
     markers: tuple = ()
     finished: bool = False       # its teardown was reported
+    when: str = ""               # the phase (setup / call / teardown) that decided the verdict
 
 
 @dataclass
 class Ledger:
     """nodeid -> Entry of every test this run reported (on the controller: every worker's)."""
     entries: dict = field(default_factory=dict)
+    #: the wheel this run built, where the gates' verdict put it (dist/ or set aside); None when
+    #: the run built none (filed by harness.chain on the reporting process)
+    wheel: str | None = None
 
 
 def ledger_of(config) -> Ledger:
     return config.stash[LEDGER_KEY]
+
+
+def produced_wheel(config) -> str | None:
+    """The wheel this run built, where it now lies (None: none built, or no ledger in this run)."""
+    ledger = config.stash.get(LEDGER_KEY, None)
+    return ledger.wheel if ledger is not None else None
 
 
 def verdict_of(report) -> dict | None:
@@ -113,7 +123,7 @@ class LedgerPlugin:
         entry = self.ledger.entries.setdefault(report.nodeid, Entry())
         entry.markers = tuple(facts["markers"])
         if facts["verdict"] is not None and (report.when == "call" or entry.verdict in ("not run", "passed")):
-            entry.verdict, entry.why = facts["verdict"], facts["why"]
+            entry.verdict, entry.why, entry.when = facts["verdict"], facts["why"], report.when
         if report.when == "teardown":
             entry.finished = True
         if "release" in entry.markers and facts["verdict"] is not None:

@@ -36,7 +36,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def macho_facts(audit):
-    """The Mach-O facts of the macOS wheel (build_steps.macho_audit.MachoFacts)."""
+    """The Mach-O facts of the macOS wheel (build_steps.readers.macho_audit.MachoFacts)."""
     if audit.macho is None:
         pytest.fail("this run's profile reads ELF; the Mach-O gates need --flavor macos", pytrace=False)
     return audit.macho

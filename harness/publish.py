@@ -19,7 +19,8 @@ import pytest
 from build_steps import publish
 from build_steps.errors import UsageError
 
-from .common import FINAL_WHEEL_KEY, OPTIONS_KEY, harness_options, is_release_run, is_worker
+from .common import fix_release_options, harness_options, is_release_run, is_worker
+from .ledger import produced_wheel
 
 #: tests/test_publish.py finds the plugin object by this name.
 PLUGIN_NAME = "mxnet-publish"
@@ -53,7 +54,7 @@ def pytest_sessionstart(session):
     elif (opts.dry_run or opts.yes) and not opts.publish:
         raise pytest.UsageError("--dry-run and --yes only apply together with --publish")
     if release:
-        config.stash[OPTIONS_KEY] = dataclasses.replace(opts, wheel_version=release.version, mxnet_src=src)
+        fix_release_options(config, release.version, src)
     config.pluginmanager.register(PublishPlugin(config, release or None, src, results), PLUGIN_NAME)
 
 
@@ -180,7 +181,7 @@ class PublishPlugin:
             published = f"NOT published: {out['reason']}"
         else:
             published = "NOT published (the publish gate did not run)"
-        wheel = (config.stash.get(FINAL_WHEEL_KEY, None) or out.get("wheel") or self.wheel
+        wheel = (produced_wheel(config) or out.get("wheel") or self.wheel
                  or (str(opts.wheel) if opts.wheel else "no wheel"))
         tr.write_line(f"RELEASE {wheel}: {verdict} ({passed}/{len(gates)} gates passed); {published}",
                       bold=True, green=verdict == "PASS", red=verdict != "PASS")

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from build_steps import gpu_verify
+from build_steps.pinning import sha256_of
 
-from .common import FINAL_WHEEL_KEY, harness_options, shared_root
+from .common import harness_options, shared_root
+from .ledger import produced_wheel
 
 _GPU_MARKS = ("gpu", "cublas")
 _PROP = "mxnet_gpu_run"
@@ -85,7 +87,7 @@ def _wheel_path(config, facts) -> Path | None:
         return options.wheel
     if facts is not None and getattr(facts, "wheel_file", None):
         return Path(facts.wheel_file)
-    final = config.stash.get(FINAL_WHEEL_KEY, None)
+    final = produced_wheel(config)
     return Path(final) if final else None
 
 
@@ -94,7 +96,7 @@ def extra_sections(config, facts) -> dict:
     out = {}
     wheel = _wheel_path(config, facts)
     if wheel is not None and wheel.is_file():
-        out["wheel"] = {"filename": wheel.name, "sha256": gpu_verify.sha256_file(wheel)}
+        out["wheel"] = {"filename": wheel.name, "sha256": sha256_of(wheel)}
     runs = config.stash.get(GPU_RUNS_KEY, {})
     gpus = {json.dumps(r["gpu"], sort_keys=True): r["gpu"] for r in runs.values() if r.get("gpu")}
     out[gpu_verify.SECTION] = {

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from build_steps import once
 from build_steps import venv as venv_step
 from build_steps.driver_stub import DRIVER_SONAME, STUB_ENV, driver_missing, make_stub
-from build_steps.elf import read_dynamic
+from build_steps.readers.elf import read_dynamic
 from build_steps.errors import HarnessError
 from build_steps.once import run_once
 from build_steps.pinning import verify
@@ -23,9 +24,23 @@ from .common import add_report_lines, is_worker, shared_root
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
 PROBES_DIR = HARNESS_ROOT / "tests" / "probes"
-CUBLAS_PROBE = HARNESS_ROOT / "build_steps" / "cublas_probe.py"
+CUBLAS_PROBE = PROBES_DIR / "cublas_probe.py"
 _VENV_KEY = "release-venv"
 DRIVER_STUB_RECORD = "driver-stub"
+
+
+def load_probe(name: str):
+    """A probe script of tests/probes imported as a module, for the gates that also use its
+    helpers in-process (the scripts are not a package: they run in the venv's interpreter)."""
+    import importlib.util
+    import sys
+    key = f"_mxnet_probe_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, PROBES_DIR / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
 
 
 @pytest.fixture(scope="session")
@@ -42,10 +57,10 @@ def release_venv(options, wheel_path, wheel_pin, shared_dir):
             no_deps=options.no_deps, log=log)
         return {**venv.to_dict(), "installed": installed, "log": str(log), "wheel": str(wheel_path)}
 
-    product = venv_step.acquire_shared(shared_dir, _VENV_KEY, make)
+    product = once.acquire(shared_dir, _VENV_KEY, make)
     yield venv_step.Venv.from_dict(product)
     cleanup = None if options.keep_venv else (lambda p: venv_step.remove_venv(Path(p["root"])))
-    venv_step.release_shared(shared_dir, _VENV_KEY, cleanup)
+    once.release(shared_dir, _VENV_KEY, cleanup)
 
 
 @pytest.fixture(scope="session")

@@ -308,7 +308,7 @@ def patched_libmxnet(src: Path, dest: Path, runpath) -> bytes:
 
 def _leaf_and_inner(root: Path, files: dict):
     """A bundled leaf (only host NEEDED) and a transitive non-OpenCV lib that another bundled lib needs."""
-    from build_steps.elf import read_dynamic
+    from build_steps.readers.elf import read_dynamic
     from build_steps.profiles import is_host_library
     bundled = [m for m in files if m.startswith("mxnet/lib/")]
     needed_by_others = {}
@@ -491,7 +491,7 @@ def build_selftest_wheels(work: Path) -> dict:
         return make
 
     def leaf_32bit(dest):
-        from build_steps.elf import read_dynamic
+        from build_steps.readers.elf import read_dynamic
         lib = build_plain_lib(extra / "m32", read_dynamic(cuda_stage / leaf).soname, m32=True)
         dest.parent.mkdir(exist_ok=True)
         return patched_libmxnet(lib, dest, ["$ORIGIN"])
@@ -549,7 +549,7 @@ def _inputs_key() -> str:
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
     for rel in ("selftest/fixtures_wheels.py", "build_steps/bundle.py", "build_steps/profiles.py",
-                "build_steps/elf.py"):
+                "build_steps/readers/elf.py"):
         h.update((root / rel).read_bytes())
     return h.hexdigest()[:16]
 

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from build_steps.bundle import bundle_closure
-from build_steps.elf import read_dynamic
+from build_steps.readers.elf import read_dynamic
 from build_steps.profiles import PROFILES
 from selftest.fixtures_wheels import OPENCV_DIR, OPENCV_LIBS
 

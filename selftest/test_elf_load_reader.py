@@ -1,4 +1,4 @@
-"""build_steps.elf_load (what the loader checks) and build_steps.symbol_floor, on libraries built
+"""build_steps.readers.elf_load (what the loader checks) and build_steps.readers.symbol_floor, on libraries built
 here by gcc/ld and on the host's own libraries, cross-checked with binutils' readelf."""
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from build_steps.elf import NotElfError
-from build_steps.elf_load import platform_arch, read_load_facts
+from build_steps.readers.elf import NotElfError
+from build_steps.readers.elf_load import platform_arch, read_load_facts
 from build_steps.errors import UsageError
-from build_steps.symbol_floor import effective_floor, parse_floor, split_version, tag_glibc
+from build_steps.readers.symbol_floor import effective_floor, parse_floor, split_version, tag_glibc
 from selftest.fixtures_wheels import build_newer_glibc, build_plain_lib, compile_textrel
 
 HOST_LIBS = ("/usr/lib/x86_64-linux-gnu/libopencv_core.so.406", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6")

@@ -1,4 +1,4 @@
-"""build_steps.elf against gcc-built libraries (see selftest/fixtures_readers.py)."""
+"""build_steps.readers.elf against gcc-built libraries (see selftest/fixtures_readers.py)."""
 from __future__ import annotations
 
 import subprocess
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-import build_steps.elf as elf
-from build_steps.elf import (NotElfError, expand_origin, find_strings, is_elf, read_dynamic,
+import build_steps.readers.elf as elf
+from build_steps.readers.elf import (NotElfError, expand_origin, find_strings, is_elf, read_dynamic,
                              section_span, uses_origin)
 from build_steps.errors import WheelError
 

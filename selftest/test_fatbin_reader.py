@@ -1,4 +1,4 @@
-"""build_steps.fatbin against libraries nvcc compiled for known -gencode sets.
+"""build_steps.readers.fatbin against libraries nvcc compiled for known -gencode sets.
 
 Each case's expected archs come from the -gencode flags it was built with (FATBIN_CASES); where
 cuobjdump is installed, NVIDIA's own listing is the second oracle.
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from build_steps.elf import section_span
+from build_steps.readers.elf import section_span
 from build_steps.errors import WheelError
-from build_steps.fatbin import FatbinError, FatbinReport, read_fatbin
+from build_steps.readers.fatbin import FatbinError, FatbinReport, read_fatbin
 from selftest.fixtures_readers import FATBIN_CASES, RELEASE_SASS
 
 CASES = sorted(FATBIN_CASES)

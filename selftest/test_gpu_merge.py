@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import gpu_verify
+from build_steps.pinning import sha256_of
 from build_steps.errors import UsageError
 
 REPORTS = Path(__file__).resolve().parent / "gpu_reports"
@@ -73,7 +74,7 @@ def test_wheel_option_selects_reports_by_the_wheel_files_sha256(tmp_path):
     for n in ("a100.json", "l40s.json"):
         doc = json.loads((REPORTS / n).read_text())
         if n == "a100.json":
-            doc["wheel"]["sha256"] = gpu_verify.sha256_file(wheel)
+            doc["wheel"]["sha256"] = sha256_of(wheel)
         (d / n).write_text(json.dumps(doc))
     r = _merge_cli(d, f"--wheel={wheel}")
     assert r.returncode == 1

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from build_steps.audit import parse_requirements
+from build_steps.readers.audit import parse_requirements
 from selftest.conftest import HARNESS_ROOT
 
 #: Holds the first run open until the second one has been tried.

@@ -1,4 +1,4 @@
-"""build_steps.loader: an object without DT_RUNPATH gets the DT_RPATH of libmxnet.so that loads it
+"""build_steps.readers.loader: an object without DT_RUNPATH gets the DT_RPATH of libmxnet.so that loads it
 (ld.so(8)), the layout of PyPI's mxnet 1.x wheels (libgfortran.so.3 beside an RPATH=$ORIGIN
 libmxnet.so); with a DT_RUNPATH of its own it does not. Real libraries from gcc and patchelf."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from build_steps.bundle import patchelf_command
-from build_steps.loader import BUNDLED, UNRESOLVED, resolve_closure
+from build_steps.readers.loader import BUNDLED, UNRESOLVED, resolve_closure
 from build_steps.profiles import PROFILES
 
 

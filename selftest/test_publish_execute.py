@@ -17,7 +17,7 @@ DECOY = "0123456789abcdef0123456789abcdef01234567"
 
 
 def audit_facts(head: str, **override) -> dict:
-    """The shape of build_steps.audit.Audit.to_json() for the fields the notes use."""
+    """The shape of build_steps.readers.audit.Audit.to_json() for the fields the notes use."""
     facts = {
         "cmake": {"features": {k: {"enabled": on, "raw": "ON" if on else "OFF"}
                                for k, on in CUDA.features.items()},

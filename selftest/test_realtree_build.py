@@ -19,9 +19,9 @@ import pytest
 from build_steps import configure as configure_step
 from build_steps import cuda_root
 from build_steps.compile import compile_mxnet
-from build_steps.elf import is_elf
+from build_steps.readers.elf import is_elf
 from build_steps.errors import StepError
-from build_steps.fatbin import read_fatbin
+from build_steps.readers.fatbin import read_fatbin
 from build_steps.profiles import PROFILES, RELEASE_CUDA_ARCH, parse_cuda_arch
 from selftest.conftest import HARNESS_CACHE
 from selftest.fixtures_realtree import git

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import gpu_verify
+from build_steps.pinning import sha256_of
 from selftest.fixtures_runtime import runtime_args
 
 pytestmark = pytest.mark.slow
@@ -43,7 +44,7 @@ def test_release_run_turns_gpu_skips_into_failures(gates, mxnet191_wheel, mxnet1
     # The JSON report of this (GPU-less) runner names the wheel by sha256 and every GPU gate with no
     # GPU: merged, it verifies no arch.
     doc = json.loads(report.read_text())
-    assert doc["wheel"]["sha256"] == gpu_verify.sha256_file(mxnet191_wheel)
+    assert doc["wheel"]["sha256"] == sha256_of(mxnet191_wheel)
     section = doc["gpu_verification"]
     assert len(section["gates"]) == 12 and section["gpus"] == [], section
     assert not any(g["verdict"] == "passed" or g["gpu"] for g in section["gates"].values()), section

@@ -5,8 +5,10 @@ import textwrap
 
 import pytest
 
-from build_steps import cublas_probe
 from build_steps.venv import check_install, create_venv, explain_probe, run_probe
+from harness.runtime import load_probe
+
+cublas_probe = load_probe("cublas_probe")
 
 
 @pytest.fixture(scope="module")

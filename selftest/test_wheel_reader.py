@@ -1,4 +1,4 @@
-"""build_steps.wheel against real wheels: written with zipfile (RECORD correct or broken on
+"""build_steps.readers.wheel against real wheels: written with zipfile (RECORD correct or broken on
 purpose) and one built by ``python -m build`` from a tiny project."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from packaging.version import Version
 
 from build_steps.errors import WheelError
-from build_steps.wheel import extract_wheel
+from build_steps.readers.wheel import extract_wheel
 from selftest.fixtures_readers import minimal_files, record_hash, symlink_info, write_wheel
 
 VERSION = "2.0.0+cu13.bw.20260614.1"
@@ -27,7 +27,7 @@ def extraction_mode(request, monkeypatch):
     in a thread of its own beside the rest, the path a 900 MB libmxnet.so takes."""
     started = []  # members that got the background thread
     if request.param == "largest-member-in-background":
-        from build_steps import wheel as wheel_mod
+        from build_steps.readers import wheel as wheel_mod
         monkeypatch.setattr(wheel_mod, "_PIPELINE", True)
         monkeypatch.setattr(wheel_mod, "_BACKGROUND_MIN", 1 << 20)
         real_start = wheel_mod._Background.start.__func__

@@ -52,7 +52,7 @@ def test_fatbin_containers_consistent(audit, libmxnet_info, options):
     # (its kernels would be missing on that arch). Judged on the requested archs that other
     # containers do carry: a linked-in library with extra archs is no failure, and an arch missing
     # everywhere is the SASS gate's failure, not a second one here. PTX is judged on the union
-    # only (anchors §5.3).
+    # only: one .cu can yield several containers of which only one carries PTX.
     fat = _fatbin(audit, libmxnet_info)
     if fat is None:
         return

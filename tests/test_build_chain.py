@@ -8,13 +8,13 @@ from __future__ import annotations
 
 
 import pytest
-from packaging.utils import parse_wheel_filename
+from build_steps.readers.wheel_name import parse_wheel_name
 from packaging.version import Version
 
 from build_steps import source
-from build_steps.cmake_cache import to_bool
+from build_steps.readers.cmake_cache import to_bool
 from build_steps.configure import FOUND_EVIDENCE
-from build_steps.elf import is_elf, read_dynamic
+from build_steps.readers.elf import is_elf, read_dynamic
 from build_steps.profiles import CMAKE_FEATURES
 
 # The chain builds the Linux (ELF) wheel: a macOS wheel is built on a Mac, so these are not its gates.
@@ -64,10 +64,10 @@ def test_compile_produced_an_elf_libmxnet(libmxnet):
 
 
 def test_bundled_libraries_carry_origin_runpath(staged_package):
-    assert staged_package["bundled"], ("nothing was bundled into python/mxnet/lib: libmxnet.so has no "
+    assert staged_package.bundled, ("nothing was bundled into python/mxnet/lib: libmxnet.so has no "
                                        "libopencv_* NEEDED; install libopencv-dev and reconfigure with USE_OPENCV=ON")
     bad = {}
-    for b in staged_package["bundled"]:
+    for b in staged_package.bundled:
         info = read_dynamic(b["path"])
         if info.runpath != ["$ORIGIN"]:
             bad[b["soname"]] = info.runpath
@@ -77,20 +77,20 @@ def test_bundled_libraries_carry_origin_runpath(staged_package):
 
 def test_bundled_sonames_are_linked(staged_package):
     from pathlib import Path
-    lib_dir = Path(staged_package["package_dir"]) / "lib"
-    missing = [b["soname"] for b in staged_package["bundled"] if not (lib_dir / b["soname"]).exists()]
+    lib_dir = Path(staged_package.package_dir) / "lib"
+    missing = [b["soname"] for b in staged_package.bundled if not (lib_dir / b["soname"]).exists()]
     assert not missing, f"SONAME entries missing in {lib_dir}: {missing}; the loader looks them up by SONAME"
 
 
 def test_libmxnet_runpath_is_the_profiles(staged_package, profile):
-    info = read_dynamic(staged_package["libmxnet"])
+    info = read_dynamic(staged_package.libmxnet)
     assert list(info.runpath or []) == list(profile.runpath), (
         f"libmxnet.so RUNPATH is {info.runpath}, the {profile.name} profile wants {list(profile.runpath)}: "
         "bundled OpenCV or the pip CUDA libraries would not be found from inside the wheel")
 
 
 def test_libcuda_needed_policy(staged_package, profile):
-    needed = read_dynamic(staged_package["libmxnet"]).needed
+    needed = read_dynamic(staged_package.libmxnet).needed
     if profile.needs_libcuda:
         assert "libcuda.so.1" in needed, ("libmxnet.so has no DT_NEEDED libcuda.so.1: link "
                                           "CUDA::cuda_driver in CMakeLists.txt and rebuild")
@@ -100,7 +100,8 @@ def test_libcuda_needed_policy(staged_package, profile):
 
 
 def test_wheel_has_requested_version_and_binary_tag(built_wheel, options, profile):
-    name, version, _build, tags = parse_wheel_filename(built_wheel.name)
+    parsed = parse_wheel_name(built_wheel)
+    version, tags = parsed.version, parsed.tags
     want = Version(options.wheel_version) if options.wheel_version else None
     if want is not None:
         assert version == want, f"{built_wheel.name} has version {version}, --wheel-version asked {want}"

@@ -6,7 +6,7 @@ library beside the new one under the same SONAME: which one the loader opens dep
 """
 import pytest
 
-from build_steps.audit import BUNDLE_DIR
+from build_steps.readers.audit import BUNDLE_DIR
 
 pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.elf]
 

@@ -1,4 +1,4 @@
-"""cuBLAS gate: the cuBLAS/driver pair is not one of the two known traps (cuda_wheel_build.md §6a),
+"""cuBLAS gate: the cuBLAS/driver pair is not one of the two known traps (docs/background.md),
 and MXNet's linalg.syrk and GEMMs at N = 16, 256, 1024, 4096 on gpu(0) agree with numpy.
 
 The preflight (ctypes, before MXNet is imported) reports the driver, the cuBLAS the wheel would
@@ -9,8 +9,11 @@ import warnings
 
 import pytest
 
-from build_steps.cublas_probe import CHECK_SIZES, diagnose
 from build_steps.venv import explain_probe
+from harness.runtime import load_probe
+
+_cublas = load_probe("cublas_probe")
+CHECK_SIZES, diagnose = _cublas.CHECK_SIZES, _cublas.diagnose
 
 pytestmark = [pytest.mark.release, pytest.mark.runtime, pytest.mark.cublas, pytest.mark.gpu]
 

@@ -19,9 +19,9 @@ def _skip_without_gpu(cuda_preflight):
 
 def _carried_archs(install_report) -> str:
     try:
-        from build_steps.fatbin import read_fatbin
+        from build_steps.readers.fatbin import read_fatbin
     except ImportError:
-        return "unknown archs (build_steps.fatbin is not available)"
+        return "unknown archs (build_steps.readers.fatbin is not available)"
     libs = install_report.get("libmxnet") or []
     if not libs:
         return "no libmxnet.so"

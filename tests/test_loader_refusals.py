@@ -7,7 +7,7 @@ Another machine or ELF class than the wheel's platform tag: "wrong ELF class" at
 """
 import pytest
 
-from build_steps.loadability import EXEC_STACK, PLATFORM, TEXTREL
+from build_steps.readers.loadability import EXEC_STACK, PLATFORM, TEXTREL
 
 pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.elf]
 
@@ -30,6 +30,6 @@ def test_no_text_relocations(audit):
 def test_elf_matches_platform_tag(audit):
     if audit.loadability.platform is None and audit.loadability.objects:
         pytest.fail(f"{audit.filename}: its platform tag(s) {', '.join(audit.tags)} name no Linux architecture "
-                    "this harness knows (build_steps.elf_load.PLATFORM_ELF), so the ELF files cannot be checked "
+                    "this harness knows (build_steps.readers.elf_load.PLATFORM_ELF), so the ELF files cannot be checked "
                     "against it; a binary wheel must carry a platform tag such as linux_x86_64", pytrace=False)
     _fail(audit, PLATFORM, "are built for another platform than the tag says")

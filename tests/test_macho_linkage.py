@@ -3,15 +3,15 @@ library resolves inside the wheel (@loader_path / @rpath + LC_RPATH) or to the s
 /System); nothing points at the build host (Homebrew, MacPorts, a home dir); the OpenMP runtime
 and the OpenCV closure are bundled and reached loader-relatively; install names are consistent.
 
-The Mach-O analogue of the OpenCV self-containment gates (cuda_wheel_build.md §7: "on the macOS
-wheel it additionally asserts the OpenMP runtime (libomp.dylib) is bundled into mxnet/lib/ and
-that libmxnet.dylib's reference to it is loader-relative").
+The Mach-O analogue of the OpenCV self-containment gates (docs/background.md: the macOS wheel also
+bundles the OpenMP runtime, libomp.dylib, into mxnet/lib/, and libmxnet.dylib reaches it
+loader-relatively).
 """
 import posixpath
 
 import pytest
 
-from build_steps.macho_audit import BUILD_HOST, BUNDLED, UNRESOLVED
+from build_steps.readers.macho_audit import BUILD_HOST, BUNDLED, UNRESOLVED
 from build_steps.profiles import OPENMP_RUNTIME_RE
 
 pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.macho]

@@ -5,7 +5,7 @@ carries a valid code signature (Apple silicon runs nothing unsigned).
 """
 import pytest
 
-from build_steps.macho_audit import version_tuple
+from build_steps.readers.macho_audit import version_tuple
 
 pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.macho]
 

@@ -9,8 +9,8 @@ NEEDs libgfortran.so.5, which a host without gfortran lacks.
 """
 import pytest
 
-from build_steps.audit import LIBMXNET
-from build_steps.loader import UNRESOLVED
+from build_steps.readers.audit import LIBMXNET
+from build_steps.readers.loader import UNRESOLVED
 from build_steps.profiles import pip_library_prefix
 
 pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.elf]

@@ -1,7 +1,7 @@
 """OpenCV: linked in, bundled with its whole closure, and every bundled library loadable on its own.
 
 The regression this exists for: a wheel built with OpenCV compiled out imported fine and broke
-27 notebooks (cuda_wheel_build.md §1); and wheels whose bundled closure missed a transitive
+27 notebooks (docs/background.md); and wheels whose bundled closure missed a transitive
 library (libcharls.so.2, libgdcmMSFF.so.3.0) on clean hosts.
 """
 import pytest

@@ -1,6 +1,6 @@
 """Read a CMakeCache.txt: the feature toggles and MXNET_CUDA_ARCH the build was configured with.
 
-The fork's gate parsed the cache the same way (fork_release_tooling.md §3.2): ``KEY:TYPE=VALUE``
+The fork's gate parsed the cache the same way (docs/background.md): ``KEY:TYPE=VALUE``
 lines, comments skipped, the last occurrence wins. A value that is not a CMake boolean is kept
 raw and reported as unknown rather than guessed.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UsageError
+from ..errors import UsageError
 
 _TRUE = {"1", "ON", "TRUE", "YES", "Y"}
 _FALSE = {"0", "OFF", "FALSE", "NO", "N", "IGNORE", "NOTFOUND", ""}

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from .errors import UsageError
+from ..errors import UsageError
+from .wheel_name import platform_of
 
 #: The families judged, and what defines them on the host.
 FAMILIES = {"GLIBC": "glibc", "GLIBCXX": "libstdc++", "CXXABI": "libstdc++ (C++ ABI)"}
@@ -54,7 +55,7 @@ def tag_glibc(tags) -> tuple:
     """(glibc version, tag) the lowest manylinux platform tag among ``tags`` promises, or (None, None)."""
     best = (None, None)
     for tag in tags:
-        platform = str(tag).rsplit("-", 1)[-1]
+        platform = platform_of(tag)
         m = re.match(r"manylinux_(\d+)_(\d+)_", platform)
         version = f"{m.group(1)}.{m.group(2)}" if m else next(
             (v for k, v in _LEGACY_MANYLINUX.items() if platform.startswith(k + "_")), None)

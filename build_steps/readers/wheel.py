@@ -6,21 +6,17 @@ inflating in a helper thread for big members so that hashing and writing overlap
 hashlib and file writes all release the GIL). Peak memory stays at a few chunks.
 
 Unsafe or broken archives are refused before anything lands at ``dest``: the extraction goes into
-a temporary directory beside ``dest`` and is renamed into place only when complete. RECORD
-mismatches are collected (the RECORD gate reports them), not raised: a wheel with a stale RECORD
-is still worth auditing.
+a temporary directory beside ``dest`` and is renamed into place only when complete. RECORD is
+checked in :mod:`build_steps.readers.wheel_record`, METADATA in :mod:`build_steps.readers.wheel_metadata`, the
+file and member names in :mod:`build_steps.readers.wheel_name`.
 """
 from __future__ import annotations
 
-import base64
-import csv
 import email.message
-import email.parser
 import hashlib
 import io
 import os
 import queue
-import re
 import shutil
 import stat
 import struct
@@ -30,11 +26,12 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import (InvalidWheelFilename, canonicalize_name, parse_wheel_filename)
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from .errors import WheelError
+from ..errors import WheelError
+from .wheel_metadata import read_metadata
+from .wheel_name import parse_wheel_name, unsafe_reason
+from .wheel_record import b64, find_record, parse_record, record_algo, verify_record
 
 try:  # a faster inflate when the host has it; stdlib zlib otherwise (same API, same results)
     from zlib_ng import zlib_ng as _inflate_lib  # type: ignore
@@ -59,10 +56,6 @@ _THREAD_MIN = 1 << 20
 _PIPELINE = {"0": False, "1": True}.get(os.environ.get("MXNET_HARNESS_EXTRACT_THREADS", ""),
                                         len(os.sched_getaffinity(0)) >= 2)
 _QUEUE_DEPTH = 4
-
-# Hash algorithms RECORD may use that we accept (the wheel spec forbids md5 and sha1).
-_RECORD_ALGOS = ("sha256", "sha384", "sha512")
-_SIGNATURE_FILES = ("RECORD.jws", "RECORD.p7s")  # excluded from RECORD by the wheel spec
 
 _AGAIN = "rebuild the wheel (or download it again)"
 
@@ -112,33 +105,8 @@ class ExtractedWheel:
         return cached[1]
 
 
-def _b64(digest: bytes) -> str:
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
 # ---------------------------------------------------------------------------------------------
 # member names
-
-_DRIVE_RE = re.compile(r"^[A-Za-z]:")
-
-
-def _unsafe_reason(name: str) -> str | None:
-    """Why a member name could write outside the extraction dir (or be ambiguous), else None."""
-    if not name or "\x00" in name:
-        return "an empty name or a NUL byte in it"
-    if "\\" in name:
-        return "a backslash (on Windows a path separator, which could escape the directory)"
-    if name.startswith("/"):
-        return "an absolute path"
-    if _DRIVE_RE.match(name):
-        return "a drive-letter (absolute) path"
-    parts = name.rstrip("/").split("/")
-    if ".." in parts:
-        return "a '..' component that escapes the extraction directory"
-    if any(p in ("", ".") for p in parts):
-        return "an empty or '.' path component (a non-canonical name)"
-    return None
-
 
 def _is_symlink(info: zipfile.ZipInfo) -> bool:
     mode = info.external_attr >> 16
@@ -149,7 +117,7 @@ def _check_names(wheel: Path, infos: list) -> None:
     seen = set()
     for info in infos:
         name = info.filename
-        reason = _unsafe_reason(name)
+        reason = unsafe_reason(name)
         if reason:
             raise WheelError(
                 f"{wheel.name}: member {name!r} has {reason}; refusing to extract this wheel "
@@ -365,61 +333,24 @@ def _extract_member(zf, fh, wheel, info, target: Path, algo: str, expected: str 
     if size != info.file_size:
         raise _corrupt(wheel, info.filename, f"{size} bytes inflated, {info.file_size} declared")
     digest = hasher.digest()
-    if check_crc and not crc_now and _b64(digest) != expected:
+    if check_crc and not crc_now and b64(digest) != expected:
         crc = _file_crc(target)  # rare path: RECORD disagrees; is the archive itself damaged?
-    if check_crc and (crc_now or _b64(digest) != expected) and crc != info.CRC:
+    if check_crc and (crc_now or b64(digest) != expected) and crc != info.CRC:
         raise _corrupt(wheel, info.filename, "CRC-32 mismatch")
     return digest, size
 
 
 # ---------------------------------------------------------------------------------------------
-# RECORD
-
-def _parse_record(text: str, problems: list) -> dict:
-    """RECORD rows as {path: (hash or '', size or '')}; malformed rows become problems."""
-    rows = {}
-    try:
-        reader = csv.reader(io.StringIO(text))
-        for lineno, row in enumerate(reader, 1):
-            if not row:
-                continue
-            if len(row) != 3:
-                problems.append(f"RECORD line {lineno}: expected 3 fields (path,hash,size), got {row!r}")
-                continue
-            path, digest, size = row
-            if path in rows:
-                problems.append(f"RECORD lists {path!r} twice")
-            rows[path] = (digest, size)
-    except csv.Error as exc:
-        problems.append(f"RECORD is not valid CSV ({exc})")
-    return rows
-
-
-def _record_algo(entry) -> str:
-    digest = entry[0] if entry else ""
-    algo = digest.split("=", 1)[0] if "=" in digest else ""
-    return algo if algo in _RECORD_ALGOS else "sha256"
-
-
 # ---------------------------------------------------------------------------------------------
 # the entry point
-
-def parse_filename(wheel: Path):
-    """(distribution, Version, build tag, frozenset of tag strings) from a wheel's file name."""
-    try:
-        name, version, build, tags = parse_wheel_filename(wheel.name)
-    except (InvalidWheelFilename, InvalidVersion) as exc:
-        raise WheelError(
-            f"{wheel.name} is not a valid wheel file name ({exc}); a wheel is named "
-            "<name>-<version>[-<build>]-<python>-<abi>-<platform>.whl: rename or rebuild it") from exc
-    return canonicalize_name(name), version, build, frozenset(str(t) for t in tags)
-
 
 def extract_wheel(wheel: Path, dest: Path) -> ExtractedWheel:
     """Extract ``wheel`` into ``dest`` (which must not exist or be empty) and verify RECORD."""
     wheel = Path(wheel)
     dest = Path(dest)
-    distribution, version, build_tag, tags = parse_filename(wheel)
+    parsed = parse_wheel_name(wheel)
+    distribution, version, build_tag = parsed.distribution, parsed.version, parsed.build_tag
+    tags = parsed.tag_strings
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise WheelError(f"extraction directory {dest} already exists and is not empty; "
                          "remove it or choose another")
@@ -450,14 +381,14 @@ def extract_wheel(wheel: Path, dest: Path) -> ExtractedWheel:
         version=version, tags=tags, build_tag=build_tag, members=members,
         record_problems=record_problems, dist_info=None, metadata=None, requires_dist=[],
         hashes=hashes, sizes=sizes)
-    _read_metadata(ew)
+    read_metadata(ew)
     return ew
 
 
 def _extract_all(zf, fh, wheel, infos, tmp: Path):
     files = [i for i in infos if not i.is_dir()]
     names = [i.filename for i in files]
-    record_name = _find_record(names)
+    record_name = find_record(names)
     problems: list = []
     record_rows: dict = {}
     if record_name is None:
@@ -473,7 +404,7 @@ def _extract_all(zf, fh, wheel, infos, tmp: Path):
         except UnicodeDecodeError:
             problems.append(f"{record_name} is not UTF-8 text")
             text = ""
-        record_rows = _parse_record(text, problems)
+        record_rows = parse_record(text, problems)
 
     made_dirs = {tmp}
     hashes, sizes = {}, {}
@@ -515,7 +446,7 @@ def _extract_all(zf, fh, wheel, infos, tmp: Path):
             background.wait()  # after an error here: let it stop before tmp is removed
 
     if record_name is not None:
-        _verify_record(record_name, record_rows, names, hashes, sizes, problems)
+        verify_record(record_name, record_rows, names, hashes, sizes, problems)
     return names, hashes, sizes, problems
 
 
@@ -541,7 +472,7 @@ def _twin_key(info, algo) -> tuple:
 def _record_expectation(record_rows, info):
     """(hash algorithm, RECORD's digest without the ``algo=`` prefix or None) for ``info``."""
     entry = record_rows.get(info.filename)
-    algo = _record_algo(entry)
+    algo = record_algo(entry)
     expected = entry[0].split("=", 1)[1] if entry and entry[0].startswith(algo + "=") else None
     return algo, expected
 
@@ -561,7 +492,7 @@ def _write_error(wheel, info, exc) -> WheelError:
 def _finish_member(info, target, algo, digest, size, hashes, sizes) -> None:
     if (info.external_attr >> 16) & 0o111:
         os.chmod(target, 0o755)
-    hashes[info.filename] = f"{algo}={_b64(digest)}"
+    hashes[info.filename] = f"{algo}={b64(digest)}"
     sizes[info.filename] = size
 
 
@@ -634,102 +565,3 @@ def _link_or_copy(source: Path, target: Path) -> None:
         os.link(source, target)
     except OSError:
         shutil.copyfile(source, target)
-
-
-def _find_record(names: list):
-    records = [n for n in names if re.fullmatch(r"[^/]+\.dist-info/RECORD", n)]
-    return records[0] if len(records) == 1 else None
-
-
-def _verify_record(record_name, rows, names, hashes, sizes, problems) -> None:
-    dist_info = record_name.rsplit("/", 1)[0]
-    present = set(names)
-    for name in names:
-        if name == record_name:
-            continue
-        if name in (f"{dist_info}/{s}" for s in _SIGNATURE_FILES):
-            continue
-        entry = rows.get(name)
-        if entry is None:
-            problems.append(f"{name} is in the wheel but not listed in RECORD "
-                            "(unverifiable content: rebuild the wheel so RECORD covers it)")
-            continue
-        digest, size = entry
-        if not digest:
-            problems.append(f"{name} is listed in RECORD without a hash")
-        elif "=" not in digest or digest.split("=", 1)[0] not in _RECORD_ALGOS:
-            problems.append(f"{name}: RECORD hash {digest!r} is not sha256 (or stronger)")
-        elif digest != hashes[name]:
-            problems.append(f"{name}: content does not match RECORD (RECORD {digest}, wheel "
-                            f"{hashes[name]}): the file was changed after the wheel was built; "
-                            "rebuild the wheel instead of editing it")
-        if size != "" and size != str(sizes[name]):
-            problems.append(f"{name}: RECORD says {size} bytes, the wheel has {sizes[name]}")
-        elif size == "" and digest:
-            problems.append(f"{name} is listed in RECORD without a size")
-    for path in rows:
-        if path == record_name:
-            continue
-        if path not in present:
-            reason = _unsafe_reason(path)
-            extra = f" (and its name has {reason})" if reason else ""
-            problems.append(f"RECORD lists {path!r}, which is not in the wheel{extra}")
-    own = rows.get(record_name)
-    if own is None:
-        problems.append(f"RECORD does not list itself ({record_name})")
-    elif own[0] or own[1]:
-        problems.append(f"RECORD lists itself with a hash or size ({own[0]!r}, {own[1]!r}); "
-                        "its own row must leave both empty")
-
-
-def _read_metadata(ew: ExtractedWheel) -> None:
-    problems = ew.metadata_problems
-    top = sorted({m.split("/", 1)[0] for m in ew.members if "/" in m})
-    dist_infos = [d for d in top if d.endswith(".dist-info")]
-    if len(dist_infos) != 1:
-        problems.append(f"expected exactly one .dist-info directory, found {dist_infos or 'none'}")
-        if not dist_infos:
-            return
-    ew.dist_info = dist_infos[0]
-    stem = ew.dist_info[: -len(".dist-info")]
-    name_part, _, version_part = stem.rpartition("-")
-    if canonicalize_name(name_part) != ew.distribution:
-        problems.append(f"{ew.dist_info} names distribution {name_part!r}, the file name "
-                        f"{ew.distribution!r}")
-    try:
-        if Version(version_part) != ew.version:
-            problems.append(f"{ew.dist_info} has version {version_part}, the file name {ew.version}")
-    except InvalidVersion:
-        problems.append(f"{ew.dist_info}: {version_part!r} is not a PEP 440 version")
-
-    ew.wheel_info = _parse_headers(ew, f"{ew.dist_info}/WHEEL", problems)
-    meta = _parse_headers(ew, f"{ew.dist_info}/METADATA", problems)
-    ew.metadata = meta
-    if meta is None:
-        return
-    for line in meta.get_all("Requires-Dist") or []:
-        try:
-            ew.requires_dist.append(Requirement(line))
-        except InvalidRequirement as exc:
-            problems.append(f"METADATA Requires-Dist {line!r} is not a valid requirement ({exc})")
-    name = meta.get("Name")
-    if name is None or canonicalize_name(name) != ew.distribution:
-        problems.append(f"METADATA Name {name!r} does not match the file name {ew.distribution!r}")
-    mversion = meta.get("Version")
-    try:
-        if mversion is None or Version(mversion) != ew.version:
-            problems.append(f"METADATA Version {mversion!r} does not match the file name {ew.version}")
-    except InvalidVersion:
-        problems.append(f"METADATA Version {mversion!r} is not a PEP 440 version")
-
-
-def _parse_headers(ew: ExtractedWheel, member: str, problems: list):
-    if not ew.has(member):
-        problems.append(f"the wheel has no {member}")
-        return None
-    try:
-        text = ew.file(member).read_text("utf-8")
-    except UnicodeDecodeError:
-        problems.append(f"{member} is not UTF-8 text")
-        return None
-    return email.parser.Parser().parsestr(text)

@@ -1,6 +1,6 @@
 """Will the wheel load on a user's machine, not only on the build host? The facts, for every ELF in it.
 
-``collect_loadability`` reads each ELF member once (build_steps.elf_load; twins that extraction
+``collect_loadability`` reads each ELF member once (build_steps.readers.elf_load; twins that extraction
 linked to one file are read once) and puts together what the loadability gates judge:
 - every RUNPATH/RPATH entry, and those that are not ``$ORIGIN``-relative or leave the install tree;
 - what the loader refuses: an executable-stack request, text relocations, another machine or
@@ -8,7 +8,7 @@ linked to one file are read once) and puts together what the loadability gates j
 - the bundle directory's hygiene: libraries nothing needs (through the closure), one SONAME with
   two different contents, byte-identical copies (a wheel has no symlinks);
 - the highest GLIBC_/GLIBCXX_/CXXABI_ versions needed, by which file, against the floor;
-- the unresolved NEEDED entries of the closure (build_steps.loader) and the graphics libraries
+- the unresolved NEEDED entries of the closure (build_steps.readers.loader) and the graphics libraries
   bundled (the OpenGL/X11 stack a slim container lacks).
 Nothing here raises on a bad wheel: an unreadable ELF is recorded for the gates to report.
 """
@@ -20,8 +20,9 @@ from pathlib import Path
 
 from .elf import NotElfError, is_elf
 from .elf_load import PLATFORM_ELF, platform_arch, read_load_facts
-from .loader import BUNDLED, UNRESOLVED, Closure
+from .loader import BUNDLED, UNRESOLVED, Closure, read_by_inode
 from .symbol_floor import effective_floor, split_version, vtuple
+from .wheel_name import platform_of
 
 #: Bundled libraries of the graphics stack: what OpenCV's closure reaches and a slim container
 #: lacks ("libGL.so.1: cannot open shared object file" is the classic failure on such images).
@@ -80,11 +81,7 @@ def _read_all(root: Path, elves: list, closure: Closure) -> dict:
             facts.runpath_tag, facts.runpath = obj.search_tag, list(obj.search_path)
         path = root / member
         try:
-            st = path.stat()
-            key = (st.st_dev, st.st_ino)
-            if key not in seen:
-                seen[key] = read_load_facts(path)
-            load = seen[key]
+            load = read_by_inode(path, read_load_facts, seen)
         except (NotElfError, OSError) as exc:
             facts.error = str(exc)
             out[member] = (facts, None)
@@ -175,7 +172,7 @@ def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes
                         tags, profile, floor_override: dict | None = None) -> Loadability:
     root = Path(root)
     elves = elf_members(root, members)
-    platforms = {platform_arch(str(t).rsplit("-", 1)[-1]) for t in tags} - {None}
+    platforms = {platform_arch(platform_of(t)) for t in tags} - {None}
     platform = sorted(platforms)[0] if len(platforms) == 1 else None
     out = Loadability(platform=platform)
     read = _read_all(root, elves, closure)
@@ -239,7 +236,7 @@ def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes
 
 
 def summary_lines(ld: Loadability | None) -> list:
-    """The report's lines on loadability (build_steps.report adds them to the provenance summary)."""
+    """The report's lines on loadability (build_steps.readers.report adds them to the provenance summary)."""
     if ld is None:
         return []
     lines = [f"ELF files: {len(ld.objects)} (platform {ld.platform or 'unknown'}); unresolved NEEDED: "

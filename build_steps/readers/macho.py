@@ -13,7 +13,7 @@ from pathlib import Path
 from macholib import mach_o
 from macholib.MachO import MachO
 
-from .errors import WheelError
+from ..errors import WheelError
 
 #: dylib-naming load commands -> the names otool -l prints for them.
 LOAD_KINDS = {
@@ -160,7 +160,7 @@ def section_spans(path, segment: str, section: str) -> list:
 
 def find_strings(path, pattern: bytes, sections=(("__TEXT", "__cstring"),)) -> list:
     """C string literals (``__TEXT,__cstring``, the Mach-O .rodata for strings) of every slice that
-    ``pattern`` matches as a whole -- the commit stamp, as build_steps.elf.find_strings reads it."""
+    ``pattern`` matches as a whole -- the commit stamp, as build_steps.readers.elf.find_strings reads it."""
     from .elf import strings_in_spans
     try:
         spans = [span for seg, sect in sections for span in section_spans(path, seg, sect)]

@@ -1,7 +1,7 @@
 """Git state of the MXNet source tree and the commit stamps a build recorded.
 
 The stamp check compares git HEAD with the MXNET_COMMIT_HASH the binary was compiled with. The
-binary is the primary witness (the fork only read build files, §16.2); ``build.ninja`` and
+binary is the primary witness (the fork only read build files, docs/background.md G2); ``build.ninja`` and
 ``compile_commands.json`` are a fallback that the report names as such.
 """
 from __future__ import annotations
@@ -11,7 +11,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import UsageError
+from .. import gitops
+from ..errors import UsageError
 
 #: MXNET_COMMIT_HASH as CMake writes it into compile commands, with any level of quote escaping.
 STAMP_IN_BUILD_FILES = re.compile(r"MXNET_COMMIT_HASH\s*=\s*(?:\\*[\"'])?([0-9a-f]{40}|Unavailable)")
@@ -36,7 +37,7 @@ class GitState:
 
 
 def _git(root: Path, *args) -> str:
-    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=120)
+    proc = gitops.run(root, *args, timeout=120)
     if proc.returncode != 0:
         raise UsageError(f"--mxnet-src {root}: `git {' '.join(args)}` failed: "
                          f"{(proc.stderr.strip().splitlines() or ['?'])[-1]} (is it a git checkout?)")

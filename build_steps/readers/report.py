@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .atomic import write_json
+from ..atomic import write_json
 from .loadability import summary_lines as loadability_lines
 
 

@@ -1,18 +1,18 @@
 """cuBLAS / driver preflight and raw-cuBLAS syrk and GEMM checks, through ctypes only.
 
 Runs before (and without) MXNet: it reports which cuBLAS a wheel would load, its version, the
-driver's version, and names the two known CUDA 13 traps (cuda_wheel_build.md §6a):
+driver's version, and names the two known CUDA 13 traps (docs/background.md):
   * cuBLAS >= 13.2 on an R580 driver: large GEMM returns CUBLAS_STATUS_NOT_INITIALIZED
     (tiny GEMMs and convolutions pass). Fix: driver R590+.
   * cuBLAS 13.1.1.3: cublasSsyrk/cublasDsyrk segfault. Fix: cuBLAS >= 13.5 (which needs R590+).
 Each numeric check runs in a child process, so a segfault inside cuBLAS becomes a result.
 
 Standalone on purpose: standard library only (numpy for the numeric checks), no import of the
-rest of build_steps, so the same file runs in the throwaway venv's interpreter and on a GPU box
+harness, so the same file runs in the throwaway venv's interpreter and on a GPU box
 with only the repository copied there:
-    python3 build_steps/cublas_probe.py preflight [--search-dir DIR]...
-    python3 build_steps/cublas_probe.py all [--sizes 16,256,1024,4096] [--lib PATH]
-    python3 build_steps/cublas_probe.py check gemm|syrk|dsyrk N --lib PATH
+    python3 tests/probes/cublas_probe.py preflight [--search-dir DIR]...
+    python3 tests/probes/cublas_probe.py all [--sizes 16,256,1024,4096] [--lib PATH]
+    python3 tests/probes/cublas_probe.py check gemm|syrk|dsyrk N --lib PATH
 """
 from __future__ import annotations
 

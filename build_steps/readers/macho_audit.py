@@ -17,9 +17,10 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import HarnessError
+from ..errors import HarnessError
 from .macho import MachOInfo, Slice, is_macho, read_macho, signature_problem
-from .profiles import MachoPolicy
+from ..profiles import MachoPolicy
+from .wheel_name import platform_of
 
 BUNDLED, SYSTEM, BUILD_HOST, UNRESOLVED = "bundled", "system", "build-host", "unresolved"
 #: macosx_<major>_<minor>_<arch>; the multi-arch names expand to the slices they require.
@@ -81,7 +82,7 @@ def parse_platform_tags(tags) -> tuple:
     """(macOS tags as PlatformTag, other platform tags) from a wheel's tags."""
     mac, other = [], []
     # packaging Tags or their text (interpreter-abi-platform): the platform is the last part.
-    for tag in sorted({str(t).rsplit("-", 1)[-1] for t in tags}):
+    for tag in sorted({platform_of(t) for t in tags}):
         m = _TAG_RE.match(tag)
         if not m:
             other.append(tag)

@@ -16,7 +16,7 @@ from elftools.common.exceptions import ELFError
 from elftools.common.utils import struct_parse
 from elftools.elf.elffile import ELFFile
 
-from .errors import WheelError
+from ..errors import WheelError
 
 ELF_MAGIC = b"\x7fELF"
 

@@ -1,7 +1,7 @@
 """Every fact the static gates judge, collected once from one extraction of the wheel.
 
 ``collect(extracted, options)`` reads libmxnet.so and the bundled libraries (ELF dynamic entries),
-resolves the bundled closure (build_steps.loader), walks the CUDA fatbin headers, parses the
+resolves the bundled closure (build_steps.readers.loader), walks the CUDA fatbin headers, parses the
 requirements, and, when given, the CMake cache, the git state and the commit stamps. Reading
 never fails on a bad wheel: a problem is recorded as a fact (``libmxnet_error`` ...) for the gate
 that owns it to report, so one bad input does not turn into twenty tracebacks.
@@ -16,10 +16,10 @@ from packaging.utils import canonicalize_name
 
 from . import cmake_cache, gitstate
 from .elf import NotElfError, find_strings, is_elf
-from .errors import HarnessError
+from ..errors import HarnessError
 from .loader import Closure, ObjectInfo, object_info, resolve_closure
 from .loadability import Loadability, collect_loadability, elf_members
-from .profiles import CMAKE_FEATURES
+from ..profiles import CMAKE_FEATURES
 
 LIBMXNET = "mxnet/libmxnet.so"
 BUNDLE_DIR = "mxnet/lib/"
@@ -88,7 +88,7 @@ class Audit:
     stamps: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
     _fatbin_obj: object = field(default=None, repr=False)
-    #: the macOS flavor's Mach-O facts (build_steps.macho_audit.MachoFacts); None for ELF wheels
+    #: the macOS flavor's Mach-O facts (build_steps.readers.macho_audit.MachoFacts); None for ELF wheels
     macho: object = None
     #: every ELF member of the wheel (the closure and the loadability gates judge them all)
     elf_members: list = field(default_factory=list)
@@ -188,7 +188,7 @@ def collect(extracted, options) -> Audit:
 
     _build_provenance(audit, options, lib_path)
 
-    # Warnings the report shows (not failures): build-tree RUNPATH entries, RPATH tags (§16.10).
+    # Warnings the report shows (not failures): build-tree RUNPATH entries, RPATH tags (docs/background.md, G10).
     if lib_info is not None and not lib_info.error:
         extra = [e for e in lib_info.search_path if e not in profile.runpath]
         if extra:
@@ -247,39 +247,3 @@ def _collect_macho(extracted, options) -> Audit:
     _build_provenance(audit, options, Path(extracted.root) / policy.libmxnet if readable else None,
                       macho_strings)
     return audit
-
-
-def shared_product(shared_dir: Path, key: str, produce):
-    """``produce()`` computed by one process for all xdist workers, shared as a pickle.
-
-    run_once shares JSON; the audit objects are richer, so the same lock-and-record pattern is
-    used with pickle. A failure is recorded and re-raised (same message) in every worker.
-    """
-    import pickle
-
-    from filelock import FileLock
-    shared_dir = Path(shared_dir)
-    shared_dir.mkdir(parents=True, exist_ok=True)
-    record = shared_dir / f"{key}.pickle"
-    failed = shared_dir / f"{key}.failed"
-    with FileLock(str(record) + ".lock"):
-        if failed.exists():
-            raise HarnessError(failed.read_text())
-        if record.exists():
-            return pickle.loads(record.read_bytes())
-        try:
-            product = produce()
-        except HarnessError as exc:
-            failed.write_text(str(exc))
-            raise
-        tmp = record.with_suffix(".tmp")
-        tmp.write_bytes(pickle.dumps(product))
-        tmp.replace(record)
-        return product
-
-
-def load_shared(shared_dir: Path, key: str):
-    """The product another process stored with shared_product, or None."""
-    import pickle
-    record = Path(shared_dir) / f"{key}.pickle"
-    return pickle.loads(record.read_bytes()) if record.exists() else None

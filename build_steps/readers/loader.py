@@ -21,7 +21,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from .elf import NotElfError, expand_origin, is_elf, read_dynamic
-from .profiles import NEVER_BUNDLE, PIP_LIBRARY_DISTRIBUTIONS, Profile, baseline_group, pip_library_prefix
+from ..profiles import NEVER_BUNDLE, PIP_LIBRARY_DISTRIBUTIONS, Profile, baseline_group, pip_library_prefix
 
 BUNDLED, HOST, PIP, UNRESOLVED = "bundled", "host", "pip", "unresolved"
 
@@ -75,19 +75,23 @@ def _expand(entry: str, origin_dir: Path) -> Path:
     return expand_origin(entry, origin_dir) if entry else origin_dir
 
 
+def read_by_inode(path: Path, read, seen: dict | None):
+    """``read(path)``, remembered in ``seen`` by inode: the SONAME-named twin of a bundled
+    library, which extraction links to the same file, is parsed once."""
+    if seen is None:
+        return read(path)
+    st = path.stat()
+    key = (st.st_dev, st.st_ino)
+    if key not in seen:
+        seen[key] = read(path)
+    return seen[key]
+
+
 def object_info(root: Path, member: str, seen: dict | None = None) -> ObjectInfo:
-    """Dynamic facts of one member. ``seen`` (keyed by inode) lets the SONAME-named twin of a
-    bundled library, which extraction links to the same file, be parsed once."""
+    """Dynamic facts of one member (``seen``: see read_by_inode)."""
     path = Path(root) / member
     try:
-        if seen is None:
-            dyn = read_dynamic(path)
-        else:
-            st = path.stat()
-            key = (st.st_dev, st.st_ino)
-            if key not in seen:
-                seen[key] = read_dynamic(path)
-            dyn = seen[key]
+        dyn = read_by_inode(path, read_dynamic, seen)
     except NotElfError as exc:
         return ObjectInfo(member, None, [], None, [], error=f"not an ELF shared object: {exc}")
     except OSError as exc:

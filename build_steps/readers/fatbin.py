@@ -1,6 +1,6 @@
 """List the GPU code a library carries, from its ``.nv_fatbin`` section's headers alone.
 
-Layout (reference/anchors.md §5): the section is a run of containers at 8-byte-aligned offsets,
+Layout (docs/background.md): the section is a run of containers at 8-byte-aligned offsets,
 each a 16-byte header (magic 0xBA55ED50, version, header size, size of the entries that follow)
 and a run of entries, each with a variable-size header (kind, header size, padded payload size,
 flags, PTX/code version, SM number). We read only those headers with ``os.pread`` — no payload,
@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .elf import section_span
-from .errors import WheelError
+from ..errors import WheelError
 
 CONTAINER_MAGIC = 0xBA55ED50
 _CONTAINER = struct.Struct("<IHHQ")          # magic, version, header size, fat size
