@@ -50,24 +50,21 @@ def test_dirty_tracked_tree_is_refused_before_configure(gates, sample_tree):
     assert "RELEASE" not in out, "a refused run gives no release verdict"
 
 
-@pytest.mark.skipif(not HAS_NVCC, reason="nvcc (CUDA 13) is asked which archs it can build")
-def test_arch_nvcc_cannot_build_is_refused_naming_it(gates, sample_tree):
-    src = sample_tree()
-    result = gates("-m", "release", f"--mxnet-src={src}", "--cuda-from-wheels",
-                   "--cuda-arch=8.0;8.6;8.9;9.0;9.9;10.0;12.0+PTX")
-    out = _out(result)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
-    assert "cannot build compute_99/sm_99" in out and "9.0 10.0" in out, out[-3000:]
-    assert _nothing_configured(src)
+NVCC_ASKED = pytest.mark.skipif(not HAS_NVCC, reason="nvcc (CUDA 13) is asked which archs it can build")
 
 
-def test_arch_list_without_sm_100_is_refused_in_a_release_run(gates, sample_tree):
+@pytest.mark.parametrize("arch,said", [
+    pytest.param("8.0;8.6;8.9;9.0;9.9;10.0;12.0+PTX", ("cannot build compute_99/sm_99", "9.0 10.0"),
+                 marks=NVCC_ASKED, id="an-arch-nvcc-cannot-build"),
+    pytest.param("8.0;8.6;8.9;9.0;12.0+PTX", ("leaves out sm_100 (Blackwell datacenter",
+                                               "--cmake-define=MXNET_CUDA_ARCH"), id="sm_100-left-out"),
+])
+def test_arch_list_is_refused_before_configure(gates, sample_tree, arch, said):
     src = sample_tree()
-    result = gates("-m", "release", f"--mxnet-src={src}", "--cuda-from-wheels",
-                   "--cuda-arch=8.0;8.6;8.9;9.0;12.0+PTX")
+    result = gates("-m", "release", f"--mxnet-src={src}", "--cuda-from-wheels", f"--cuda-arch={arch}")
     out = _out(result)
     assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
-    assert "leaves out sm_100 (Blackwell datacenter" in out and "--cmake-define=MXNET_CUDA_ARCH" in out, out[-3000:]
+    assert all(s in out for s in said), out[-3000:]
     assert _nothing_configured(src)
 
 
