@@ -16,8 +16,10 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from build_steps.readers.fatbin import read_fatbin
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+from build_steps.readers.fatbin import read_fatbin  # noqa: E402
 
 
 def default_libraries() -> list[str]:
