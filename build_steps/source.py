@@ -284,7 +284,7 @@ def check_source_tree(root: Path, defines: dict | None = None) -> SourceInfo:
     if head.returncode == 0:
         commit = head.stdout.strip()
         branch = gitops.run(root, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip() or None
-        dirty = _dirty_paths(root)
+        dirty = dirty_tracked_paths(root)
     return SourceInfo(root=root, commit=commit, branch=branch, dirty_paths=dirty,
                       submodule_warnings=warnings, submodule_mismatches=mismatches)
 
@@ -330,12 +330,7 @@ def mismatch_refusals(root: Path) -> list[str]:
 def dirty_tracked_paths(root: Path) -> list[str]:
     """Changed tracked paths, as ``XY path``; a submodule whose only change is its commit is not
     one of them (check_source_tree lists it with both commits, mismatch_refusals judges it)."""
-    return _dirty_paths(Path(root))
-
-
-def _dirty_paths(root: Path) -> list[str]:
-    """Changed tracked paths; a submodule whose only change is its commit is not one of them
-    (check_source_tree lists it as a mismatch, with both commits)."""
+    root = Path(root)
     out = gitops.run(root, "status", "--porcelain=v2", "--untracked-files=no", "--", ".").stdout
     dirty = []
     for line in out.splitlines():

@@ -20,6 +20,7 @@ from build_steps import compile as compile_step
 from build_steps import launcher as compiler_cache
 from build_steps import cuda_root as cuda_root_step
 from build_steps.errors import HarnessError, UsageError
+from build_steps.overrides import broken_promises
 from build_steps.once import run_once
 
 from .common import (LIVE, RESULTS_KEY, add_report_lines, harness_options,
@@ -276,7 +277,6 @@ def _chain_lines(records: dict) -> list:
 
 def _override_lines(options) -> list:
     """The development switches of this run, each with the promise it breaks (if any)."""
-    from build_steps.overrides import broken_promises
     if not options.cmake_defines and not options.allow_dirty:
         return []
     broken = broken_promises(options.profile, options.cmake_defines)

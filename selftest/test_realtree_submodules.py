@@ -36,6 +36,15 @@ def _pin(root: Path, rel: str, sha: str) -> None:
     git(root, "commit", "-q", "-m", f"pin {rel} at {sha[:8]}")
 
 
+def _onednn_moved(fork_copy):
+    """A fork copy whose 3rdparty/onednn repo sits one commit past its pin: (root, pinned, actual)."""
+    root = fork_copy(submodules="repos")
+    sub = root / "3rdparty/onednn"
+    pinned = git(sub, "rev-parse", "HEAD").stdout.strip()
+    git(sub, "commit", "-q", "--allow-empty", "-m", "another oneDNN snapshot")
+    return root, pinned, git(sub, "rev-parse", "HEAD").stdout.strip()
+
+
 def test_the_needs_rule_covers_every_include_link_of_the_real_tree(fork_pristine):
     # The data in SUBMODULE_NEEDS must name every submodule the fork's include/ links into as
     # needed by every build (no toggle): those links dangle otherwise, whatever USE_* says.
@@ -97,11 +106,8 @@ def test_ps_lite_is_needed_only_when_its_toggle_is_on(fork_tree):
 
 
 def test_submodule_at_another_commit_is_listed_with_both_commits_and_the_build_goes_on(fork_copy):
-    root = fork_copy(submodules="repos")
+    root, pinned, actual = _onednn_moved(fork_copy)
     sub = root / "3rdparty/onednn"
-    pinned = git(sub, "rev-parse", "HEAD").stdout.strip()
-    git(sub, "commit", "-q", "--allow-empty", "-m", "another oneDNN snapshot")
-    actual = git(sub, "rev-parse", "HEAD").stdout.strip()
     info = source.check_source_tree(root, CUDA)          # a warning, not a refusal
     assert info.submodule_mismatches == [{"path": "3rdparty/onednn", "pinned": pinned, "actual": actual}]
     (warning,) = info.submodule_warnings
@@ -161,11 +167,7 @@ def test_submodule_at_another_commit_is_shown_by_a_run_that_goes_on(gates, fork_
     # A development run (-m build; a release run refuses this tree before anything starts). Only
     # the source step runs (the one gate selected needs nothing else): the run passes and still
     # says, live and in the summary, which submodule sits at which commit.
-    root = fork_copy(submodules="repos")
-    sub = root / "3rdparty/onednn"
-    pinned = git(sub, "rev-parse", "HEAD").stdout.strip()
-    git(sub, "commit", "-q", "--allow-empty", "-m", "another oneDNN snapshot")
-    actual = git(sub, "rev-parse", "HEAD").stdout.strip()
+    root, pinned, actual = _onednn_moved(fork_copy)
     result = gates("-m", "build", "-k", "test_source_tree_has_every_submodule",
                    f"--mxnet-src={root}", "--flavor=cpu", timeout=300)
     out = result.stdout.str() + result.stderr.str()
@@ -175,11 +177,7 @@ def test_submodule_at_another_commit_is_shown_by_a_run_that_goes_on(gates, fork_
 
 
 def test_release_refuses_a_submodule_at_another_commit_naming_both_and_the_fix(gates, fork_copy):
-    root = fork_copy(submodules="repos")
-    sub = root / "3rdparty/onednn"
-    pinned = git(sub, "rev-parse", "HEAD").stdout.strip()
-    git(sub, "commit", "-q", "--allow-empty", "-m", "another oneDNN snapshot")
-    actual = git(sub, "rev-parse", "HEAD").stdout.strip()
+    root, pinned, actual = _onednn_moved(fork_copy)
     assert source.dirty_tracked_paths(root) == [], "a commit-only submodule change is not dirt"
     (refusal,) = source.mismatch_refusals(root)
     result = gates("-m", "release", f"--mxnet-src={root}", "--flavor=cpu", timeout=300)
