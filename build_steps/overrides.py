@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .readers import cmake_cache
 from .errors import UsageError
-from .profiles import ArchSpec, parse_cuda_arch
+from .profiles import ArchSpec, missing_release_archs, parse_cuda_arch
 
 #: What the wheel promises its users when a toggle of the profile is ON, in their words.
 TOGGLE_PROMISES = {
@@ -40,11 +40,9 @@ def broken_promises(profile, cmake_defines: dict) -> list[str]:
         if key == "MXNET_CUDA_ARCH":
             if not profile.is_cuda:
                 continue
-            built, release = arch_override(cmake_defines), parse_cuda_arch(profile.cuda_arch)
-            left_out = [f"sm_{a}" for a in release.sass if a not in built.sass]
-            left_out += [f"compute_{a} PTX" for a in release.ptx if a not in built.ptx]
+            left_out = missing_release_archs(profile, arch_override(cmake_defines))
             if left_out:
-                broken.append(f"-DMXNET_CUDA_ARCH={value} leaves out {' '.join(left_out)}: breaks the "
+                broken.append(f"-DMXNET_CUDA_ARCH={value} leaves out {', '.join(left_out)}: breaks the "
                               f"promise of kernels for every GPU of the release list {profile.cuda_arch}")
             continue
         if key not in profile.configure_flags:

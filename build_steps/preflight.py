@@ -15,7 +15,7 @@ from . import source
 from .cuda_root import find_nvcc_home
 from .errors import HarnessError
 from .overrides import arch_override
-from .profiles import ARCH_GPU_FAMILIES, ArchSpec, parse_cuda_arch
+from .profiles import ArchSpec, missing_release_archs
 
 
 def nvcc_for_build(cmake_defines: dict) -> Path | None:
@@ -54,14 +54,6 @@ def unsupported_archs(arch: ArchSpec, nvcc: Path | None) -> list[str]:
     return [f"{nvcc} cannot build " + ", ".join(f"compute_{a}/sm_{a}" for a in bad)
             + f" (it supports {' '.join(str(a / 10) for a in sorted(supported))}); drop "
             + ("them" if len(bad) > 1 else "it") + " from the arch list"]
-
-
-def missing_release_archs(profile, arch: ArchSpec) -> list[str]:
-    """The profile's release archs (SASS and PTX) that ``arch`` leaves out."""
-    release = parse_cuda_arch(profile.cuda_arch)
-    missing = [f"sm_{a} ({ARCH_GPU_FAMILIES.get(a, 'unknown GPUs')})" for a in release.sass if a not in arch.sass]
-    missing += [f"compute_{a} PTX" for a in release.ptx if a not in arch.ptx]
-    return missing
 
 
 def refusals(src: Path, profile, arch: ArchSpec, cmake_defines: dict, *, release: bool,

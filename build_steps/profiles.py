@@ -350,6 +350,14 @@ def parse_cuda_arch(value: str) -> ArchSpec:
     return ArchSpec(sass=tuple(sass), ptx=tuple(ptx))
 
 
+def missing_release_archs(profile: Profile, arch: ArchSpec) -> list[str]:
+    """The profile's release archs (SASS, each with its GPU family, and PTX) that ``arch`` leaves
+    out: the GPUs a build with ``arch`` would give no kernel image."""
+    release = parse_cuda_arch(profile.cuda_arch)
+    missing = [f"sm_{a} ({ARCH_GPU_FAMILIES.get(a, 'unknown GPUs')})" for a in release.sass if a not in arch.sass]
+    return missing + [f"compute_{a} PTX" for a in release.ptx if a not in arch.ptx]
+
+
 def validate_version(value: str, profile: Profile | None = None, *, strict_scheme: bool = False) -> str:
     """PEP 440-validate (and normalise) a wheel version; optionally enforce the release scheme."""
     try:

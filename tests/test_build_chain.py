@@ -15,7 +15,7 @@ from build_steps import source
 from build_steps.readers.cmake_cache import to_bool
 from build_steps.configure import FOUND_EVIDENCE
 from build_steps.readers.elf import is_elf, read_dynamic
-from build_steps.profiles import CMAKE_FEATURES
+from build_steps.profiles import CMAKE_FEATURES, missing_release_archs
 
 # The chain builds the Linux (ELF) wheel: a macOS wheel is built on a Mac, so these are not its gates.
 pytestmark = [pytest.mark.release, pytest.mark.build, pytest.mark.elf]
@@ -118,13 +118,7 @@ def test_requested_arch_covers_the_release_arch_list(configured_tree, options, p
     promises the profile's list, so every GPU family of it must be in the build."""
     if not profile.is_cuda:
         return
-    from build_steps.profiles import ARCH_GPU_FAMILIES, parse_cuda_arch
-    release = parse_cuda_arch(profile.cuda_arch)
-    missing_sass = [a for a in release.sass if a not in options.cuda_arch.sass]
-    missing_ptx = [a for a in release.ptx if a not in options.cuda_arch.ptx]
-    assert not (missing_sass or missing_ptx), (
-        "this build leaves out " + ", ".join(
-            [f"sm_{a} ({ARCH_GPU_FAMILIES.get(a, 'unknown GPUs')})" for a in missing_sass]
-            + [f"compute_{a} PTX" for a in missing_ptx])
-        + f" of the {profile.name} release list {profile.cuda_arch}: those GPUs would get no kernel "
+    missing = missing_release_archs(profile, options.cuda_arch)
+    assert not missing, (
+        "this build leaves out " + ", ".join(missing) + f" of the {profile.name} release list {profile.cuda_arch}: those GPUs would get no kernel "
         f"image; rebuild with --cuda-arch '{profile.cuda_arch}'")
