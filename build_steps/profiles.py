@@ -139,6 +139,8 @@ class Profile:
     host_baseline: tuple = ()
     #: the highest symbol versions the wheel may require (family -> version), see SYMBOL_FLOORS
     symbol_floor: dict = field(default_factory=dict)
+    #: free space a build dir of the fork needs for this profile, in GiB (BUILD_SPACE_GIB); 0: not checked
+    build_space_gib: float = 0.0
 
     @property
     def binary_format(self) -> str:

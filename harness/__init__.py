@@ -12,7 +12,7 @@
   process (the same words with ``-n 2`` as serially);
 - ``release_set``: the flavor's whole gate set, read before ``-m``/``-k`` deselect, for publish;
 - ``wheel_pin``: the wheel's bytes hashed once; the end-of-run check that they did not change;
-- ``venv_lock``: one run per ``--venv-dir``; ``gpu_policy``: skipped GPU gates are not green.
+- ``run_lock``: one run per build dir and per ``--venv-dir``; ``gpu_policy``: skipped GPU gates are not green.
 
 The work itself is done by ``build_steps`` (plain functions, no pytest); the fixtures here are
 thin wrappers that call one step and return its product.
