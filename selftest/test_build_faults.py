@@ -10,6 +10,7 @@ of the child's own (``unshare -m``), so nothing outside the test sees them. Each
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -119,7 +120,7 @@ def _slow_configure(path: Path):
 def test_second_run_on_a_build_dir_is_refused_naming_the_first(sample_tree, tmp_path):
     src = sample_tree(edit=_slow_compile)
     mark = uuid.uuid4().hex
-    run = ("-m", "release", f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2")
+    run = ("-m", "release", f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", "--compiler-launcher=none")
     with open(tmp_path / "first.log", "w") as fh:
         first = subprocess.Popen(_harness(tmp_path, *run), stdout=fh, stderr=subprocess.STDOUT,
                                  cwd=tmp_path, env=_marked_env(mark), start_new_session=True)
@@ -207,11 +208,12 @@ def test_interrupt_of_a_cu_compile_through_sccache_leaves_no_compiler(sample_tre
                                 env=_marked_env(mark), start_new_session=True)
     try:
         device = {"cicc", "ptxas"}
-        assert _wait_for(lambda: device & set(_marked(mark).values()), 420, proc), log.read_text()[-3000:]
+        # (CMake's compiler check runs cicc too, at configure: wait for the compile's)
+        assert _wait_for(lambda: "[compile] [" in log.read_text() and device & set(_marked(mark).values()),
+                         600, proc), log.read_text()[-3000:]
         time.sleep(1)
         proc.send_signal(sig)
         rc = proc.wait(timeout=60)
-        stopped = time.monotonic()
         left = _wait_for(lambda: not _marked(mark), 5)
         survivors = _marked(mark)
     finally:
@@ -224,7 +226,35 @@ def test_interrupt_of_a_cu_compile_through_sccache_leaves_no_compiler(sample_tre
     assert left and not survivors, f"left running after the run stopped: {survivors}"
     assert not {"cicc", "ptxas", "nvcc", "sccache"} & set(survivors.values())
     assert "compile INTERRUPTED" in out and "Traceback" not in out, out[-3000:]
-    del stopped
+
+
+@pytest.mark.skipif(not HAS_SCCACHE, reason="sccache is installed with the harness (pyproject)")
+def test_the_builds_own_sccache_server_counts_this_build_alone_and_goes_with_it(sample_tree, tmp_path,
+                                                                                monkeypatch):
+    monkeypatch.delenv("SCCACHE_SERVER_PORT", raising=False)  # no port named: the build's own server
+    monkeypatch.setenv("SCCACHE_DIR", str(tmp_path / "cache"))
+    src = sample_tree()
+    mark = uuid.uuid4().hex
+    figures = []
+    for phase in ("cold", "warm"):
+        if phase == "warm":
+            shutil.rmtree(src / "build-cpu")
+        proc = subprocess.run(_harness(tmp_path, "-m", "release and (build or provenance)", "-k", "not install",
+                                       f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2",
+                                       "--compiler-launcher=sccache"),
+                              capture_output=True, text=True, cwd=tmp_path, env=_marked_env(mark), timeout=900)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out[-3000:]
+        m = re.search(r"compiler launcher: sccache: (\d+) requests, (\d+) hits, (\d+) misses.*?"
+                      r"(?:, (\d+) not cacheable)? \[", out)
+        assert m, out[-3000:]
+        requests, hits, misses, uncached = (int(g or 0) for g in m.groups())
+        assert requests == hits + misses + uncached, m.group(0)
+        figures.append((hits, misses))
+        assert str(tmp_path / "cache") in out, "SCCACHE_DIR, when named, is the cache"
+        assert "sccache" not in _marked(mark).values(), "the build's sccache server outlived the build"
+    (cold_hits, cold_misses), (warm_hits, warm_misses) = figures
+    assert cold_hits == 0 and cold_misses > 0 and (warm_hits, warm_misses) == (cold_misses, 0), figures
 
 
 # --- 3. refused before configure -------------------------------------------------------------------
