@@ -71,8 +71,10 @@ def build_dir_refusals(build_dir: Path, profile) -> list[str]:
     need = int(profile.build_space_gib * filesystem.GIB)
     if not need:
         return []
-    have = filesystem.tree_size(build_dir) if build_dir.is_dir() else 0
     free = filesystem.free_bytes(build_dir)
+    if free >= need:
+        return []
+    have = filesystem.tree_size(build_dir) if build_dir.is_dir() else 0  # only when short: a walk
     if free + have >= need:
         return []
     held = f" (its {filesystem.human(have)} already built count towards that)" if have else ""

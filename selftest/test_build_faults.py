@@ -150,6 +150,7 @@ def test_second_run_on_a_build_dir_is_refused_naming_the_first(sample_tree, tmp_
         if first.poll() is None:
             os.killpg(first.pid, signal.SIGKILL)
         _kill_marked(mark)
+        _kill_marked(mark + "-2")
 
 
 def test_a_dead_runs_lock_is_taken_over_and_said(tmp_path):
