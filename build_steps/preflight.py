@@ -84,8 +84,12 @@ def build_dir_refusals(build_dir: Path, profile) -> list[str]:
 
 
 def refusals(src: Path, profile, arch: ArchSpec, cmake_defines: dict, *, release: bool,
-             allow_dirty: bool, build_dir: Path | None = None) -> list[str]:
-    """Every reason not to start this build, as sentences naming the fix (empty: go ahead)."""
+             allow_dirty: bool, native_arch: bool = False, build_dir: Path | None = None) -> list[str]:
+    """Every reason not to start this build, as sentences naming the fix (empty: go ahead).
+
+    ``native_arch``: the arch list came from --cuda-arch=native, a declared development build
+    (its gate fails and it cannot publish), so the release-matrix refusal does not apply.
+    ``build_dir``: checked for writability and free space (build_dir_refusals)."""
     problems = []
     # An empty submodule is refused dirty or not: nothing can build it, and git sees an emptied
     # vendored copy as deleted files, which would name only the symptom.
@@ -108,7 +112,7 @@ def refusals(src: Path, profile, arch: ArchSpec, cmake_defines: dict, *, release
         problems += source.mismatch_refusals(src)
     if profile.is_cuda:
         built = arch_override(cmake_defines) or arch
-        if release and arch_override(cmake_defines) is None:
+        if release and arch_override(cmake_defines) is None and not native_arch:
             missing = missing_release_archs(profile, arch)
             if missing:
                 problems.append(
