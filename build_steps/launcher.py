@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -212,7 +213,7 @@ class Server:
             pass
         if self.pid and _is_server(self.pid, self.env["SCCACHE_SERVER_PORT"]):
             try:
-                os.kill(self.pid, 9)
+                os.kill(self.pid, signal.SIGKILL)  # --stop-server waits for in-flight compiles
             except OSError:
                 pass
 

@@ -96,7 +96,7 @@ def guarded(step: str, produce, where: Path):
             path = Path(exc.filename) if exc.filename else where
             if filesystem.is_no_space(exc):
                 raise StepError(step, filesystem.no_space(path)) from None
-            if exc.errno in (errno.EROFS,):
+            if exc.errno == errno.EROFS:
                 raise StepError(step, f"cannot write {path}: read-only file system "
                                 f"{filesystem.filesystem_name(path)}; pass --build-dir=DIR on a "
                                 "writable filesystem") from None

@@ -133,6 +133,7 @@ def test_second_run_on_a_build_dir_is_refused_naming_the_first(sample_tree, tmp_
         took = time.monotonic() - start
         out = second.stdout + second.stderr
         _say_lines("second run on one build dir", out)
+        print(f"second run refused in {took:.1f}s")
         assert second.returncode == pytest.ExitCode.USAGE_ERROR, out[-3000:]
         assert f"build dir {src / 'build-cpu'} is in use by another harness run (pid {first.pid}, started " \
             in out and "--build-dir=DIR" in out, out[-3000:]
