@@ -12,7 +12,8 @@ import pytest
 
 from build_steps.errors import UsageError
 from build_steps.options import RunOptions, make_options
-from harness.common import OPTIONS_KEY, harness_options, shared_root
+from harness.common import (HARNESS_PLUGINS_KEY, OPTIONS_KEY, disabled_harness_plugins,
+                            disabled_plugins_message, harness_options, shared_root)
 
 pytest_plugins = [
     "harness.ledger",    # every gate's verdict, filed once by the reporting process (also under xdist)
@@ -80,6 +81,12 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    # Fail closed: -p no:<a harness plugin> (on the command line, in PYTEST_ADDOPTS or in an ini's
+    # addopts) would quietly drop a check, e.g. the GPU policy or the release set.
+    config.stash[HARNESS_PLUGINS_KEY] = tuple(pytest_plugins)
+    disabled = disabled_harness_plugins(config)
+    if disabled:
+        raise pytest.UsageError(disabled_plugins_message(disabled))
     raw = {dest: config.getoption(dest) for dest in _OPTION_DESTS}
     try:
         config.stash[OPTIONS_KEY] = make_options(raw)

@@ -150,6 +150,15 @@ class PublishPlugin:
                 return {n: v for n, v in seen.items() if n in wanted}
             time.sleep(poll_s)
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        # A --publish run whose publish gate never ran (deselected by --sw, -k, -o python_functions)
+        # published nothing: it is not green.
+        if self.worker or not harness_options(self.config).publish or self.config.option.collectonly:
+            return
+        if self.outcome is None and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
     def pytest_unconfigure(self, config):
         if self.results is not None and not self.worker:
             shutil.rmtree(self.results.parent, ignore_errors=True)
@@ -169,6 +178,11 @@ class PublishPlugin:
         gates = {n: v for n, v in self.verdicts.items() if n not in self.publish_ids}
         passed = sum(v == "passed" for v in gates.values())
         verdict = "PASS" if gates and passed == len(gates) else "FAIL"
+        counted = f"{passed}/{len(gates)} gates passed"
+        if "set_size" in out:
+            # A publish run is judged against the flavor's release set, not against what it ran.
+            verdict = "PASS" if verdict == "PASS" and out["set_passed"] == out["set_size"] else "FAIL"
+            counted = f"{out['set_passed']}/{out['set_size']} gates of the {out['flavor']} release set passed"
         if exitstatus == pytest.ExitCode.INTERRUPTED:
             verdict = "INTERRUPTED"
         if not opts.publish:
@@ -181,8 +195,9 @@ class PublishPlugin:
             published = f"NOT published: {out['reason']}"
         else:
             published = "NOT published (the publish gate did not run)"
+            verdict = "FAIL" if verdict == "PASS" else verdict
         wheel = (produced_wheel(config) or out.get("wheel") or self.wheel
                  or (str(opts.wheel) if opts.wheel else "no wheel"))
-        tr.write_line(f"RELEASE {wheel}: {verdict} ({passed}/{len(gates)} gates passed); {published}",
+        tr.write_line(f"RELEASE {wheel}: {verdict} ({counted}); {published}",
                       bold=True, green=verdict == "PASS", red=verdict != "PASS")
 
