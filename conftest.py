@@ -77,6 +77,9 @@ def pytest_addoption(parser):
                 "GLIBCXX_3.4.33, CXXABI_1.3.15): a glibc version (2.28) or GLIBC_2.28,GLIBCXX_3.4.25,CXXABI_1.3.11")
     g.addoption("--allow-gpu-skips", action="store_true",
                 help="a GPU gate that skips (no GPU on this host) does not fail the run")
+    g.addoption("--pass-env", dest="pass_env", action="append", metavar="NAME",
+                help="pass this environment variable to the wheel's code (probes, acceptance shards, pip) "
+                     "beside the allow-list (repeatable); names that look like secrets are refused")
     _OPTION_DESTS[:] = [opt.dest for opt in g.options]
 
 

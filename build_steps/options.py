@@ -14,6 +14,8 @@ from pathlib import Path
 from .errors import UsageError
 from .profiles import ArchSpec, Profile, flavor_for_wheel, get_profile, parse_cuda_arch, validate_version
 from .readers.symbol_floor import parse_floor
+from .readers.wheel_name import WheelNameError, parse_wheel_name
+from .venv import check_pass_env
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class RunOptions:
     fresh: bool = False
     #: --glibc-floor: symbol-version family -> version, replacing the profile's floor
     glibc_floor: dict | None = None
+    #: --pass-env NAME: variables the wheel's code gets beside the allow-list (build_steps.venv)
+    pass_env: tuple = ()
 
     def for_release(self, version: str, mxnet_src: Path | None) -> "RunOptions":
         """The options of a publish run once its release version is fixed.
@@ -60,7 +64,7 @@ class RunOptions:
 
 
 def check_wheel_path(value: str) -> Path:
-    """A ``--wheel`` argument that exists, is readable and is a zip named ``*.whl``."""
+    """A ``--wheel`` argument that exists, is readable, is a zip and has a wheel's file name."""
     path = Path(value).expanduser()
     if not path.exists():
         raise UsageError(f"--wheel {value}: no such file; pass the path of a built .whl")
@@ -74,6 +78,10 @@ def check_wheel_path(value: str) -> Path:
         raise UsageError(
             f"--wheel {value}: not a valid zip archive (truncated or corrupt download?); "
             "rebuild or download the wheel again")
+    try:  # once here, not once per gate: a name pip and the gates cannot read is a usage error
+        parse_wheel_name(path)
+    except WheelNameError as exc:
+        raise UsageError(f"--wheel {value}: {exc}") from None
     return path.resolve()
 
 
@@ -166,4 +174,5 @@ def make_options(raw: dict) -> RunOptions:
         fresh=bool(raw.get("fresh")),
         compiler_launcher=raw.get("compiler_launcher") or "auto",
         glibc_floor=parse_floor(raw["glibc_floor"]) if raw.get("glibc_floor") else None,
+        pass_env=check_pass_env(raw.get("pass_env")),
     )

@@ -42,6 +42,15 @@ def pytest_sessionstart(session):
         src = Path(shipped["mxnet_src"]) if shipped["mxnet_src"] else src
         results = Path(shipped["results"]) if shipped["results"] else None
     elif opts.publish and not is_worker(config):
+        if opts.wheel is not None:
+            # Issue 19, item 4: the release set's build gates verify the build of this run (its
+            # CMake cache, compile, bundle, package); a wheel built elsewhere has none here, so
+            # they could only skip, which a release counts as failed. Refused before anything runs.
+            raise pytest.UsageError(
+                f"--publish with --wheel {opts.wheel.name}: only a full build publishes. The release "
+                "set's build gates verify the build made in the same run, which an existing wheel "
+                "does not have; run pytest -m release --mxnet-src=<the checkout> --publish (it builds, "
+                "verifies and publishes in one run), or audit this wheel without --publish")
         try:
             state = publish.preflight(opts.mxnet_src or Path(config.invocation_params.dir),
                                       opts.remote, dry_run=opts.dry_run, yes=opts.yes)

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from build_steps.release_manifest import FLAVORS, load_manifest, release_gates
-from selftest.conftest import HARNESS_ROOT, run_gates
+from selftest.conftest import HARNESS_ROOT
 from selftest.fixtures_publish import other_gates_source
 
 PUBLISH_GATE = HARNESS_ROOT / "tests" / "test_publish.py"

@@ -7,13 +7,11 @@ commands (--dry-run) or runs them (--yes).
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from build_steps import package, publish
 from build_steps.errors import HarnessError
-from build_steps.pinning import source_changed, verify
+from build_steps.pinning import verify
 from harness.acceptance import inapplicable_shard_gates
 from harness.common import disabled_plugins_message, inactive_harness_plugins
 from harness.release_set import release_set_of
@@ -79,7 +77,7 @@ def _publish(request, options, profile, plugin, record):
     state = publish.preflight(plugin.src, options.remote, dry_run=options.dry_run, yes=options.yes)
     publish.resolve_release_version(state, profile, explicit=release.version)
     publish.check_commit(facts, state.head)
-    upload = _verified_upload(request, options, state, wheel)
+    upload = _verified_upload(request, options, state)
     pin = request.getfixturevalue("wheel_pin")
     plan = publish.plan_release(state, release, profile, facts, upload, gates=ran, digest=pin.sha256)
 
@@ -92,22 +90,15 @@ def _publish(request, options, profile, plugin, record):
     record(published=True, tag=plan.tag, url=url, wheel=str(plan.wheel))
 
 
-def _verified_upload(request, options, state, wheel):
-    """The file the release uploads: exactly the bytes the gates judged (the run's pin).
-
-    A built wheel is uploaded from dist/, where it is placed first (verified while copied, all or
-    nothing); a dry run names that path without writing it. A ``--wheel`` is uploaded from where
-    the user named it, after checking it still hashes to the pin.
+def _verified_upload(request, options, state):
+    """The file the release uploads: the run's private copy of the wheel (build_steps.pinning),
+    the bytes the gates judged, checked now and again right before the upload (publish.execute).
+    dist/ gets the same bytes first (from the copy, verified while copied); a dry run writes nothing.
     """
     pin = request.getfixturevalue("wheel_pin")
-    verify(pin, "the publish")
-    if options.wheel is not None:
-        changed = source_changed(pin)
-        if changed:
-            pytest.fail(f"publish refused: {changed}", pytrace=False)
-        return Path(pin.source)
-    paths = request.getfixturevalue("build_paths")
-    if options.dry_run:
-        return paths.dist / wheel.name
-    return package.publish_to_dist(Path(pin.source), paths.dist, sha256=pin.sha256, src=paths.src,
-                                   remote_tags=state.remote_tags)
+    upload = verify(pin, "the publish")
+    if not options.dry_run:
+        paths = request.getfixturevalue("build_paths")
+        package.publish_to_dist(upload, paths.dist, sha256=pin.sha256, src=paths.src,
+                                remote_tags=state.remote_tags)
+    return upload
