@@ -200,3 +200,18 @@ def test_disabled_plugin_is_refused_by_name(pytester, release_repo, monkeypatch,
                       f"the ledger...), so a run without one is refused; remove -p no:{name} from the command "
                       "line, PYTEST_ADDOPTS or the ini's addopts"], result.stderr.str()
     assert release_repo.local_tags() == []
+
+
+def test_shards_the_forks_script_would_not_run_on_this_tree_are_excused(pytester, release_repo):
+    # The tree (an MXNet layout now) has none of the shards' conditional files: the fork's own
+    # script would skip those shards, so the refusal does not ask for them; every other shard it lists.
+    (release_repo.repo / "python").mkdir()
+    (release_repo.repo / "python" / "setup.py").write_text("")  # untracked: the tree stays clean
+    ref = _refusal(_run(pytester, release_repo))
+    from build_steps.acceptance import load_suite
+    conditional = {s.id for s in load_suite().shards if s.only_if_exists}
+    assert conditional
+    shard_gates = {g for g in ref["listed"] if "::test_shard[" in g}
+    assert not any(f"[{sid}]" in g for g in shard_gates for sid in conditional), sorted(shard_gates)
+    assert len(shard_gates) == len(load_manifest("cuda").shards) - len(conditional)
+    assert ref["size"] == len(release_gates("cuda")) + 2
