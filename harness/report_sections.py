@@ -79,6 +79,11 @@ def has_gpu_runs(config) -> bool:
 
 
 def _wheel_path(config, facts) -> Path | None:
+    # The run's private copy (harness.wheel_pin) when there is one: never the user's path again.
+    from .wheel_pin import load_pin
+    pin = load_pin(shared_root(config))
+    if pin is not None:
+        return Path(pin.path)
     for run in config.stash.get(GPU_RUNS_KEY, {}).values():
         if run.get("wheel"):
             return Path(run["wheel"])
