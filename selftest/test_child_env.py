@@ -120,3 +120,33 @@ def test_pass_env_of_a_secret_is_one_usage_error(pytester):
         "ERROR: --pass-env GH_TOKEN: the name matches a secret pattern (*TOKEN*, *SECRET*, *PASSWORD*, "
         "*PASSWD*, *CREDENTIAL*, AWS_*, GH_*, GITHUB_*); the wheel's code never gets credentials. If the "
         "wheel really needs it, it must not be a secret: rename it"]
+
+
+SETUP_DUMPER = '''
+import json, os
+from setuptools import setup
+
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "..", "environ-setup.json"), "w") as fh:
+    json.dump(dict(os.environ), fh)
+setup(name="mxnet", version=os.environ["MXNET_PACKAGE_VERSION"], packages=["mxnet"])
+'''
+
+
+def test_package_build_runs_the_trees_setup_py_without_secrets(tmp_path, monkeypatch):
+    # The package step runs the tree's python/setup.py (python -m build): the wheel's own code too.
+    import sys
+    from build_steps import package
+    from build_steps.profiles import PROFILES
+    for key, value in {**SECRETS, **UNRELATED}.items():
+        monkeypatch.setenv(key, value)
+    tree = tmp_path / "tree"
+    (tree / "python" / "mxnet").mkdir(parents=True)
+    (tree / "python" / "mxnet" / "__init__.py").write_text("")
+    (tree / "python" / "setup.py").write_text(SETUP_DUMPER)
+    result = package.build_wheel(tree, "2.0.0", PROFILES["cpu"], tmp_path / "staging", tmp_path / "logs",
+                                 sys.executable)
+    assert result.wheel.is_file()
+    environ = json.loads((tree / "environ-setup.json").read_text())
+    assert not set(SECRETS) & set(environ), sorted(set(SECRETS) & set(environ))
+    assert environ["MXNET_PACKAGE_VERSION"] == "2.0.0" and "UNRELATED_SETTING" not in environ
