@@ -6,7 +6,6 @@ gate refuses it and names the gates that did not run; nothing is tagged, gh is n
 """
 from __future__ import annotations
 
-
 import pytest
 
 from selftest.conftest import HARNESS_ROOT, run_gates
