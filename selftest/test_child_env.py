@@ -10,6 +10,7 @@ import base64
 import hashlib
 import json
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -39,7 +40,7 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-def env_dump_wheel(dest_dir) -> "Path":  # noqa: F821
+def env_dump_wheel(dest_dir: Path) -> Path:
     """mxnet-2.0.0 whose ``import mxnet`` writes os.environ to environ-<pid>.json in the cwd."""
     info = "mxnet-2.0.0.dist-info"
     files = {"mxnet/__init__.py": ENV_DUMPER.encode(),
