@@ -229,10 +229,9 @@ def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
         "overrides": review.get("overrides") or {},
         "warnings": list(dict.fromkeys([*(review.get("warnings") or ()), *(facts.get("warnings") or ())])),
         "sha256": wheel.get("sha256"),
-        "wheel_file": wheel.get("file") or wheel.get("filename"),
+        # where the wheel lies now (dist/ or set aside), else where it was named or built
+        "wheel_file": review.get("wheel_location") or wheel.get("file") or wheel.get("filename"),
         "wheel_size": _mib(wheel.get("size")) if wheel.get("size") else None,
-        "placed": review.get("wheel_location"),
-        "commands": review.get("command"),
         "hard": (facts.get("requirements") or {}).get("hard") or {},
     }
 

@@ -127,7 +127,6 @@ def review_section(config, exitstatus=None, verdicts: dict | None = None) -> dic
                       "broken": broken_promises(options.profile, options.cmake_defines),
                       "allow_dirty": options.allow_dirty, "development": development},
         "warnings": list(source.get("submodule_warnings") or ()),
-        "wheel_location": produced_wheel(config),
     }}
 
 
@@ -179,6 +178,11 @@ def pytest_sessionfinish(session, exitstatus):
     from .wheel_pin import load_pin
     pin = load_pin(shared_root(config))
     wheel = Path(pin.path) if pin is not None and Path(pin.path).is_file() else None
+    # Where the built wheel lies now: harness.chain places it (dist/ or set aside) after the JSON
+    # report was written, so the page alone can say it.
+    if produced_wheel(config):
+        doc = {**doc, review_page.SECTION: {**(doc.get(review_page.SECTION) or {}),
+                                            "wheel_location": produced_wheel(config)}}
     lines = []
     try:
         merged = merged_gpu_runs(config, doc)
