@@ -27,7 +27,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-  echo "WARNING: nvcc not found: CUDA builds (and the fatbin selftests) need the CUDA 13 toolkit" >&2
+  echo "WARNING: nvcc not found: CUDA builds (and the fatbin selftests) need nvcc 13; README.md," \
+       "'The first hour', says how to install it (cuda-nvcc-13-0 from NVIDIA's package repository)" >&2
 fi
 
 PY=${PYTHON:-python3}
