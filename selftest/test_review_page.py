@@ -194,3 +194,45 @@ def test_publish_attaches_the_review_page_to_the_release(tmp_path):
     plan = publish.plan_release(state, release, PROFILES["cuda"], facts, wheel, digest="0" * 64, assets=[page])
     gh = next(c for c in plan.commands if c.name == "release").argv
     assert gh[:6] == ("gh", "release", "create", release.tag, str(wheel.resolve()), str(page.resolve()))
+
+
+PROBE = '''
+import json
+from pathlib import Path
+
+import pytest
+
+from build_steps.once import load_shared
+from harness import review
+from harness.common import shared_root
+from harness.ledger import ledger_of
+from harness.wheel_pin import load_pin
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    # what the publish gate does before `gh release create`: the page from this run's audit and pin
+    config = session.config
+    shared = shared_root(config)
+    verdicts = {n: e.verdict for n, e in ledger_of(config).entries.items()}
+    dest = Path(config.getoption("review_page")).with_name("release-page.html")
+    review.publish_page(config, dest, load_shared(shared, "audit"), verdicts, load_pin(shared))
+'''
+
+
+@pytest.mark.slow
+def test_the_page_the_publish_gate_attaches_renders_from_a_real_run(gates, selftest_wheels, browser,
+                                                                   pytester, tmp_path, monkeypatch):
+    """harness.review.publish_page, as tests/test_publish.py calls it, on a real audit and pin (a
+    real publish needs every gate green, GPU ones included, which this machine cannot run)."""
+    (pytester.path / "publish_page_probe.py").write_text(PROBE)
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+    result = gates("-m", "provenance", f"--wheel={selftest_wheels['good_cuda']}",
+                   f"--mxnet-src={selftest_wheels['src']}", f"--review-page={tmp_path / 'page.html'}",
+                   "-p", "publish_page_probe")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    page = tmp_path / "release-page.html"
+    assert open_page(browser, page) == []
+    assert _text(browser, "#verdict .word") == "PASS"
+    assert len(_rows(browser, "#gates ul.passed li")) == 29
+    assert all("present" in r for r in _rows(browser, "#archs tbody tr"))
