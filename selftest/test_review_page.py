@@ -236,3 +236,10 @@ def test_the_page_the_publish_gate_attaches_renders_from_a_real_run(gates, selft
     assert _text(browser, "#verdict .word") == "PASS"
     assert len(_rows(browser, "#gates ul.passed li")) == 29
     assert all("present" in r for r in _rows(browser, "#archs tbody tr"))
+
+
+def test_gpu_reports_that_is_not_a_directory_is_a_usage_error(gates, tmp_path):
+    result = gates("-m", "provenance", f"--wheel={tmp_path / 'w.whl'}", f"--gpu-reports={tmp_path / 'nowhere'}",
+                   timeout=120)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--gpu-reports *nowhere: no such directory*"])
