@@ -170,12 +170,17 @@ def _timeline(review: dict) -> dict:
     slowest = [{"name": s.get("target") or s.get("name") or "?", "seconds": float(s.get("seconds") or 0)}
                for s in tl.get("slowest_steps") or () if isinstance(s, dict)]
     cpu = tl.get("cpu_seconds")
+    command = tl.get("command_seconds")
+    compile_wall = next((s["seconds"] for s in steps if s["name"] == "compile"), 0)
     wall = sum(s["seconds"] for s in steps)
     return {"steps": bars(steps, "seconds", fmt=_duration) if steps else None,
             "notes": [s for s in steps if s["note"]], "wall": _duration(wall) if steps else None,
             "slowest": bars(slowest, "seconds", fmt=_duration, limit=10) if slowest else None,
+            "commands": tl.get("commands"),
+            "command": _duration(command) if isinstance(command, (int, float)) else None,
             "cpu": _duration(cpu) if isinstance(cpu, (int, float)) else None,
-            "parallelism": (f"{cpu / wall:.1f}x" if isinstance(cpu, (int, float)) and wall else None)}
+            "parallelism": (f"{cpu / compile_wall:.1f}x" if isinstance(cpu, (int, float)) and compile_wall
+                            else None)}
 
 
 def _verdict(review: dict, doc: dict) -> dict:

@@ -73,12 +73,17 @@ def _timeline(records: dict) -> dict:
         if isinstance(result.get("seconds"), (int, float)):
             note = "no work to do" if result.get("no_work") else ""
             steps.append({"name": label, "seconds": result["seconds"], "note": note})
-    # The compile record's per-target data, when the compile step measured it (read by key: a
-    # record of an older build has none, and the page says "not measured").
-    slowest = [s for s in compile_result.get("slowest_steps") or () if isinstance(s, dict)]
-    cpu = compile_result.get("cpu_seconds")
+    # The compile record's time data (build_steps.readers.ninja_log.build_time), when the compile
+    # step measured it: read by key, since a record of an older build has none and the page then
+    # says "not measured"; cpu_seconds is None when the compiles ran under sccache's server.
+    measured = compile_result.get("build_time") or {}
+    slowest = [s for s in measured.get("slowest_steps") or () if isinstance(s, dict)]
+    cpu = measured.get("cpu_seconds")
+    command = measured.get("command_seconds")
     return {"steps": steps, "slowest_steps": slowest,
-            "cpu_seconds": cpu if isinstance(cpu, (int, float)) else None}
+            "cpu_seconds": cpu if isinstance(cpu, (int, float)) else None,
+            "command_seconds": command if isinstance(command, (int, float)) else None,
+            "commands": measured.get("commands")}
 
 
 def _verdict(config, gates: list, exitstatus) -> dict:

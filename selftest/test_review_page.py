@@ -162,10 +162,11 @@ def test_timeline_shows_the_slowest_compile_steps_or_says_not_measured(tmp_path)
     assert "1 h 0 min" in timeline and "Slowest compile steps" in timeline
     assert timeline.count("not measured") == 1  # the steps are measured, the slowest are not
 
-    records["compile"]["result"].update(
-        slowest_steps=[{"target": "src/operator/nn/convolution.cu.o", "seconds": 812.5},
-                       {"target": "src/operator/tensor/broadcast_reduce_op.cu.o", "seconds": 640.0}],
-        cpu_seconds=7000.0)
+    # the compile step's record as build_steps.readers.ninja_log.build_time makes it
+    from build_steps.readers.ninja_log import NinjaCommand, build_time
+    commands = [NinjaCommand(target="src/operator/nn/convolution.cu.o", seconds=812.5),
+                NinjaCommand(target="src/operator/tensor/broadcast_reduce_op.cu.o", seconds=640.0)]
+    records["compile"]["result"]["build_time"] = build_time(commands, 7000.0)
     doc["review"]["timeline"] = _timeline(records)
     html = review_page.render(review_page.page_view(doc))
     timeline = html[html.index('id="timeline"'):html.index('id="overrides"')]
