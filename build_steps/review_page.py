@@ -74,7 +74,7 @@ def bars(rows, value_key: str, label_key: str = "name", fmt=_mib, limit: int = M
 # ---- the wheel's parts -------------------------------------------------------------------------
 
 def _part_of(name: str) -> str:
-    if name == "mxnet/libmxnet.so" or name.endswith("/libmxnet.dylib") or name == "mxnet/libmxnet.dylib":
+    if name in ("mxnet/libmxnet.so", "mxnet/libmxnet.dylib"):
         return "libmxnet"
     if name.startswith("mxnet/lib/"):
         return "bundled libraries (mxnet/lib/)"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import gpu_verify, review_page
+from build_steps import review_page
 
 pytest_plugins = ["pytester"]
 
