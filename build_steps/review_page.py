@@ -161,10 +161,23 @@ def own_gpu_runs(doc: dict, sha256: str | None, cuda_arch: str | None):
 
 # ---- the page ----------------------------------------------------------------------------------
 
-def _timeline(review: dict) -> dict:
+#: report_sections' ``build.step_seconds`` keys -> the names the page gives the steps
+_STEP_NAMES = {"cuda_root": "CUDA root", "configure": "configure", "compile": "compile",
+               "stage": "stage+bundle", "built_wheel": "package"}
+
+
+def _timeline_of_build(build: dict) -> dict:
+    """The timeline from the JSON report's ``build`` section (harness.report_sections), for a
+    report written without the review section."""
+    measured = build.get("compile_time") or {}
+    return {"steps": [{"name": _STEP_NAMES.get(k, k), "seconds": v} for k, v in (build.get("step_seconds") or {}).items()],
+            **{k: measured.get(k) for k in ("slowest_steps", "cpu_seconds", "command_seconds", "commands")}}
+
+
+def _timeline(review: dict, doc: dict | None = None) -> dict:
     """Each step's wall time; the compile step's slowest steps and CPU time, read by key and shown
     as "not measured" when the compile record has none (an older or interrupted build)."""
-    tl = review.get("timeline") or {}
+    tl = review.get("timeline") or _timeline_of_build((doc or {}).get("build") or {})
     steps = [{"name": s.get("name"), "seconds": float(s.get("seconds") or 0), "note": s.get("note", "")}
              for s in tl.get("steps") or () if isinstance(s, dict)]
     slowest = [{"name": s.get("target") or s.get("name") or "?", "seconds": float(s.get("seconds") or 0)}
@@ -230,7 +243,7 @@ def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
         "parts": parts or {"error": "the wheel file was not available to this page"},
         "part_bars": bars(parts["parts"], "bytes") if parts and not parts.get("error") else None,
         "closure": closure,
-        "timeline": _timeline(review),
+        "timeline": _timeline(review, doc),
         "overrides": review.get("overrides") or {},
         "warnings": list(dict.fromkeys([*(review.get("warnings") or ()), *(facts.get("warnings") or ())])),
         "sha256": wheel.get("sha256"),

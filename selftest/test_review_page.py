@@ -244,3 +244,15 @@ def test_gpu_reports_that_is_not_a_directory_is_a_usage_error(gates, tmp_path):
                    timeout=120)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--gpu-reports *nowhere: no such directory*"])
+
+
+def test_timeline_of_the_real_fork_build_on_the_h200(tmp_path):
+    """The JSON report of the real fork's build on an H200 (docs/gpu_runs/, written before the review
+    section existed): its step times and the 10 slowest .ninja_log commands fill the timeline."""
+    doc = json.loads((ROOT / "docs" / "gpu_runs" / "real_fork_2026-12-03-compile.json").read_text())
+    html = review_page.render(review_page.page_view(doc))
+    timeline = html[html.index('id="timeline"'):html.index('id="overrides"')]
+    assert "not measured" not in timeline
+    assert "17 min 42 s" in timeline  # compile: 1062.3 s wall
+    assert "log_softmax.cu.o" in timeline and "6 min 33 s" in timeline  # the slowest command
+    assert "779 commands" in timeline and "4 h 5 min of CPU time (13.9x the compile's wall time)" in timeline
