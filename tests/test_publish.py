@@ -14,6 +14,7 @@ import pytest
 from build_steps import package, publish
 from build_steps.errors import HarnessError
 from build_steps.pinning import source_changed, verify
+from harness import review
 from harness.release_set import ReleaseSet, release_set_of
 
 pytestmark = [pytest.mark.release, pytest.mark.publish]
@@ -72,7 +73,11 @@ def _publish(request, options, profile, plugin, record):
     publish.check_commit(facts, state.head)
     upload = _verified_upload(request, options, state, wheel)
     pin = request.getfixturevalue("wheel_pin")
-    plan = publish.plan_release(state, release, profile, facts, upload, gates=ran, digest=pin.sha256)
+    # The review page goes up with the wheel: what the reviewer saw is what the release shows.
+    page = review.publish_page(request.config, _page_path(request, options), request.getfixturevalue("audit"),
+                               verdicts, pin)
+    plan = publish.plan_release(state, release, profile, facts, upload, gates=ran, digest=pin.sha256,
+                                assets=[page])
 
     if options.dry_run:
         print("\n".join(plan.printable()))
@@ -102,3 +107,14 @@ def _verified_upload(request, options, state, wheel):
         return paths.dist / wheel.name
     return package.publish_to_dist(Path(pin.source), paths.dist, sha256=pin.sha256, src=paths.src,
                                    remote_tags=state.remote_tags)
+
+
+def _page_path(request, options) -> Path:
+    """Where the release's review page is written: --review-page, else the build's harness-logs/,
+    else (an existing --wheel) the run's shared dir."""
+    explicit = request.config.getoption("review_page", None)
+    if explicit is not None:
+        return Path(explicit)
+    if options.wheel is None:
+        return request.getfixturevalue("build_paths").logs / "review.html"
+    return request.getfixturevalue("shared_dir") / "review.html"
