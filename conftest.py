@@ -23,6 +23,7 @@ pytest_plugins = [
     "harness.gpu_policy",  # selected GPU gates that skipped make the run non-green
     "harness.gates",     # strict release runs, the gate table
     "harness.report_sections",  # JSON report: wheel sha256, GPU gates with their GPU, compiler cache (before audit, which imports it)
+    "harness.review",    # the release review page (one HTML file per run with a wheel; before audit, which imports it)
     "harness.audit",     # the wheel extracted once, the static gates' facts, the provenance report
     "harness.chain",     # source -> configure -> compile -> stage -> package, then dist/ or rejected/
     "harness.runtime",   # the throwaway venv and its probes

@@ -356,10 +356,12 @@ def release_notes(version: str, profile: Profile, facts: ReleaseFacts, branch: s
 
 
 def plan_release(state: RepoState, release: ReleaseVersion, profile: Profile, facts: ReleaseFacts,
-                 wheel: Path, *, gates: Iterable[str] = (), digest: str | None = None) -> ReleasePlan:
+                 wheel: Path, *, gates: Iterable[str] = (), digest: str | None = None,
+                 assets: Iterable[Path] = ()) -> ReleasePlan:
     """The tag, push and release commands for this wheel (nothing is run here).
 
     ``digest`` is the sha256 the run pinned for the wheel (build_steps.pinning); the notes carry it.
+    ``assets`` are uploaded beside the wheel (the run's review page, build_steps.review_page).
     """
     wheel = Path(wheel).resolve()
     gates = list(gates)
@@ -368,7 +370,8 @@ def plan_release(state: RepoState, release: ReleaseVersion, profile: Profile, fa
     message = (f"MXNet {release.version} ({profile.name}): {', '.join(facts.features)}; "
                f"SASS {' '.join(facts.sass)}; PTX {' '.join(facts.ptx) or 'none'}; "
                f"commit {state.head}")
-    gh = ["gh", "release", "create", release.tag, str(wheel), "--verify-tag",
+    gh = ["gh", "release", "create", release.tag, str(wheel), *(str(Path(a).resolve()) for a in assets),
+          "--verify-tag",
           "--title", release.tag, "--notes", notes]
     repo = github_repo(state.remote_url)
     if repo:

@@ -12,6 +12,9 @@
 # (gpu/wheelhouse_from_site.py), so pip installs the wheel's dependencies as it would anywhere.
 #
 #   gpu/real_fork_run.sh setup            unpack, commit, wheelhouse (about a minute)
+#   gpu/real_fork_run.sh setup2           a second call's carry (.whl2/: scipy<1.18 for numpy<2,
+#                                         37 MB, which does not fit beside .whl/ in one call's 64 MiB)
+#                                         into the wheelhouse; /tmp survives between calls of a hold
 #   gpu/real_fork_run.sh start [ARGS]     pytest -m release ... detached; ARGS go to pytest
 #   gpu/real_fork_run.sh wait SECONDS     wait for the run (or SECONDS), print where it is
 #   gpu/real_fork_run.sh collect DIR      copy the report, the logs and .ninja_log to DIR
@@ -45,6 +48,14 @@ setup)
   fi
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv
   nvcc --version | tail -2; nproc; df -h /tmp | tail -1
+  ;;
+setup2)
+  for w in "$ROOT"/.whl2/*.whl; do
+    name=$(basename "$w" | cut -d- -f1)
+    rm -f "$W/wheelhouse/$name"-*.whl  # the host's own (packed) version of it
+    cp "$w" "$W/wheelhouse/"
+  done
+  ls "$W/wheelhouse" | wc -l
   ;;
 start)
   shift

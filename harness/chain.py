@@ -41,6 +41,12 @@ def pytest_configure(config):
     config.pluginmanager.register(DistDecision(), "mxnet-dist-decision")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report):
+    # before the terminal reporter writes the result letter (build output ended its line)
+    LIVE.resume_progress_line(report.nodeid)
+
+
 def pytest_collection_modifyitems(config, items):
     # A run that will build is checked here, once, before anything starts: the tree exists, the
     # selection is one that builds, and nothing known now would fail the release hours later.

@@ -89,11 +89,34 @@ def add_report_lines(config, lines) -> None:
     config.stash.setdefault(REPORT_LINES_KEY, []).extend(lines)
 
 
+def _end_progress_line(config) -> bool:
+    """Finish pytest's progress line (``tests/test_x.py ..``) before a live line is written, so
+    build output starts on its own line instead of being spliced into the dots. True when a line
+    was ended (LiveStream.resume_progress_line then starts the next dots with the file name)."""
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is not None and getattr(tr, "currentfspath", None) is not None:
+        tr.ensure_newline()
+        tr.flush()
+        return True
+    return False
+
+
 class LiveStream:
     """Writes straight to the terminal while pytest's capture is on (as live logging does)."""
 
     def __init__(self):
         self.config = None
+        self.line_ended = False
+
+    def resume_progress_line(self, nodeid: str) -> None:
+        """After live lines, pytest's next result letter would stand alone on a line: write the
+        test file's name first, as pytest does for a new file (harness.chain calls this)."""
+        if not self.line_ended or self.config is None:
+            return
+        self.line_ended = False
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None and getattr(tr, "currentfspath", None) is None:
+            tr.write_fspath_result(nodeid, "")
 
     def write(self, text):
         capman = self.config.pluginmanager.getplugin("capturemanager") if self.config else None
@@ -101,6 +124,7 @@ class LiveStream:
             (sys.__stderr__ or sys.stderr).write(text)
             return
         with capman.global_and_fixture_disabled():
+            self.line_ended = _end_progress_line(self.config) or self.line_ended
             sys.stderr.write(text)
             sys.stderr.flush()
 

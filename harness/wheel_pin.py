@@ -13,6 +13,7 @@ from build_steps.once import run_once
 from build_steps.pinning import WheelPin, pin_wheel, source_changed, unlock, verify
 
 from .common import add_report_lines, harness_options, is_worker, say, shared_root
+from .ledger import produced_wheel
 
 PIN_RECORD = "wheel-pin"
 PIN_KEY = pytest.StashKey[WheelPin]()
@@ -87,7 +88,10 @@ def _check_at_end(session):
     changed = source_changed(pin)
     if changed:
         problems.append(changed)
-    lines = [f"wheel verified by this run: {pin.source} (sha256 {pin.sha256}, {pin.size} bytes)"]
+    # A built wheel's path is said once, where it now lies (dist/ or set aside, harness.chain);
+    # its staging path here would be a second wheel path for the same bytes.
+    where = "" if produced_wheel(config) else f"{pin.source} "
+    lines = [f"wheel verified by this run: {where}(sha256 {pin.sha256}, {pin.size} bytes)"]
     if problems:
         lines = ["WHEEL CHANGED DURING THE RUN: " + p for p in problems] + lines
         if session.exitstatus == pytest.ExitCode.OK:

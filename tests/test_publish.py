@@ -7,11 +7,14 @@ commands (--dry-run) or runs them (--yes).
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from build_steps import package, publish
 from build_steps.errors import HarnessError
 from build_steps.pinning import verify
+from harness import review
 from harness.acceptance import inapplicable_shard_gates
 from harness.common import disabled_plugins_message, inactive_harness_plugins
 from harness.release_set import release_set_of
@@ -79,7 +82,11 @@ def _publish(request, options, profile, plugin, record):
     publish.check_commit(facts, state.head)
     upload = _verified_upload(request, options, state)
     pin = request.getfixturevalue("wheel_pin")
-    plan = publish.plan_release(state, release, profile, facts, upload, gates=ran, digest=pin.sha256)
+    # The review page goes up with the wheel: what the reviewer saw is what the release shows.
+    page = review.publish_page(request.config, _page_path(request, options), request.getfixturevalue("audit"),
+                               verdicts, pin)
+    plan = publish.plan_release(state, release, profile, facts, upload, gates=ran, digest=pin.sha256,
+                                assets=[page])
 
     if options.dry_run:
         print("\n".join(plan.printable()))
@@ -102,3 +109,14 @@ def _verified_upload(request, options, state):
         package.publish_to_dist(upload, paths.dist, sha256=pin.sha256, src=paths.src,
                                 remote_tags=state.remote_tags)
     return upload
+
+
+def _page_path(request, options) -> Path:
+    """Where the release's review page is written: --review-page, else the build's harness-logs/,
+    else (an existing --wheel) the run's shared dir."""
+    explicit = request.config.getoption("review_page", None)
+    if explicit is not None:
+        return Path(explicit)
+    if options.wheel is None:
+        return request.getfixturevalue("build_paths").logs / "review.html"
+    return request.getfixturevalue("shared_dir") / "review.html"
