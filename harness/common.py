@@ -19,6 +19,38 @@ REPORT_LINES_KEY = pytest.StashKey[list]()
 _RELEASE_FIXED_KEY = pytest.StashKey[bool]()
 
 
+#: the plugin modules the root conftest registers (conftest.py's pytest_plugins)
+HARNESS_PLUGINS_KEY = pytest.StashKey[tuple]()
+#: name prefixes of this harness's plugins: its modules and the plugin objects they register
+_PLUGIN_PREFIXES = ("harness.", "mxnet-")
+
+
+def disabled_harness_plugins(config) -> list:
+    """The harness plugins blocked with ``-p no:NAME`` (command line, PYTEST_ADDOPTS or an ini's
+    addopts: pytest reads all three before configuring)."""
+    names = []
+    for name, plugin in config.pluginmanager.list_name_plugin():
+        base = name.removeprefix("pytest_")
+        if plugin is None and base.startswith(_PLUGIN_PREFIXES) and base not in names:
+            names.append(base)
+    return names
+
+
+def inactive_harness_plugins(config) -> list:
+    """Blocked harness plugins, and plugin modules of the conftest's list that are not registered."""
+    missing = [n for n in config.stash.get(HARNESS_PLUGINS_KEY, ()) if not config.pluginmanager.has_plugin(n)]
+    return list(dict.fromkeys([*disabled_harness_plugins(config), *missing]))
+
+
+def disabled_plugins_message(names) -> str:
+    """One message, whatever put the ``-p no:`` there."""
+    shown = ", ".join(names)
+    return (f"harness plugin(s) not active: {shown}. Every plugin of this harness takes part in its "
+            "verdicts (the release set, the wheel pin, the GPU policy, the ledger...), so a run "
+            f"without one is refused; remove -p no:{names[0]} from the command line, PYTEST_ADDOPTS "
+            "or the ini's addopts")
+
+
 def harness_options(config) -> RunOptions:
     return config.stash[OPTIONS_KEY]
 
