@@ -53,21 +53,30 @@ def stop_build(proc: subprocess.Popen, build_dir: Path, server: "compiler_cache.
     sccache's client hands each compile to a long-lived server that runs the compiler as *its*
     child, outside the build's tree; for nvcc the server runs cicc/ptxas itself, in a temp dir of
     its own (``/tmp/sccache_nvcc*``), so neither parentage nor cwd ties them to the build. The
-    build's own server (launcher.private_server) is this build's alone: everything below it is
-    stopped, then the server. A server the user named (``SCCACHE_SERVER_PORT``) may serve other
-    builds: only its compiles working in ``build_dir`` are stopped, and the server stays up."""
-    table = processes.proc_table()
+    build's own server (launcher.private_server) is this build's alone: every process that
+    inherited its private port is stopped, the server with them. A server the user named
+    (``SCCACHE_SERVER_PORT``) may serve other builds: only its compiles working in ``build_dir``
+    are stopped, and the server stays up. Either way the stop is swept again until nothing new
+    appears: a request already on its way to the server starts its compiler after the first pass."""
     root = Path(build_dir).resolve()
-    if server is not None and server.private:
-        roots, extra = ({server.pid} if server.pid else set()), []
-    else:
-        roots = set()
+
+    def in_build_dir() -> list[int]:
+        table = processes.proc_table()
         servers = {pid for pid, (_p, name, _c) in table.items() if name == "sccache"}
-        extra = [pid for pid in processes.descendants(servers, table)
-                 if table[pid][2] == root or root in table[pid][2].parents]
-    processes.stop_tree(proc, extra_roots=roots, extra=extra, grace=grace)
+        return [pid for pid in processes.descendants(servers, table)
+                if table[pid][2] == root or root in table[pid][2].parents]
+
     if server is not None and server.private:
+        # Everything that inherited the build's private port is the build's: ninja, the sccache
+        # clients, the server and the compilers it started, whoever their parent is by now.
+        mine = server.processes
+        processes.stop_tree(proc, extra_roots={server.pid} if server.pid else set(), extra=mine(),
+                            grace=grace)
         server.stop()
+        processes.sweep(mine)
+    else:
+        processes.stop_tree(proc, extra=in_build_dir(), grace=grace)
+        processes.sweep(in_build_dir)
 
 
 def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxnet",

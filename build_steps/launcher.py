@@ -204,6 +204,11 @@ class Server:
     private: bool
     pid: int | None = None
 
+    def processes(self) -> list[int]:
+        """The live processes of this private server's build (server, clients, compilers)."""
+        from .processes import with_env
+        return with_env("SCCACHE_SERVER_PORT", self.env["SCCACHE_SERVER_PORT"]) if self.private else []
+
     def stop(self) -> None:
         if not self.private:
             return

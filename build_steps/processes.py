@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 #: Seconds a tree gets to exit on SIGTERM before it is killed. Short: a CI runner or the person
@@ -76,6 +77,39 @@ def stop_tree(proc: subprocess.Popen | None, extra_roots=(), extra=(), grace: fl
             proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             pass
+
+
+def with_env(key: str, value: str) -> list[int]:
+    """This user's live processes whose environment has ``key=value`` (a build's private marker:
+    whatever inherited it belongs to that build, whoever its parent is now)."""
+    needle = f"{key}={value}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if entry.stat().st_uid == os.getuid() and needle in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def sweep(find, limit: float = 5.0, quiet_for: float = 0.6) -> None:
+    """SIGKILL what ``find()`` returns until it has returned nothing for ``quiet_for`` seconds:
+    a compile request already on its way to a server starts its compiler after the first pass."""
+    deadline = time.monotonic() + limit
+    quiet_since = None
+    while time.monotonic() < deadline:
+        pids = find()
+        if pids:
+            signal_all(pids, signal.SIGKILL)
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= quiet_for:
+            return
+        time.sleep(0.1)
 
 
 def run(cmd, **popen_kwargs) -> int:
