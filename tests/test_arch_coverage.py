@@ -34,8 +34,9 @@ def _why_not(names, wanted):
         arch, variant = split_sass_name(name)
         if arch == wanted and variant:
             ccs = ", ".join(f"{c // 10}.{c % 10}" for c in sorted(sass_runs_on(arch, variant)))
-            notes.append(f"{name} runs on compute capability {ccs} only "
-                         f"({SASS_VARIANTS[variant]['runs_on']}), not every GPU sm_{wanted} promises")
+            promised = ", ".join(f"{c // 10}.{c % 10}" for c in sorted(sass_runs_on(wanted, "")))
+            notes.append(f"{name} runs on compute capability {ccs} only ({SASS_VARIANTS[variant]['runs_on']}), "
+                         f"sm_{wanted} promises {promised} and later GPUs of that line")
     return f" ({'; '.join(notes)})" if notes else ""
 
 

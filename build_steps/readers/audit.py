@@ -15,7 +15,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from . import cmake_cache, gitstate
-from .elf import NotElfError, find_strings, is_elf, normalize_origin
+from .elf import NotElfError, find_strings, is_elf, normalize_origin, uses_origin
 from ..errors import HarnessError
 from .loader import Closure, ObjectInfo, object_info, reached_dirs, read_by_inode, resolve_closure
 from .loadability import Loadability, collect_loadability, elf_members
@@ -259,7 +259,10 @@ def collect(extracted, options) -> Audit:
 
     # Warnings the report shows (not failures): build-tree RUNPATH entries, RPATH tags (docs/background.md, G10).
     if lib_info is not None and not lib_info.error:
-        extra = [e for e in lib_info.search_path if normalize_origin(e) not in profile.runpath]
+        # $ORIGIN-relative extras are the RUNPATH gates' (${ORIGIN} is $ORIGIN): only absolute
+        # or cwd-relative entries name the build host.
+        extra = [e for e in lib_info.search_path
+                 if normalize_origin(e) not in profile.runpath and not uses_origin(e)]
         if extra:
             audit.warnings.append(f"{LIBMXNET} {lib_info.search_tag} carries entries beyond the profile's: "
                                   f"{':'.join(extra)} (build-host paths do not exist on users' machines)")

@@ -206,7 +206,7 @@ def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes
 
     for r in closure.resolutions:
         if r.verdict == UNRESOLVED:
-            out.unresolved.append({"by": r.by, "needed": r.needed, "detail": r.detail})
+            out.unresolved.append({"by": r.by, "needed": r.needed, "detail": r.detail, "rule": r.rule})
         elif r.verdict == "host" and r.found:
             out.host_needed.setdefault(r.found, set()).add(r.needed)
     out.host_needed = {g: sorted(v) for g, v in sorted(out.host_needed.items())}
@@ -253,6 +253,11 @@ def summary_lines(ld: Loadability | None) -> list:
         return []
     lines = [f"ELF files: {len(ld.objects)} (platform {ld.platform or 'unknown'}); unresolved NEEDED: "
              + (", ".join(f"{u['needed']} (by {u['by']})" for u in ld.unresolved[:8]) or "none")]
+    by_rule: dict = {}
+    for u in ld.unresolved:
+        by_rule.setdefault(u.get("rule") or "other", []).append(u["needed"])
+    for rule, names in sorted(by_rule.items()):
+        lines.append(f"  refused by loader rule {rule}: {', '.join(sorted(set(names)))}")
     for group, names in ld.host_needed.items():
         lines.append(f"left to the host ({group}): {', '.join(names)}")
     top = [f"{f}_{v['version']} ({v['member']})" for f, v in ld.symbol_max.items()]

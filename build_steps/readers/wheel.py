@@ -400,7 +400,7 @@ def extract_wheel(wheel: Path, dest: Path) -> ExtractedWheel:
             fh = io.BufferedReader(raw, buffer_size=_READ)
             infos = sorted(zf.infolist(), key=lambda i: i.header_offset)
             _check_names(wheel, infos)
-            check_sizes(wheel, infos, tmp)
+            check_sizes(wheel, infos, dest.parent)
             result = _extract_all(zf, fh, wheel, infos, tmp)
         if dest.exists():
             dest.rmdir()
