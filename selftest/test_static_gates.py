@@ -156,7 +156,7 @@ REGRESSIONS = {
     "second_lib_narrow": ("cuda", "test_sass_for_every_requested_arch",
                           "mxnet/lib/libmxnet_selftest_kernels.so.1 has no SASS for sm_100"),
     "requires_dist_conflict": ("cuda", "test_requires_dist_unambiguous",
-                               "Requires-Dist: 'nvidia-cublas>=13.5,<14' and Requires-Dist: 'nvidia-cublas>=13.1,<13.5' "
+                               "Requires-Dist: 'nvidia-cublas<14,>=13.5' and Requires-Dist: 'nvidia-cublas<13.5,>=13.1' "
                                "name nvidia-cublas: conflicting specifiers"),
     "not_elf_bundled": ("cuda", "test_every_needed_resolves",
                         "mxnet/lib/libopencv_imgcodecs.so.406 is bundled under the library's name but is not an "
@@ -177,14 +177,13 @@ def test_regression_fails_exactly_its_gate(gates, selftest_wheels, variant):
     assert fragment in text, text
     assert "Traceback" not in text
     result.assert_outcomes(passed=N_GATES - len(expected), failed=len(expected))
-    # One message per fault: the failure's text once in the gate's report and once in the
-    # summary line, not again from another gate.
+    # One message per fault: said by its gate, not again by another one ("not bundled", "stale").
     if variant in ONE_MESSAGE:
-        assert text.count(ONE_MESSAGE[variant]) <= 3, text
+        assert text.count(ONE_MESSAGE[variant]) == 1, text
 
 
-#: variant -> the fault's name, which must not come back from other gates (issue 20)
-ONE_MESSAGE = {"not_elf_bundled": "libopencv_imgcodecs.so.406", "cuda11_majors": "libcudnn.so.8 has major 8"}
+#: variant -> the words of its fault, which must come once (issue 20)
+ONE_MESSAGE = {"not_elf_bundled": "not an ELF file", "cuda11_majors": "libcudnn.so.8 has major 8"}
 
 
 # (option builder, failing gate, fragment) for the build-provenance regressions
@@ -283,7 +282,7 @@ def test_good_wheel_reports_every_library_with_gpu_code(gates, selftest_wheels, 
     result = _audit(gates, selftest_wheels["variants"]["second_lib_narrow"], f"--provenance-json={out}")
     doc = json.loads(out.read_text())
     lib = f"mxnet/lib/{selftest_wheels['second_lib_soname']}"
-    assert sorted(doc["facts"]["fatbins"]) == ["mxnet/libmxnet.so", lib], doc["facts"]["fatbins"].keys()
+    assert sorted(doc["facts"]["fatbins"]) == sorted(["mxnet/libmxnet.so", lib]), doc["facts"]["fatbins"].keys()
     assert doc["facts"]["fatbins"][lib]["sass"] == ["sm_80", "sm_86", "sm_89", "sm_90", "sm_120"]
     assert doc["facts"]["fatbins"]["mxnet/libmxnet.so"]["sass"] == ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"]
     result.stdout.fnmatch_lines(["*GPU code by library (2 with a .nv_fatbin):*",
