@@ -595,6 +595,10 @@ def build_selftest_wheels(work: Path) -> dict:
     variant("libcuda_in_runpath_dir", "cuda", add_member("nvidia/cu13/lib/libcuda.so.1", patched_libmxnet(
         stubs["libcuda.so.1"], tmp / "libcuda-cu13.so.1", ["$ORIGIN"])))
     variant("sm100a_only", "cuda", lib_swap("cuda_sm100a", cuda_rp))
+    # Another build of a bundled SONAME where the RUNPATH also looks: which one loads depends on the
+    # search order (its own dependencies reached in mxnet/lib, so it is loadable on its own).
+    variant("soname_conflict_in_runpath_dir", "cuda", add_member(f"nvidia/cu13/lib/{core.rsplit('/', 1)[-1]}", patched_libmxnet(
+        real_core, tmp / "core-in-cu13.so", ["$ORIGIN/../../../mxnet/lib"])))
 
     def second_lib(files):
         lib_swap("cuda_second_lib", cuda_rp)(files)

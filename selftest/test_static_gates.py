@@ -149,6 +149,9 @@ REGRESSIONS = {
                           "NEEDED entry 'deps/libmxnet_selftest_nosoname.so' contains a slash"),
     "libcuda_in_runpath_dir": ("cuda", "test_nothing_forbidden_bundled",
                                "nvidia/cu13/lib/libcuda.so.1: libcuda.so.1 is the NVIDIA driver's"),
+    "soname_conflict_in_runpath_dir": ("cuda", "test_one_content_per_soname",
+                                       "libopencv_core.so.406: mxnet/lib/libopencv_core.so.406, "
+                                       "nvidia/cu13/lib/libopencv_core.so.406 differ"),
     "sm100a_only": ("cuda", "test_sass_for_every_requested_arch",
                     "mxnet/libmxnet.so has no SASS for sm_100 (it carries sm_80 sm_86 sm_89 sm_90 sm_100a sm_120): "
                     "these GPUs lose native code (sm_100: Blackwell datacenter (B200, GB200) (sm_100a runs on "
