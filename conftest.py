@@ -43,7 +43,9 @@ def pytest_addoption(parser):
     g.addoption("--package-version", metavar="V", help="expected wheel version (default: --wheel-version when building)")
     g.addoption("--cmake-cache", metavar="PATH", help="CMakeCache.txt of the build the wheel came from")
     g.addoption("--mxnet-src", metavar="PATH", help="MXNet source tree (git state, commit stamp, build source)")
-    g.addoption("--cuda-arch", metavar="LIST", help="MXNET_CUDA_ARCH list (default: the profile's, 8.0;8.6;8.9;9.0;10.0;12.0+PTX)")
+    g.addoption("--cuda-arch", metavar="LIST", help="MXNET_CUDA_ARCH list (default: the profile's, 8.0;8.6;8.9;9.0;10.0;12.0+PTX); "
+                "'native': SASS for this host's GPUs only (nvidia-smi or the CUDA driver), a development build "
+                "that cannot publish; a usage error on a host without a GPU")
     g.addoption("--provenance-json", metavar="PATH", help="write the provenance report as JSON here")
     g.addoption("--build-dir", metavar="DIR", help="CMake build tree (default: build, or build-cpu for --flavor cpu, inside --mxnet-src)")
     g.addoption("--jobs", type=int, metavar="N", help="parallel compile jobs (default: all cores)")
@@ -53,6 +55,8 @@ def pytest_addoption(parser):
     g.addoption("--keep-venv", action="store_true", help="keep the throwaway venv after the run")
     g.addoption("--find-links", action="append", metavar="DIR|URL", help="pip --find-links for the venv install (repeatable)")
     g.addoption("--index-url", metavar="URL", help="pip --index-url for the venv install")
+    g.addoption("--no-index", action="store_true",
+                help="pip --no-index for the venv installs: only --find-links (an offline host's wheelhouse)")
     g.addoption("--extra-requirement", dest="extra_requirements", action="append", metavar="REQ",
                 help="extra requirement installed into the venv beside the wheel (repeatable), e.g. 'numpy<1.24'")
     g.addoption("--no-deps", action="store_true", help="install the wheel without its declared dependencies")
@@ -64,6 +68,9 @@ def pytest_addoption(parser):
     g.addoption("--cmake-define", dest="cmake_defines", action="append", metavar="KEY=VALUE",
                 help="extra CMake definition for configure (repeatable); one that contradicts the release "
                      "profile is allowed for development and makes the run unpublishable")
+    g.addoption("--fast-compile", action="store_true",
+                help="compile host code at -O0 instead of the release's -O3 (about half the compile time of "
+                     "a one-arch build; CPU operators run slower): a development build that cannot publish")
     g.addoption("--allow-dirty", action="store_true",
                 help="build a tree with uncommitted tracked changes (development only: the run cannot publish)")
     g.addoption("--fresh", action="store_true",

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .errors import StepError, UsageError
-from .venv import Venv, clean_env, pip_command
+from .venv import Venv, clean_env, index_args, pip_command
 
 DEFAULT_SHARDS_FILE = Path(__file__).resolve().with_name("acceptance_shards.toml")
 LANES = ("cpu", "dnnl", "quant", "onnx", "gpu")
@@ -258,7 +258,7 @@ def data_script_differences(suite: ShardSuite, script_shards: list) -> list:
 # The venv: test requirements, and where mxnet imports from
 # ------------------------------------------------------------------------------------------
 def install_test_requirements(venv: Venv, requirements, *, pins=(), find_links=(), index_url=None,
-                              log: Path) -> list:
+                              no_index: bool = False, log: Path) -> list:
     """pip install the suite's test extras into the venv (once: a stamp file in the venv records
     them). ``pins`` (the user's --extra-requirement) go into the same resolver call so that, e.g.,
     numpy<1.24 for an old wheel survives scipy's install."""
@@ -270,12 +270,7 @@ def install_test_requirements(venv: Venv, requirements, *, pins=(), find_links=(
         if stamp.exists() and stamp.read_text() == want:
             return reqs
         if reqs:
-            cmd = pip_command(venv)
-            for link in find_links:
-                cmd += ["--find-links", str(link)]
-            if index_url:
-                cmd += ["--index-url", index_url]
-            cmd += [*reqs, *pins]
+            cmd = pip_command(venv) + index_args(find_links, index_url, no_index) + [*reqs, *pins]
             log.parent.mkdir(parents=True, exist_ok=True)
             with open(log, "a") as fh:
                 fh.write("$ " + " ".join(cmd) + "\n")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from . import launcher as compiler_cache
 from .configure import record_step
 from .errors import BuildInterrupted, StepError, log_excerpt
 from .once import JsonRecord
+from .readers import ninja_log
 
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]")
 
@@ -35,6 +37,8 @@ class CompileResult(JsonRecord):
     log: Path
     #: the compiler launcher's counters for this build (launcher.LauncherStats), None when not asked
     launcher: dict | None = None
+    #: where the time went (readers.ninja_log.build_time): slowest commands, their sum, CPU time
+    build_time: dict | None = None
 
 
 def _progress_stream():
@@ -127,6 +131,8 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
     targets = [target] if isinstance(target, str) else list(target)
     cmd = ["cmake", "--build", str(build_dir), "--target", *targets, "--parallel", str(jobs)]
     before = compiler_cache.snapshot(launcher, env) if launcher else None
+    log_before = ninja_log.log_position(build_dir)
+    cpu_before = _children_cpu()
     start = time.monotonic()
     steps = total = 0
     no_work = False
@@ -174,9 +180,23 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
         raise StepError("compile", f"{library} missing after the build", log=log,
                         tail=log_excerpt(log, since=first_line))
     stats = compiler_cache.diff(launcher, before, compiler_cache.snapshot(launcher, env)) if launcher else None
+    commands, incremental = ninja_log.read_commands(build_dir, log_before)
+    # sccache runs the compilers under its own server, not below this process: their CPU time
+    # cannot be counted here, so none is claimed.
+    via_server = launcher is not None and getattr(launcher, "name", None) == "sccache"
+    timing = ninja_log.build_time(commands, None if via_server else _children_cpu() - cpu_before,
+                                  whole_log=not incremental) if commands else None
     print(f"[compile] {'no work to do (tree unchanged)' if no_work else f'{steps} steps'} "
           f"in {seconds:.1f}s -> {library}", file=out, flush=True)
     if stats:
         print(f"[compile] {stats.summary()}", file=out, flush=True)
     return CompileResult(library=library, seconds=seconds, steps_run=steps, total_steps=total,
-                         no_work=no_work, log=log, launcher=stats.to_json() if stats else None)
+                         no_work=no_work, log=log, launcher=stats.to_json() if stats else None,
+                         build_time=timing)
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of every waited-for descendant of this process so far (cmake
+    waits for ninja, ninja for each compiler, so a finished build's whole tree is in it)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import UsageError
-from .profiles import ArchSpec, Profile, flavor_for_wheel, get_profile, parse_cuda_arch, validate_version
+from .host_gpus import host_gpus, native_arch_list
+from .profiles import (ArchSpec, Profile, fast_compile_defines, flavor_for_wheel, get_profile, parse_cuda_arch,
+                       validate_version)
 from .readers.symbol_floor import parse_floor
 
 
@@ -34,6 +36,8 @@ class RunOptions:
     keep_venv: bool = False
     find_links: tuple = ()
     index_url: str | None = None
+    #: --no-index: the venv installs from --find-links only (an offline host's wheelhouse)
+    no_index: bool = False
     extra_requirements: tuple = ()
     no_deps: bool = False
     cuda_from_wheels: bool = False
@@ -48,6 +52,26 @@ class RunOptions:
     fresh: bool = False
     #: --glibc-floor: symbol-version family -> version, replacing the profile's floor
     glibc_floor: dict | None = None
+    #: --cuda-arch=native: the GPUs it was resolved from ("NVIDIA H200 (9.0)"); empty otherwise
+    native_gpus: tuple = ()
+    #: --fast-compile: host code built at profiles.FAST_COMPILE_LEVEL instead of the release's -O3
+    fast_compile: bool = False
+
+    @property
+    def build_defines(self) -> dict:
+        """Every CMake definition the user's options add to the profile's, in the order they win:
+        --fast-compile's, then --cmake-define's (an explicit definition beats a shorthand)."""
+        return {**(fast_compile_defines() if self.fast_compile else {}), **self.cmake_defines}
+
+    @property
+    def development_options(self) -> tuple:
+        """The shorthand development options of this run, as written on the command line."""
+        opts = []
+        if self.native_gpus:
+            opts.append(f"--cuda-arch=native ({self.cuda_arch_text}: {', '.join(self.native_gpus)})")
+        if self.fast_compile:
+            opts.append("--fast-compile")
+        return tuple(opts)
 
     def for_release(self, version: str, mxnet_src: Path | None) -> "RunOptions":
         """The options of a publish run once its release version is fixed.
@@ -111,7 +135,19 @@ def make_options(raw: dict) -> RunOptions:
         raise UsageError(f"--flavor {profile.name} audits an existing wheel: pass --wheel=PATH of the "
                          "macOS wheel (it is built on a Mac by the fork's build script, not here)")
     arch_text = raw.get("cuda_arch") or profile.cuda_arch or ""
+    native_gpus = ()
+    if arch_text.strip().lower() == "native":
+        arch_text, native_gpus = _native_arch(profile, raw)
     arch = parse_cuda_arch(arch_text) if arch_text else ArchSpec(sass=(), ptx=())
+    cmake_defines = parse_cmake_defines(raw.get("cmake_defines"))
+    if raw.get("fast_compile"):
+        if raw.get("wheel"):
+            raise UsageError("--fast-compile changes how libmxnet is compiled; with --wheel nothing is "
+                             "compiled. Drop it")
+        clash = sorted(set(fast_compile_defines()) & set(cmake_defines))
+        if clash:
+            raise UsageError(f"--fast-compile sets {', '.join(clash)} itself; drop it or the "
+                             f"--cmake-define of {' and '.join(clash)}")
 
     package_version = raw.get("package_version")
     if package_version:
@@ -154,6 +190,7 @@ def make_options(raw: dict) -> RunOptions:
         keep_venv=bool(raw.get("keep_venv")),
         find_links=tuple(raw.get("find_links") or ()),
         index_url=raw.get("index_url"),
+        no_index=bool(raw.get("no_index")),
         extra_requirements=tuple(raw.get("extra_requirements") or ()),
         no_deps=bool(raw.get("no_deps")),
         cuda_from_wheels=bool(raw.get("cuda_from_wheels")),
@@ -161,9 +198,30 @@ def make_options(raw: dict) -> RunOptions:
         dry_run=bool(raw.get("dry_run")),
         yes=bool(raw.get("yes")),
         remote=raw.get("remote") or "origin",
-        cmake_defines=parse_cmake_defines(raw.get("cmake_defines")),
+        cmake_defines=cmake_defines,
         allow_dirty=bool(raw.get("allow_dirty")),
         fresh=bool(raw.get("fresh")),
         compiler_launcher=raw.get("compiler_launcher") or "auto",
         glibc_floor=parse_floor(raw["glibc_floor"]) if raw.get("glibc_floor") else None,
+        native_gpus=native_gpus,
+        fast_compile=bool(raw.get("fast_compile")),
     )
+
+
+def _native_arch(profile: Profile, raw: dict) -> tuple[str, tuple]:
+    """``--cuda-arch=native`` resolved on this host: (MXNET_CUDA_ARCH text, the GPUs it came from)."""
+    if raw.get("wheel"):
+        raise UsageError("--cuda-arch=native chooses what to build; with --wheel nothing is built. "
+                         "Drop it (a wheel's archs are read from its fatbin)")
+    if not profile.is_cuda:
+        raise UsageError(f"--cuda-arch=native: the {profile.name} flavor builds no CUDA code; drop it")
+    if "MXNET_CUDA_ARCH" in parse_cmake_defines(raw.get("cmake_defines")):
+        raise UsageError("--cuda-arch=native and --cmake-define=MXNET_CUDA_ARCH=... both choose the "
+                         "archs: keep one")
+    gpus = host_gpus()
+    if not gpus:
+        raise UsageError("--cuda-arch=native: this host has no NVIDIA GPU that nvidia-smi or the CUDA "
+                         "driver (libcuda.so.1) reports, so there is nothing to build for. Run it on "
+                         "the GPU machine, or name the archs of a development build yourself "
+                         "(--cmake-define=MXNET_CUDA_ARCH=9.0)")
+    return native_arch_list(gpus), tuple(f"{g.name} ({g.compute_capability})" for g in gpus)

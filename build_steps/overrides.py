@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .readers import cmake_cache
 from .errors import UsageError
-from .profiles import ArchSpec, missing_release_archs, parse_cuda_arch
+from .profiles import FAST_COMPILE_LEVEL, RELEASE_HOST_OPT, ArchSpec, missing_release_archs, parse_cuda_arch
 
 #: What the wheel promises its users when a toggle of the profile is ON, in their words.
 TOGGLE_PROMISES = {
@@ -56,4 +56,22 @@ def broken_promises(profile, cmake_defines: dict) -> list[str]:
         broken.append(f"-D{key}={value} (the {profile.name} profile sets {want})"
                       + (f": breaks the promise of {promise}" if promise and want_bool else
                          ": the release is built with the profile's value"))
+    return broken
+
+
+def development_option_promises(options) -> list[str]:
+    """One sentence per development shorthand of the run (``--cuda-arch=native``, ``--fast-compile``):
+    the option as written and the release promise it breaks. Like an override, each builds and
+    installs but cannot publish."""
+    broken = []
+    profile = options.profile
+    if options.native_gpus:
+        left_out = missing_release_archs(profile, options.cuda_arch) if profile.cuda_arch else []
+        broken.append(f"--cuda-arch=native built {options.cuda_arch_text} only (for "
+                      f"{', '.join(options.native_gpus)})"
+                      + (f", leaving out {', '.join(left_out)}" if left_out else "")
+                      + f": breaks the promise of kernels for every GPU of the release list {profile.cuda_arch}")
+    if options.fast_compile:
+        broken.append(f"--fast-compile built host code at {FAST_COMPILE_LEVEL} (the release: "
+                      f"{RELEASE_HOST_OPT}): breaks the promise of the release's optimised CPU operators")
     return broken

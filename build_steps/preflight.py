@@ -57,8 +57,11 @@ def unsupported_archs(arch: ArchSpec, nvcc: Path | None) -> list[str]:
 
 
 def refusals(src: Path, profile, arch: ArchSpec, cmake_defines: dict, *, release: bool,
-             allow_dirty: bool) -> list[str]:
-    """Every reason not to start this build, as sentences naming the fix (empty: go ahead)."""
+             allow_dirty: bool, native_arch: bool = False) -> list[str]:
+    """Every reason not to start this build, as sentences naming the fix (empty: go ahead).
+
+    ``native_arch``: the arch list came from --cuda-arch=native, a declared development build
+    (its gate fails and it cannot publish), so the release-matrix refusal does not apply."""
     problems = []
     if release and not allow_dirty:
         # a submodule whose only change is its commit: judged by mismatch_refusals, with both commits
@@ -73,7 +76,7 @@ def refusals(src: Path, profile, arch: ArchSpec, cmake_defines: dict, *, release
         problems += source.mismatch_refusals(src)
     if profile.is_cuda:
         built = arch_override(cmake_defines) or arch
-        if release and arch_override(cmake_defines) is None:
+        if release and arch_override(cmake_defines) is None and not native_arch:
             missing = missing_release_archs(profile, arch)
             if missing:
                 problems.append(

@@ -99,11 +99,20 @@ def create_venv(venv_dir: Path, python: str | None = None, *, log: Path | None =
         shutil.rmtree(venv_dir)
     venv_dir.parent.mkdir(parents=True, exist_ok=True)
     uv = shutil.which("uv")
+    made = False
     if uv:
         # --seed puts pip into the venv too, so the venv stays usable by hand after --keep-venv.
-        _run_logged([uv, "venv", "--seed", "--python", python, venv_dir], log, "venv",
-                    f"uv venv with {python}")
-    else:
+        try:
+            _run_logged([uv, "venv", "--seed", "--python", python, venv_dir], log, "venv",
+                        f"uv venv with {python}")
+            made = True
+        except StepError:
+            # uv fetches its seed packages from the index: an offline host without them in uv's
+            # cache fails here, while the interpreter's own venv module (ensurepip) needs nothing.
+            with open(log, "a") as fh:
+                fh.write("uv venv failed (offline, no seed packages cached?): falling back to python -m venv\n")
+            shutil.rmtree(venv_dir, ignore_errors=True)
+    if not made:
         _run_logged([python, "-m", "venv", venv_dir], log, "venv", f"{python} -m venv")
     vpython = venv_dir / "bin" / "python"
     site, version = _describe(vpython)
@@ -118,9 +127,21 @@ def pip_command(venv: Venv) -> list:
     return [str(venv.python), "-m", "pip", "install", "--disable-pip-version-check"]
 
 
+def index_args(find_links=(), index_url: str | None = None, no_index: bool = False) -> list:
+    """pip's (and uv pip's) index options: where the venv installs come from."""
+    args = []
+    for link in find_links:
+        args += ["--find-links", str(link)]
+    if index_url:
+        args += ["--index-url", index_url]
+    if no_index:
+        args.append("--no-index")
+    return args
+
+
 def install(venv: Venv, wheel: Path, *, find_links=(), index_url: str | None = None,
             extra_requirements=(), test_requirements=(), no_deps: bool = False,
-            log: Path) -> dict:
+            no_index: bool = False, log: Path) -> dict:
     """Install ``wheel`` into ``venv`` with its declared dependencies.
 
     ``test_requirements`` are what the gates need beyond the wheel (onnxruntime: a test-only
@@ -131,11 +152,7 @@ def install(venv: Venv, wheel: Path, *, find_links=(), index_url: str | None = N
     Returns {distribution name (lowercase): version} as installed.
     """
     wheel = Path(wheel).resolve()
-    cmd = pip_command(venv)
-    for link in find_links:
-        cmd += ["--find-links", str(link)]
-    if index_url:
-        cmd += ["--index-url", index_url]
+    cmd = pip_command(venv) + index_args(find_links, index_url, no_index)
     if no_deps:
         # Only the wheel itself goes in without dependencies; the gates' own needs still resolve.
         _run_logged(cmd + ["--no-deps", wheel], log, "install", f"pip install --no-deps {wheel.name}")

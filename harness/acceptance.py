@@ -122,7 +122,8 @@ def acceptance_venv(release_venv, acceptance_plan, options, shared_dir) -> dict:
     suite = acceptance_plan["suite"]
     log = acceptance_plan["dir"] / "install-test-requirements.log"
     acc.install_test_requirements(release_venv, suite.test_requirements, pins=options.extra_requirements,
-                                  find_links=options.find_links, index_url=options.index_url, log=log)
+                                  find_links=options.find_links, index_url=options.index_url,
+                                  no_index=options.no_index, log=log)
     facts = run_once(shared_dir, "acceptance-verify", lambda: acc.verify_installed_mxnet(
         release_venv, acceptance_plan["root"], suite.cwd))
     return {"venv": release_venv, **facts}

@@ -20,8 +20,9 @@ from build_steps import compile as compile_step
 from build_steps import launcher as compiler_cache
 from build_steps import cuda_root as cuda_root_step
 from build_steps.errors import HarnessError, UsageError
-from build_steps.overrides import broken_promises
+from build_steps.overrides import broken_promises, development_option_promises
 from build_steps.once import run_once
+from build_steps.readers import ninja_log
 
 from .common import (LIVE, RESULTS_KEY, add_report_lines, harness_options,
                      is_release_run, is_worker, say, shared_root)
@@ -53,7 +54,8 @@ def pytest_collection_modifyitems(config, items):
     try:
         root = source.resolve_source(options.mxnet_src, Path(config.invocation_params.dir))
         refused = preflight.refusals(root, options.profile, options.cuda_arch, options.cmake_defines,
-                                     release=is_release_run(config), allow_dirty=options.allow_dirty)
+                                     release=is_release_run(config), allow_dirty=options.allow_dirty,
+                                     native_arch=bool(options.native_gpus))
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     if refused:
@@ -127,12 +129,14 @@ def configured_tree(options, profile, shared_dir, build_paths, cuda_root,
             say(f"==> --fresh: deleting {build_paths.build_dir}")
             shutil.rmtree(build_paths.build_dir)
         say(f"==> configure {build_paths.build_dir} (compiler launcher: {compiler_launcher.path or 'none'})")
-        for key, value in options.cmake_defines.items():
+        for opt in options.development_options:
+            say(f"[configure] development option {opt}")
+        for key, value in options.build_defines.items():
             say(f"[configure] override -D{key}={value}")
         res = configure.configure(build_paths.src, build_paths.build_dir, profile, options.cuda_arch_text,
                                   build_paths.logs, extra_defs={**(cuda_root.cmake_args if cuda_root else {}),
                                                                 **compiler_cache.cmake_defines(compiler_launcher)},
-                                  env=cuda_root.env if cuda_root else None, overrides=options.cmake_defines)
+                                  env=cuda_root.env if cuda_root else None, overrides=options.build_defines)
         say(f"[configure] {'first-time' if res.first_time else 'refresh'} in {res.seconds:.1f}s; "
             f"gencode: {' '.join(res.gencode) or 'none (CPU)'}")
         for note in res.notes:
@@ -269,18 +273,23 @@ def _chain_lines(records: dict) -> list:
         times.append(f"{label} {r.get('seconds', 0):.1f}s{extra}")
     if times:
         lines.append("build chain steps: " + ", ".join(times))
-    stats = compiler_cache.LauncherStats.from_json(((records.get("compile") or {}).get("result") or {}).get("launcher"))
+    compiled = (records.get("compile") or {}).get("result") or {}
+    stats = compiler_cache.LauncherStats.from_json(compiled.get("launcher"))
     if stats:
         lines.append(stats.summary())
+    lines += ninja_log.describe(compiled.get("build_time"), compiled.get("seconds"))
     return lines
 
 
 def _override_lines(options) -> list:
     """The development switches of this run, each with the promise it breaks (if any)."""
-    if not options.cmake_defines and not options.allow_dirty:
+    if not options.cmake_defines and not options.allow_dirty and not options.development_options:
         return []
-    broken = broken_promises(options.profile, options.cmake_defines)
-    lines = ["cmake overrides: " + (" ".join(f"-D{k}={v}" for k, v in options.cmake_defines.items()) or "none")]
+    broken = development_option_promises(options) + broken_promises(options.profile, options.cmake_defines)
+    lines = []
+    if options.development_options:
+        lines.append("development options: " + " ".join(options.development_options))
+    lines.append("cmake overrides: " + (" ".join(f"-D{k}={v}" for k, v in options.build_defines.items()) or "none"))
     lines += [f"  breaks: {b}" for b in broken]
     if options.allow_dirty:
         lines.append("  --allow-dirty: a dirty tree may be built")

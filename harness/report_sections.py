@@ -110,4 +110,16 @@ def extra_sections(config, facts) -> dict:
         result = json.loads(record.read_text()).get("result") or {}
         if result.get("launcher"):
             out["build"] = {"compiler_launcher": result["launcher"]}
+        if result.get("build_time"):
+            out.setdefault("build", {})["compile_time"] = {"wall_seconds": result.get("seconds"),
+                                                           **result["build_time"]}
+    if shared is not None:
+        steps = {}
+        for key in ("configure", "compile", "stage", "built_wheel"):
+            f = shared / f"{key}.json"
+            rec = json.loads(f.read_text()) if f.exists() else {}
+            if (rec.get("result") or {}).get("seconds") is not None:
+                steps[key] = round(rec["result"]["seconds"], 1)
+        if steps:
+            out.setdefault("build", {})["step_seconds"] = steps
     return out

@@ -54,7 +54,7 @@ def release_venv(options, wheel_path, wheel_pin, shared_dir):
         installed = venv_step.install(
             venv, verify(wheel_pin, "the venv install"), find_links=options.find_links, index_url=options.index_url,
             extra_requirements=options.extra_requirements, test_requirements=GATE_TEST_REQUIREMENTS,
-            no_deps=options.no_deps, log=log)
+            no_deps=options.no_deps, no_index=options.no_index, log=log)
         return {**venv.to_dict(), "installed": installed, "log": str(log), "wheel": str(wheel_path)}
 
     product = once.acquire(shared_dir, _VENV_KEY, make)

