@@ -160,7 +160,7 @@ def _copy_in(src: Path, soname: str, lib_dir: Path) -> Path:
     return dest
 
 
-def bundle_closure(libmxnet: Path, lib_dir: Path, profile) -> Bundle:
+def bundle_closure(libmxnet: Path, lib_dir: Path, profile, wants_opencv: bool | None = None) -> Bundle:
     """Copy libmxnet's ``libopencv_*`` NEEDED closure into ``lib_dir`` (reset first).
 
     Seeds are libmxnet's own ``libopencv_*`` NEEDED entries; the closure is the fixpoint over the
@@ -177,7 +177,8 @@ def bundle_closure(libmxnet: Path, lib_dir: Path, profile) -> Bundle:
 
     needed = read_dynamic(libmxnet).needed
     seeds = [n for n in needed if n.startswith("libopencv_")]
-    wants_opencv = bool(profile.features.get("USE_OPENCV"))
+    if wants_opencv is None:
+        wants_opencv = bool(profile.features.get("USE_OPENCV"))
     if not seeds:
         if wants_opencv:
             raise StepError(
@@ -306,8 +307,12 @@ def check_cuda_needed(libmxnet: Path, profile) -> None:
                 "reconfigure the CPU build dir with USE_CUDA=OFF (delete its CMakeCache.txt)")
 
 
-def stage_package(built_lib: Path, src: Path, profile) -> StagedPackage:
-    """Stage the built library and headers into ``<src>/python/mxnet`` and make it self-contained."""
+def stage_package(built_lib: Path, src: Path, profile, wants_opencv: bool | None = None) -> StagedPackage:
+    """Stage the built library and headers into ``<src>/python/mxnet`` and make it self-contained.
+
+    ``wants_opencv``: whether this build was configured with OpenCV (default: the profile's
+    toggle). A development build with ``--cmake-define=USE_OPENCV=OFF`` stages without the
+    closure; its OpenCV gates and the override gate then say what the wheel lacks."""
     built_lib, src = Path(built_lib), Path(src)
     if not built_lib.is_file():
         raise StepError("stage", f"{built_lib} missing after the build")
@@ -322,7 +327,7 @@ def stage_package(built_lib: Path, src: Path, profile) -> StagedPackage:
 
     headers, warnings = stage_headers(src, package_dir)
     check_cuda_needed(dest, profile)
-    bundle = bundle_closure(dest, package_dir / "lib", profile)
+    bundle = bundle_closure(dest, package_dir / "lib", profile, wants_opencv)
 
     # The build tree's RUNPATH (absolute build-host paths, docs/background.md G10) is dropped: a wheel must find
     # its libraries through wheel-relative entries only.

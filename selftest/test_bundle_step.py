@@ -49,3 +49,18 @@ def test_seeds_and_graphics_stack_bundled(bundled):
     # OpenCV's closure on Debian/Ubuntu reaches the GL dispatch stack, which slim images lack.
     assert {"libGLX.so.0", "libGLdispatch.so.0"} <= names
     assert all(read_dynamic(lib_dir / n).runpath == ["$ORIGIN"] for n in names)
+
+
+def test_a_build_configured_without_opencv_stages_without_its_closure(tmp_path):
+    """The real fork on the GPU host (docs/gpu_runs/real_fork_2026-12-03.md) was configured with
+    --cmake-define=USE_OPENCV=OFF: staging follows that toggle instead of stopping the run, and
+    still refuses a library without OpenCV when the build was meant to have it."""
+    from build_steps.errors import StepError
+    (tmp_path / "f.c").write_text("int mxnet_selftest(void) { return 0; }\n")
+    lib = tmp_path / "libmxnet.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "f.c")], check=True)
+    with pytest.raises(StepError, match="has no libopencv_\\* NEEDED entries"):
+        bundle_closure(lib, tmp_path / "lib-release", PROFILES["cpu"])
+    staged = bundle_closure(lib, tmp_path / "lib-dev", PROFILES["cpu"], wants_opencv=False)
+    assert list(staged) == []
+    assert not any((tmp_path / "lib-dev").iterdir()), "nothing to bundle without OpenCV"

@@ -97,3 +97,42 @@ def test_preflight_without_driver_reports_instead_of_raising(tmp_path):
     res = cublas_probe.preflight(search_dirs=[str(tmp_path)])
     json.dumps(res)
     assert res["verdict"]["status"] in ("unknown", "risk", "ok", "trap")
+
+
+def test_offline_uv_falls_back_to_the_interpreters_venv(tmp_path, monkeypatch):
+    """On the GPU host (no network) ``uv venv --seed`` cannot fetch pip: the venv is made by the
+    interpreter's own venv module instead (real uv, offline, with an empty cache)."""
+    import shutil
+    import sys
+    from pathlib import Path
+    uv_dir = Path(sys.executable).parent
+    assert (uv_dir / "uv").is_file(), "uv is a selftest dependency (pyproject.toml [selftest])"
+    monkeypatch.setenv("PATH", f"{uv_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "empty-uv-cache"))
+    assert shutil.which("uv") == str(uv_dir / "uv")
+    log = tmp_path / "create.log"
+    venv = create_venv(tmp_path / "v", sys.executable, log=log)
+    text = log.read_text()
+    assert "Failed to install seed packages" in text and "falling back to python -m venv" in text, text
+    assert venv.python.is_file() and (tmp_path / "v" / "pyvenv.cfg").is_file()
+
+
+def test_no_index_installs_from_the_wheelhouse_alone(bare_venv, tmp_path):
+    """--no-index --find-links=DIR: the wheel's dependency comes from DIR, the index is never asked."""
+    from build_steps.venv import install, installed_distributions
+    from selftest.fixtures_readers import minimal_files, write_wheel
+    house = tmp_path / "wheelhouse"
+    dep_files = {"harnessdep/__init__.py": b"",
+                 "harnessdep-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: harnessdep\nVersion: 1.0\n\n",
+                 "harnessdep-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: selftest\n"
+                                                   b"Root-Is-Purelib: true\nTag: py3-none-any\n"}
+    write_wheel(house / "harnessdep-1.0-py3-none-any.whl", dep_files)
+    files = minimal_files("harnesspkg", "1.0", requires=("harnessdep==1.0",))
+    files["harnesspkg-1.0.dist-info/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: selftest\n"
+                                               b"Root-Is-Purelib: true\nTag: py3-none-any\n")
+    wheel = write_wheel(tmp_path / "harnesspkg-1.0-py3-none-any.whl", files)
+    log = tmp_path / "install.log"
+    install(bare_venv, wheel, find_links=(house,), no_index=True, log=log)
+    assert installed_distributions(bare_venv).get("harnessdep") == "1.0"
+    assert "--no-index" in log.read_text()

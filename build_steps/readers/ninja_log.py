@@ -2,7 +2,7 @@
 
 Ninja appends one line per output of each finished command: start and end in milliseconds from
 that ninja process's start, the output's mtime, the output path and the command's hash (log
-format v5/v6, tab-separated). A command with several outputs writes one line each with the same
+format v5 to v7, tab-separated). A command with several outputs writes one line each with the same
 times and hash, so lines are grouped into commands by (start, end, hash).
 
 Ninja may rewrite ("recompact") the whole log when it starts a build; the compile step therefore
@@ -36,14 +36,16 @@ def log_position(build_dir: Path) -> tuple[int, int] | None:
 
 
 def read_commands(build_dir: Path, since: tuple[int, int] | None = None) -> tuple[list[NinjaCommand], bool]:
-    """The commands ninja logged after ``since`` (a :func:`log_position`), and whether only those
-    were read (False: the log was replaced or missing before, so it is read whole)."""
+    """The commands ninja logged after ``since`` (a :func:`log_position`; None: there was no log),
+    and whether they are this build's alone (False: ninja replaced the log in between, so it is read
+    whole and earlier builds' commands are in it)."""
     path = Path(build_dir) / ".ninja_log"
     try:
         st = os.stat(path)
         with open(path, "rb") as fh:
-            incremental = since is not None and since[0] == st.st_ino and since[1] <= st.st_size
-            if incremental:
+            # no log before the build: all of it is this build's
+            incremental = since is None or (since[0] == st.st_ino and since[1] <= st.st_size)
+            if since is not None and incremental:
                 fh.seek(since[1])
             data = fh.read().decode("utf-8", "replace")
     except OSError:
