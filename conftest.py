@@ -12,7 +12,8 @@ import pytest
 
 from build_steps.errors import UsageError
 from build_steps.options import RunOptions, make_options
-from harness.common import OPTIONS_KEY, harness_options, shared_root
+from harness.common import (HARNESS_PLUGINS_KEY, OPTIONS_KEY, disabled_harness_plugins,
+                            disabled_plugins_message, harness_options, shared_root)
 
 pytest_plugins = [
     "harness.ledger",    # every gate's verdict, filed once by the reporting process (also under xdist)
@@ -22,6 +23,7 @@ pytest_plugins = [
     "harness.gpu_policy",  # selected GPU gates that skipped make the run non-green
     "harness.gates",     # strict release runs, the gate table
     "harness.report_sections",  # JSON report: wheel sha256, GPU gates with their GPU, compiler cache (before audit, which imports it)
+    "harness.review",    # the release review page (one HTML file per run with a wheel; before audit, which imports it)
     "harness.audit",     # the wheel extracted once, the static gates' facts, the provenance report
     "harness.chain",     # source -> configure -> compile -> stage -> package, then dist/ or rejected/
     "harness.runtime",   # the throwaway venv and its probes
@@ -83,10 +85,19 @@ def pytest_addoption(parser):
                 "GLIBCXX_3.4.33, CXXABI_1.3.15): a glibc version (2.28) or GLIBC_2.28,GLIBCXX_3.4.25,CXXABI_1.3.11")
     g.addoption("--allow-gpu-skips", action="store_true",
                 help="a GPU gate that skips (no GPU on this host) does not fail the run")
+    g.addoption("--pass-env", dest="pass_env", action="append", metavar="NAME",
+                help="pass this environment variable to the wheel's code (probes, acceptance shards, pip) "
+                     "beside the allow-list (repeatable); names that look like secrets are refused")
     _OPTION_DESTS[:] = [opt.dest for opt in g.options]
 
 
 def pytest_configure(config):
+    # Fail closed: -p no:<a harness plugin> (on the command line, in PYTEST_ADDOPTS or in an ini's
+    # addopts) would quietly drop a check, e.g. the GPU policy or the release set.
+    config.stash[HARNESS_PLUGINS_KEY] = tuple(pytest_plugins)
+    disabled = disabled_harness_plugins(config)
+    if disabled:
+        raise pytest.UsageError(disabled_plugins_message(disabled))
     raw = {dest: config.getoption(dest) for dest in _OPTION_DESTS}
     try:
         config.stash[OPTIONS_KEY] = make_options(raw)

@@ -36,8 +36,9 @@ WORK = ROOT / ".tmp" / "bench-fast"
 SOURCES = ["src/operator/tensor/broadcast_reduce_op_value.cc", "src/operator/numpy/np_einsum_op.cc",
            "src/imperative/imperative.cc", "src/api/operator/numpy/np_cumsum.cc"]
 LEVELS = {"-O0": fast_compile_defines("-O0"), "-O1": fast_compile_defines("-O1"), "release -O3": {}}
-#: left out of the configure: they change no compile line of SOURCES and cost configure time
-QUIET = {"USE_ONEDNN": "OFF", "USE_OPENCV": "OFF"}
+#: left out of the configure: they change no compile line of SOURCES and cost configure time;
+#: the fork's own ccache hook off, so a repeated run compiles instead of hitting a cache
+QUIET = {"USE_ONEDNN": "OFF", "USE_OPENCV": "OFF", "USE_CCACHE": "OFF"}
 
 
 def main(argv=None) -> int:

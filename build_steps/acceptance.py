@@ -275,7 +275,8 @@ def install_test_requirements(venv: Venv, requirements, *, pins=(), find_links=(
             with open(log, "a") as fh:
                 fh.write("$ " + " ".join(cmd) + "\n")
                 fh.flush()
-                proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=clean_env(), timeout=3600)
+                proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=venv.env(pip=True),
+                                      timeout=3600)
             if proc.returncode != 0:
                 from .errors import log_tail
                 raise StepError("acceptance", f"pip install of the acceptance suite's test requirements "
@@ -308,10 +309,10 @@ print("HARNESS-VERIFY " + json.dumps(res))
 """
 
 
-def shard_env(extra: dict | None = None) -> dict:
+def shard_env(extra: dict | None = None, pass_env=()) -> dict:
     """clean_env plus the fork's exports, minus this harness's own pytest/xdist variables (a shard
     is a pytest of its own: PYTEST_XDIST_WORKER leaking in would make it think it is a worker)."""
-    env = {k: v for k, v in clean_env().items() if not k.startswith("PYTEST_")}
+    env = {k: v for k, v in clean_env(pass_env=pass_env).items() if not k.startswith("PYTEST_")}
     env.update(FORK_SHARD_ENV)
     env.update(extra or {})
     return env
@@ -322,7 +323,7 @@ def verify_installed_mxnet(venv: Venv, source_root: Path, cwd: str = ".", env: d
     check it is the venv's; returns version, Features, num_gpus and ``problems``."""
     workdir = Path(source_root) / cwd
     proc = subprocess.run([str(venv.python), "-c", _VERIFY], capture_output=True, text=True,
-                          cwd=str(workdir), env=shard_env(env), timeout=600)
+                          cwd=str(workdir), env=shard_env(env, venv.pass_env), timeout=600)
     line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("HARNESS-VERIFY ")), None)
     if line is None:
         raise StepError("acceptance", f"the import check in {venv.python} (cwd {workdir}) exited "
@@ -485,7 +486,7 @@ def run_shard(shard: Shard, venv: Venv, source_root: Path, log_dir: Path, *, par
     args = shard.pytest_args(parallel)
     # -rfE puts "FAILED <nodeid>" lines in the log: the gate names the first failing tests from them.
     cmd = [str(venv.python), "-m", "pytest", *args, "-rfE", f"--junitxml={junit}"]
-    child_env = shard_env(env)
+    child_env = shard_env(env, venv.pass_env)
     start = time.monotonic()
     timed_out = False
     with open(log, "w") as fh:

@@ -240,8 +240,13 @@ def verify_cache(result: ConfigureResult, profile, arch_text: str, features: dic
         if cmake_cache.to_bool(cache.get(key)):
             said = [l.strip("- ").strip() for l in log_text.splitlines()
                     if key[4:] in l and re.search(r"not found|NOT FOUND|could not find", l, re.I)]
-            result.notes.append(f"{key}=ON in the cache" + (f" but: {said[-1]}" if said else "")
-                                + " (optional: reported, not fatal)")
+            # The log's line usually names the key itself ("USE_NVML=ON but NVML was not found"):
+            # then it is the note, so the key is not said twice.
+            if said and said[-1].startswith(key):
+                note = said[-1]
+            else:
+                note = f"{key}=ON in the cache" + (f" but: {said[-1]}" if said else "")
+            result.notes.append(note + " (optional: reported, not fatal)")
     if problems:
         raise StepError("configure", "the CMake cache does not match the release profile:\n  - "
                         + "\n  - ".join(problems), log=result.log)

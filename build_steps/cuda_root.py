@@ -130,7 +130,8 @@ def install_wheels(cache: Path, requirements=CUDA_BUILD_WHEELS, python: str | No
             for line in proc.stdout:
                 fh.write(line)
                 if progress is not None and _PIP_PROGRESS.match(line):
-                    print(f"[cuda-root] {line.strip()[:150]}", file=progress, flush=True)
+                    # whole lines: a line cut at a width ends mid-word (the terminal wraps it)
+                    print(f"[cuda-root] {line.strip()}", file=progress, flush=True)
             proc.wait()
         if proc.returncode != 0:
             raise StepError("cuda-root", "pip could not install the CUDA wheels "

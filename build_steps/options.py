@@ -16,6 +16,8 @@ from .host_gpus import host_gpus, native_arch_list
 from .profiles import (ArchSpec, Profile, fast_compile_defines, flavor_for_wheel, get_profile, parse_cuda_arch,
                        validate_version)
 from .readers.symbol_floor import parse_floor
+from .readers.wheel_name import WheelNameError, parse_wheel_name
+from .venv import check_pass_env
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,8 @@ class RunOptions:
     fresh: bool = False
     #: --glibc-floor: symbol-version family -> version, replacing the profile's floor
     glibc_floor: dict | None = None
+    #: --pass-env NAME: variables the wheel's code gets beside the allow-list (build_steps.venv)
+    pass_env: tuple = ()
     #: --cuda-arch=native: the GPUs it was resolved from ("NVIDIA H200 (9.0)"); empty otherwise
     native_gpus: tuple = ()
     #: --fast-compile: host code built at profiles.FAST_COMPILE_LEVEL instead of the release's -O3
@@ -84,7 +88,7 @@ class RunOptions:
 
 
 def check_wheel_path(value: str) -> Path:
-    """A ``--wheel`` argument that exists, is readable and is a zip named ``*.whl``."""
+    """A ``--wheel`` argument that exists, is readable, is a zip and has a wheel's file name."""
     path = Path(value).expanduser()
     if not path.exists():
         raise UsageError(f"--wheel {value}: no such file; pass the path of a built .whl")
@@ -98,6 +102,10 @@ def check_wheel_path(value: str) -> Path:
         raise UsageError(
             f"--wheel {value}: not a valid zip archive (truncated or corrupt download?); "
             "rebuild or download the wheel again")
+    try:  # once here, not once per gate: a name pip and the gates cannot read is a usage error
+        parse_wheel_name(path)
+    except WheelNameError as exc:
+        raise UsageError(f"--wheel {value}: {exc}") from None
     return path.resolve()
 
 
@@ -203,6 +211,7 @@ def make_options(raw: dict) -> RunOptions:
         fresh=bool(raw.get("fresh")),
         compiler_launcher=raw.get("compiler_launcher") or "auto",
         glibc_floor=parse_floor(raw["glibc_floor"]) if raw.get("glibc_floor") else None,
+        pass_env=check_pass_env(raw.get("pass_env")),
         native_gpus=native_gpus,
         fast_compile=bool(raw.get("fast_compile")),
     )

@@ -7,7 +7,6 @@ gates passed, and a wheel that failed them is kept aside under a name that says 
 """
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -18,6 +17,7 @@ from . import atomic, reproducible
 from .configure import record_step
 from .errors import HarnessError, StepError, log_tail
 from .once import JsonRecord
+from .venv import clean_env
 
 
 @dataclass
@@ -43,7 +43,9 @@ def build_wheel(src: Path, version: str, profile, staging_dir: Path, log_dir: Pa
     staging_dir.mkdir(parents=True)
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / "package.log"
-    env = {**os.environ, "MXNET_PACKAGE_VERSION": version, **profile.setup_env,
+    # The tree's setup.py is the wheel's own code: the allow-list environment (no secrets), as
+    # for every child that runs it (build_steps.venv.clean_env).
+    env = {**clean_env(pip=True), "MXNET_PACKAGE_VERSION": version, **profile.setup_env,
            "MXNET_SETUP_SKIP_AUTOCOMPLETE": "1"}
     epoch = reproducible.source_date_epoch(src)
     if epoch is not None:

@@ -1,15 +1,18 @@
-"""One set of bytes per run: the wheel is hashed once, when the run starts (or when it is built),
-and every later step reads the pinned file or checks the hash first.
+"""One set of bytes per run: the wheel is copied once, when the run starts (or when it is built),
+into a run-private, read-only directory, and hashed while it is copied. Extraction, the venv
+install, dist/, the release upload and its notes read only that copy, checking its hash first.
 
-The pin is a hard link (a copy across filesystems) in the run's shared dir: a wheel replaced at
-its path (``mv new.whl old.whl``) leaves the pinned bytes as they were, and the run reports the
-swap; a wheel rewritten in place changes the pinned bytes too, which the next check refuses.
+A copy, not a link: a hard link shares the user's inode, so a wheel rewritten in place (during
+``pip install``, say, and restored afterwards) would change the bytes the run installs while the
+checks before and after see the original. The copy cannot be reached through the user's path;
+a wheel replaced or rewritten at that path is still reported at the end of the run.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +20,8 @@ from .errors import HarnessError
 from .once import JsonRecord
 
 _BLOCK = 1 << 20
+#: the pin's directory while the run uses it (owner read/search only) and afterwards (removable)
+_LOCKED, _UNLOCKED = 0o500, 0o700
 
 
 class WheelChanged(HarnessError):
@@ -27,7 +32,7 @@ class WheelChanged(HarnessError):
 class WheelPin(JsonRecord):
     #: where the wheel was named (--wheel) or built
     source: str
-    #: the pinned file every step reads (same name as the source)
+    #: the run's private read-only copy every step reads (same name as the source)
     path: str
     sha256: str
     size: int
@@ -42,18 +47,32 @@ def sha256_of(path: Path) -> str:
 
 
 def pin_wheel(wheel: Path, pin_dir: Path) -> WheelPin:
-    """Link (or copy) ``wheel`` into ``pin_dir`` and hash the pinned file."""
+    """Copy ``wheel`` into a new private directory ``pin_dir`` (mode 0500, the file 0444), hashing
+    the bytes as they are written: the pin's sha256 is that of the copy's exact bytes."""
     wheel = Path(wheel).resolve()
     pin_dir = Path(pin_dir)
-    pin_dir.mkdir(parents=True, exist_ok=True)
+    pin_dir.parent.mkdir(parents=True, exist_ok=True)
+    if pin_dir.exists():  # an earlier pin of the same run dir (a retried run-once record)
+        os.chmod(pin_dir, _UNLOCKED)
+        shutil.rmtree(pin_dir)
+    pin_dir.mkdir(mode=_UNLOCKED)
     pinned = pin_dir / wheel.name
-    pinned.unlink(missing_ok=True)
-    try:
-        os.link(wheel, pinned)
-    except OSError:
-        shutil.copyfile(wheel, pinned)
-    return WheelPin(source=str(wheel), path=str(pinned), sha256=sha256_of(pinned),
-                    size=pinned.stat().st_size)
+    digest, size = hashlib.sha256(), 0
+    with open(wheel, "rb") as src, open(pinned, "xb") as dst:
+        for block in iter(lambda: src.read(_BLOCK), b""):
+            digest.update(block)
+            dst.write(block)
+            size += len(block)
+    os.chmod(pinned, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+    os.chmod(pin_dir, _LOCKED)
+    return WheelPin(source=str(wheel), path=str(pinned), sha256=digest.hexdigest(), size=size)
+
+
+def unlock(pin: WheelPin) -> None:
+    """Make the pin's directory removable again (the run is over; pytest or the caller deletes it)."""
+    directory = Path(pin.path).parent
+    if directory.is_dir():
+        os.chmod(directory, _UNLOCKED)
 
 
 def verify(pin: WheelPin, before: str) -> Path:
@@ -62,9 +81,9 @@ def verify(pin: WheelPin, before: str) -> Path:
     if now != pin.sha256:
         raise WheelChanged(
             f"the wheel changed during the run, before {before}: {Path(pin.source).name} was "
-            f"pinned as sha256 {pin.sha256} when the run started, the bytes now hash to {now} "
-            "(it was rewritten in place). Nothing further uses it; run again on a wheel nobody "
-            "modifies while the gates run")
+            f"pinned as sha256 {pin.sha256} when the run started, the run's private copy "
+            f"{pin.path} now hashes to {now} (something changed it in place). Nothing further "
+            "uses it; run again on a machine where nothing writes into the run's temporary dir")
     return Path(pin.path)
 
 

@@ -320,6 +320,8 @@ class ReleasePlan:
     wheel: Path
     notes: str
     commands: tuple = field(default=())
+    #: the run's pin of ``wheel``: checked again right before the upload (after the tag push)
+    sha256: str = ""
 
     def printable(self) -> list:
         """The commands as shell lines, in order (the notes are inside the gh line, quoted)."""
@@ -354,19 +356,22 @@ def release_notes(version: str, profile: Profile, facts: ReleaseFacts, branch: s
 
 
 def plan_release(state: RepoState, release: ReleaseVersion, profile: Profile, facts: ReleaseFacts,
-                 wheel: Path, *, gates: Iterable[str] = (), digest: str | None = None) -> ReleasePlan:
+                 wheel: Path, *, gates: Iterable[str] = (), digest: str | None = None,
+                 assets: Iterable[Path] = ()) -> ReleasePlan:
     """The tag, push and release commands for this wheel (nothing is run here).
 
     ``digest`` is the sha256 the run pinned for the wheel (build_steps.pinning); the notes carry it.
+    ``assets`` are uploaded beside the wheel (the run's review page, build_steps.review_page).
     """
     wheel = Path(wheel).resolve()
     gates = list(gates)
-    notes = release_notes(release.version, profile, facts, state.branch, state.head, wheel,
-                          digest or sha256_of(wheel), gates)
+    digest = digest or sha256_of(wheel)
+    notes = release_notes(release.version, profile, facts, state.branch, state.head, wheel, digest, gates)
     message = (f"MXNet {release.version} ({profile.name}): {', '.join(facts.features)}; "
                f"SASS {' '.join(facts.sass)}; PTX {' '.join(facts.ptx) or 'none'}; "
                f"commit {state.head}")
-    gh = ["gh", "release", "create", release.tag, str(wheel), "--verify-tag",
+    gh = ["gh", "release", "create", release.tag, str(wheel), *(str(Path(a).resolve()) for a in assets),
+          "--verify-tag",
           "--title", release.tag, "--notes", notes]
     repo = github_repo(state.remote_url)
     if repo:
@@ -377,7 +382,7 @@ def plan_release(state: RepoState, release: ReleaseVersion, profile: Profile, fa
         Command("release", tuple(gh), state.repo),
     )
     return ReleasePlan(version=release.version, tag=release.tag, commit=state.head,
-                       remote=state.remote, wheel=wheel, notes=notes, commands=commands)
+                       remote=state.remote, wheel=wheel, notes=notes, commands=commands, sha256=digest)
 
 
 def undo_text(plan: ReleasePlan, done: list, failed: str) -> str:
@@ -398,6 +403,10 @@ def undo_text(plan: ReleasePlan, done: list, failed: str) -> str:
         undo += [f"git -C {repo} push {remote} --delete refs/tags/{tag}   # only if it is there",
                  f"git -C {repo} tag -d {tag}"]
         retry = "or fix the remote and push again: " + plan.commands[1].shell()
+    elif failed == "upload":
+        exists.append(f"the tag {plan.tag} (local and on {plan.remote}); no GitHub release")
+        undo += [f"git -C {repo} push {remote} --delete refs/tags/{tag}", f"git -C {repo} tag -d {tag}"]
+        retry = ""
     elif failed == "tag":
         exists.append("nothing: no tag, no push, no release was made")
         retry = ""
@@ -427,6 +436,14 @@ def execute(plan: ReleasePlan, run: Runner = _run) -> str:
     """
     done = []
     for cmd in plan.commands:
+        if cmd.name == "release" and plan.sha256:
+            # The upload reads the file again, after the tag push: it must still be the pinned bytes.
+            now = sha256_of(plan.wheel) if Path(plan.wheel).is_file() else "nothing (the file is gone)"
+            if now != plan.sha256:
+                raise PublishFailed(
+                    f"publish stopped before the upload: {plan.wheel} hashes to {now}, not to the "
+                    f"sha256 {plan.sha256} the gates judged; nothing was uploaded.\n"
+                    + undo_text(plan, done, "upload"))
         try:
             proc = run(cmd)
             rc, err = proc.returncode, (proc.stderr or proc.stdout or "").strip()

@@ -1,7 +1,8 @@
 """The throwaway venv: create it, install the wheel with its dependencies, run probes inside it.
 
-Everything that touches MXNet runs in the venv's own interpreter, in a child process, with the
-loader variables cleared: a wheel that only works because the harness's environment happens to
+Everything that touches MXNet runs in the venv's own interpreter, in a child process, with an
+allow-list environment (clean_env: no token or credential of whoever runs the harness reaches the
+wheel's code) and so without the loader variables: a wheel that only works because the harness's environment happens to
 point at a build tree (LD_LIBRARY_PATH, MXNET_LIBRARY_PATH, PYTHONPATH) must fail here, as it would
 on a user's machine. A child also keeps a segfaulting CUDA library from killing the test session.
 """
@@ -20,9 +21,51 @@ from pathlib import Path
 from .errors import StepError, UsageError, log_tail
 from .readers.wheel_name import WheelNameError, parse_wheel_name
 
-#: Variables that would let the venv find libraries or modules outside itself.
+#: Variables that would let the venv find libraries or modules outside itself (never passed,
+#: and refused by --pass-env).
 LEAKY_ENV = ("LD_LIBRARY_PATH", "LD_PRELOAD", "MXNET_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME",
              "PYTHONSTARTUP", "PYTHONUSERBASE", "VIRTUAL_ENV")
+
+#: The allow-list of every child that runs the wheel's code (probes, shards, the install check):
+#: the machine's basics, the locale, the GPUs to use and the harness's own variables. Anything
+#: else (a CI's tokens, cloud credentials, the user's MXNet tuning) reaches it only by --pass-env.
+ALLOWED_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ",
+               "TMPDIR", "TEMP", "TMP", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+               "NVIDIA_DRIVER_CAPABILITIES", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")
+ALLOWED_PREFIXES = ("LC_", "MXNET_HARNESS_", "HARNESS_")
+#: pip and uv (the venv's install, the shards' test requirements, the package build) also need
+#: their own configuration, the proxies and the CA bundle; the wheel's code never gets these.
+PIP_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HTTP_PROXY",
+           "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy")
+PIP_PREFIXES = ("PIP_", "UV_", "XDG_")
+#: Names that hold secrets: never passed to a child, whatever the allow-list or --pass-env says.
+SECRET_PATTERNS = ("*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*", "AWS_*", "GH_*",
+                   "GITHUB_*")
+
+
+def is_secret_name(name: str) -> bool:
+    import fnmatch
+    return any(fnmatch.fnmatchcase(name.upper(), p) for p in SECRET_PATTERNS)
+
+
+def check_pass_env(names) -> tuple:
+    """``--pass-env NAME`` values, checked: a secret-like or loader name is a UsageError."""
+    out = []
+    for name in names or ():
+        name = str(name).strip()
+        if not name or not (name[0].isalpha() or name[0] == "_") or not all(c.isalnum() or c == "_" for c in name):
+            raise UsageError(f"--pass-env {name!r}: give one variable name (letters, digits, _), e.g. "
+                             "--pass-env MXNET_CUDNN_AUTOTUNE_DEFAULT")
+        if is_secret_name(name):
+            raise UsageError(f"--pass-env {name}: the name matches a secret pattern "
+                             f"({', '.join(SECRET_PATTERNS)}); the wheel's code never gets credentials. "
+                             "If the wheel really needs it, it must not be a secret: rename it")
+        if name in LEAKY_ENV:
+            raise UsageError(f"--pass-env {name}: a loader/import variable would let the venv find "
+                             "libraries or modules outside itself, which the install gates exist to catch")
+        out.append(name)
+    return tuple(dict.fromkeys(out))
+
 
 #: The probe writes its JSON result to the file named by this variable (stdout stays free for
 #: MXNet's own chatter); the last JSON line on stdout is the fallback.
@@ -35,23 +78,34 @@ class Venv:
     python: Path
     site_packages: Path
     python_version: str
+    #: the user's --pass-env names: every child of this venv gets them beside the allow-list
+    pass_env: tuple = ()
 
     def to_dict(self) -> dict:
         return {"root": str(self.root), "python": str(self.python),
-                "site_packages": str(self.site_packages), "python_version": self.python_version}
+                "site_packages": str(self.site_packages), "python_version": self.python_version,
+                "pass_env": list(self.pass_env)}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Venv":
         return cls(Path(data["root"]), Path(data["python"]), Path(data["site_packages"]),
-                   data["python_version"])
+                   data["python_version"], tuple(data.get("pass_env", ())))
+
+    def env(self, extra: dict | None = None, *, pip: bool = False) -> dict:
+        """The environment of a child of this venv (clean_env with this venv's --pass-env)."""
+        return clean_env(extra, pass_env=self.pass_env, pip=pip)
 
 
-def clean_env(extra: dict | None = None) -> dict:
-    """The environment for a venv child: this one minus the loader/import leaks, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if k not in LEAKY_ENV}
-    # pip's own cache is fine to share; user site-packages are not (they would shadow the venv).
+def clean_env(extra: dict | None = None, *, pass_env=(), pip: bool = False) -> dict:
+    """The environment of a child that runs the wheel's code (``pip``: of a pip/uv command): the
+    allow-list above, the user's ``--pass-env`` names, then ``extra``; never a secret-like name."""
+    allowed = set(ALLOWED_ENV) | set(pass_env) | (set(PIP_ENV) if pip else set())
+    prefixes = ALLOWED_PREFIXES + (PIP_PREFIXES if pip else ())
+    env = {k: v for k, v in os.environ.items()
+           if (k in allowed or k.startswith(prefixes)) and k not in LEAKY_ENV and not is_secret_name(k)}
+    # user site-packages would shadow the venv
     env["PYTHONNOUSERSITE"] = "1"
-    env.update(extra or {})
+    env.update({k: v for k, v in (extra or {}).items() if not is_secret_name(k)})
     return env
 
 
@@ -62,7 +116,7 @@ def _run_logged(cmd: list, log: Path, step: str, what: str, env: dict | None = N
         fh.flush()
         try:
             proc = subprocess.run(list(map(str, cmd)), stdout=fh, stderr=subprocess.STDOUT,
-                                  env=env or clean_env(), timeout=timeout)
+                                  env=env or clean_env(pip=True), timeout=timeout)
         except FileNotFoundError as exc:
             raise StepError(step, f"{what}: {exc}", log) from None
         except subprocess.TimeoutExpired:
@@ -82,7 +136,8 @@ def _describe(python: Path) -> tuple[Path, str]:
     return Path(purelib), version
 
 
-def create_venv(venv_dir: Path, python: str | None = None, *, log: Path | None = None) -> Venv:
+def create_venv(venv_dir: Path, python: str | None = None, *, log: Path | None = None,
+                pass_env=()) -> Venv:
     """A fresh venv at ``venv_dir`` for ``python`` (default: this interpreter).
 
     uv is used when it is on PATH (seconds instead of tens of seconds), else ``python -m venv``.
@@ -116,7 +171,8 @@ def create_venv(venv_dir: Path, python: str | None = None, *, log: Path | None =
         _run_logged([python, "-m", "venv", venv_dir], log, "venv", f"{python} -m venv")
     vpython = venv_dir / "bin" / "python"
     site, version = _describe(vpython)
-    return Venv(root=venv_dir, python=vpython, site_packages=site, python_version=version)
+    return Venv(root=venv_dir, python=vpython, site_packages=site, python_version=version,
+                pass_env=tuple(pass_env))
 
 
 def pip_command(venv: Venv) -> list:
@@ -155,20 +211,22 @@ def install(venv: Venv, wheel: Path, *, find_links=(), index_url: str | None = N
     cmd = pip_command(venv) + index_args(find_links, index_url, no_index)
     if no_deps:
         # Only the wheel itself goes in without dependencies; the gates' own needs still resolve.
-        _run_logged(cmd + ["--no-deps", wheel], log, "install", f"pip install --no-deps {wheel.name}")
+        _run_logged(cmd + ["--no-deps", wheel], log, "install", f"pip install --no-deps {wheel.name}",
+                    env=venv.env(pip=True))
         rest = list(extra_requirements) + list(test_requirements)
         if rest:
-            _run_logged(cmd + rest, log, "install", "pip install of the extra/test requirements")
+            _run_logged(cmd + rest, log, "install", "pip install of the extra/test requirements",
+                        env=venv.env(pip=True))
     else:
         _run_logged(cmd + [wheel, *extra_requirements, *test_requirements], log, "install",
-                    f"pip install {wheel.name} with its dependencies")
+                    f"pip install {wheel.name} with its dependencies", env=venv.env(pip=True))
     return installed_distributions(venv)
 
 
 def installed_distributions(venv: Venv) -> dict:
     code = ("import json, importlib.metadata as m; print(json.dumps({d.metadata['Name'].lower(): d.version "
             "for d in m.distributions() if d.metadata['Name']}))")
-    out = subprocess.run([str(venv.python), "-c", code], capture_output=True, text=True, env=clean_env())
+    out = subprocess.run([str(venv.python), "-c", code], capture_output=True, text=True, env=venv.env())
     if out.returncode != 0:
         raise StepError("install", f"cannot list the venv's distributions: {out.stderr.strip()[-400:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -200,7 +258,7 @@ def check_install(venv: Venv, expected_version: str | None) -> dict:
     the runtime gates' business. Returns the facts plus ``problems`` (empty when good).
     """
     out = subprocess.run([str(venv.python), "-c", _CHECK_INSTALL], capture_output=True, text=True,
-                         env=clean_env(), cwd=tempfile.gettempdir())
+                         env=venv.env(), cwd=tempfile.gettempdir())
     if out.returncode != 0:
         raise StepError("install", f"the install check could not run in {venv.python}: "
                         f"{out.stderr.strip()[-600:]}")
@@ -250,7 +308,7 @@ def run_probe(venv: Venv, probe: Path, args=(), timeout: float = 600, env: dict 
     workdir = Path(cwd)
     workdir.mkdir(parents=True, exist_ok=True)
     result_file = workdir / f"{Path(probe).stem}-{os.getpid()}-{len(os.listdir(workdir))}.json"
-    child_env = clean_env({RESULT_ENV: str(result_file), **(env or {})})
+    child_env = venv.env({RESULT_ENV: str(result_file), **(env or {})})
     cmd = [str(venv.python), str(probe), *map(str, args)]
     base = {"probe": Path(probe).name, "args": [str(a) for a in args], "command": " ".join(cmd)}
     try:

@@ -10,7 +10,8 @@
 - ``publish``: the publish preflight, the gate's view of every other verdict, the final line;
 - ``ledger``: every gate's verdict and reason, decided where it ran, filed once by the reporting
   process (the same words with ``-n 2`` as serially);
-- ``release_set``: the flavor's whole gate set, read before ``-m``/``-k`` deselect, for publish;
+- ``release_set``: the flavor's release set from its committed manifest (build_steps/release_sets/),
+  for publish; as ``python -m harness.release_set --write|--check`` it makes or checks the manifests;
 - ``wheel_pin``: the wheel's bytes hashed once; the end-of-run check that they did not change;
 - ``venv_lock``: one run per ``--venv-dir``; ``gpu_policy``: skipped GPU gates are not green.
 

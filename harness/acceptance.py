@@ -69,6 +69,22 @@ def selected_shards(config) -> list:
     return plan["selected"] if plan else []
 
 
+def inapplicable_shard_gates(config, gate_ids) -> dict:
+    """gate id -> why, for the shard gates among ``gate_ids`` that the fork's own script would not
+    run on this tree (a conditional file is absent). Read from the fork's shard data, whatever
+    --shards-file named: the release set's shards are the fork's."""
+    root = source_root(config)
+    if root is None:
+        return {}
+    shards = acc.load_suite().shards
+    out = {}
+    for gate in gate_ids:
+        for s in shards:
+            if gate.endswith(f"::test_shard[{s.id}]") and (why := acc.not_applicable(s, root)):
+                out[gate] = why
+    return out
+
+
 def shard_timeout_override(config) -> float | None:
     plan = config.stash.get(PLAN_KEY, None)
     return plan["timeout"] if plan else None

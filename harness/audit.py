@@ -13,7 +13,7 @@ from build_steps.pinning import verify
 from build_steps.readers.report import provenance_document, summary_lines, write_json_atomic
 from build_steps.readers.wheel import extract_wheel
 
-from . import report_sections
+from . import report_sections, review
 from .common import OPTIONS_KEY, add_report_lines, is_worker, shared_root
 from .ledger import failure_reason, verdict_of
 from .wheel_pin import load_pin
@@ -86,14 +86,17 @@ class ProvenanceReport:
         facts = load_shared(shared, "audit") if shared is not None else None
         add_report_lines(config, ["", "Provenance report:"]
                          + ["  " + ln for ln in summary_lines(facts, self.verdicts)])
-        if options.provenance_json is not None:
+        if options.provenance_json is not None or review.wants_page(config):
             doc = provenance_document(facts, self.verdicts, options)
             doc.update(report_sections.extra_sections(config, facts))
+            doc.update(review.review_section(config, session.exitstatus))
             pin = load_pin(shared)
             # The bytes the gates judged (harness.wheel_pin), so the report names one exact file.
             if pin is not None:
                 doc["wheel"] = {**(doc.get("wheel") or {}), "filename": Path(pin.source).name,
                                 "file": pin.source, "sha256": pin.sha256, "size": pin.size}
+            config.stash[review.DOC_KEY] = doc  # the review page renders it (harness.review)
+        if options.provenance_json is not None:
             try:
                 write_json_atomic(options.provenance_json, doc)
             except HarnessError as exc:  # a full filesystem: one block, no traceback, no partial file

@@ -22,6 +22,7 @@ from build_steps import cuda_root as cuda_root_step
 from build_steps.errors import HarnessError, UsageError
 from build_steps.overrides import broken_promises, development_option_promises
 from build_steps.once import run_once
+from build_steps.pinning import verify
 from build_steps.readers import cmake_cache, ninja_log
 
 from .common import (LIVE, RESULTS_KEY, add_report_lines, harness_options,
@@ -38,6 +39,12 @@ STEPS = (("configure", "configure"), ("compile", "compile"), ("stage", "stage+bu
 def pytest_configure(config):
     LIVE.config = config
     config.pluginmanager.register(DistDecision(), "mxnet-dist-decision")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report):
+    # before the terminal reporter writes the result letter (build output ended its line)
+    LIVE.resume_progress_line(report.nodeid)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -244,7 +251,9 @@ class DistDecision:
         if not self.passed_provenance:
             return f"wheel NOT copied to dist/: no provenance gate ran; it stays in {wheel.parent}"
         pin = load_pin(shared_root(config))
-        dest = package.publish_to_dist(wheel, dist, sha256=pin.sha256 if pin else None, src=dist.parent)
+        # dist/ gets the run's private copy, checked again first (build_steps.pinning).
+        source = verify(pin, "dist/") if pin is not None else wheel
+        dest = package.publish_to_dist(source, dist, sha256=pin.sha256 if pin else None, src=dist.parent)
         ledger_of(config).wheel = str(dest)
         return f"wheel passed {self.passed_provenance} provenance gate(s): {dest}"
 

@@ -19,6 +19,38 @@ REPORT_LINES_KEY = pytest.StashKey[list]()
 _RELEASE_FIXED_KEY = pytest.StashKey[bool]()
 
 
+#: the plugin modules the root conftest registers (conftest.py's pytest_plugins)
+HARNESS_PLUGINS_KEY = pytest.StashKey[tuple]()
+#: name prefixes of this harness's plugins: its modules and the plugin objects they register
+_PLUGIN_PREFIXES = ("harness.", "mxnet-")
+
+
+def disabled_harness_plugins(config) -> list:
+    """The harness plugins blocked with ``-p no:NAME`` (command line, PYTEST_ADDOPTS or an ini's
+    addopts: pytest reads all three before configuring)."""
+    names = []
+    for name, plugin in config.pluginmanager.list_name_plugin():
+        base = name.removeprefix("pytest_")
+        if plugin is None and base.startswith(_PLUGIN_PREFIXES) and base not in names:
+            names.append(base)
+    return names
+
+
+def inactive_harness_plugins(config) -> list:
+    """Blocked harness plugins, and plugin modules of the conftest's list that are not registered."""
+    missing = [n for n in config.stash.get(HARNESS_PLUGINS_KEY, ()) if not config.pluginmanager.has_plugin(n)]
+    return list(dict.fromkeys([*disabled_harness_plugins(config), *missing]))
+
+
+def disabled_plugins_message(names) -> str:
+    """One message, whatever put the ``-p no:`` there."""
+    shown = ", ".join(names)
+    return (f"harness plugin(s) not active: {shown}. Every plugin of this harness takes part in its "
+            "verdicts (the release set, the wheel pin, the GPU policy, the ledger...), so a run "
+            f"without one is refused; remove -p no:{names[0]} from the command line, PYTEST_ADDOPTS "
+            "or the ini's addopts")
+
+
 def harness_options(config) -> RunOptions:
     return config.stash[OPTIONS_KEY]
 
@@ -57,11 +89,34 @@ def add_report_lines(config, lines) -> None:
     config.stash.setdefault(REPORT_LINES_KEY, []).extend(lines)
 
 
+def _end_progress_line(config) -> bool:
+    """Finish pytest's progress line (``tests/test_x.py ..``) before a live line is written, so
+    build output starts on its own line instead of being spliced into the dots. True when a line
+    was ended (LiveStream.resume_progress_line then starts the next dots with the file name)."""
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is not None and getattr(tr, "currentfspath", None) is not None:
+        tr.ensure_newline()
+        tr.flush()
+        return True
+    return False
+
+
 class LiveStream:
     """Writes straight to the terminal while pytest's capture is on (as live logging does)."""
 
     def __init__(self):
         self.config = None
+        self.line_ended = False
+
+    def resume_progress_line(self, nodeid: str) -> None:
+        """After live lines, pytest's next result letter would stand alone on a line: write the
+        test file's name first, as pytest does for a new file (harness.chain calls this)."""
+        if not self.line_ended or self.config is None:
+            return
+        self.line_ended = False
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None and getattr(tr, "currentfspath", None) is None:
+            tr.write_fspath_result(nodeid, "")
 
     def write(self, text):
         capman = self.config.pluginmanager.getplugin("capturemanager") if self.config else None
@@ -69,6 +124,7 @@ class LiveStream:
             (sys.__stderr__ or sys.stderr).write(text)
             return
         with capman.global_and_fixture_disabled():
+            self.line_ended = _end_progress_line(self.config) or self.line_ended
             sys.stderr.write(text)
             sys.stderr.flush()
 

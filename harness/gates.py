@@ -12,6 +12,7 @@ import pytest
 
 from build_steps.errors import HarnessError, StepError, UsageError, WheelUnusable
 from build_steps.once import ProductFailed, StepFailedElsewhere
+from build_steps.release_manifest import left_out_by_flavor
 
 from .common import REPORT_LINES_KEY, RESULTS_KEY, harness_options, is_release_run
 
@@ -73,13 +74,15 @@ def pytest_runtest_makereport(item, call):
 def pytest_collection_modifyitems(config, items):
     # The GPU and cuBLAS gates are promises of the CUDA profile only. A CPU wheel does not make
     # them, so they are left out of its run (rather than skipped, which -m release counts as failed).
-    if harness_options(config).profile.is_cuda:
+    # The rule is the one the release manifests are made by (build_steps.release_manifest).
+    profile = harness_options(config).profile
+    if profile.is_cuda:
         return
     keep, dropped = [], []
     for item in items:
         is_gate = item.get_closest_marker("release") is not None
-        is_gpu = item.get_closest_marker("gpu") or item.get_closest_marker("cublas")
-        (dropped if is_gate and is_gpu else keep).append(item)
+        left_out = is_gate and left_out_by_flavor({m.name for m in item.iter_markers()}, profile)
+        (dropped if left_out else keep).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep

@@ -9,10 +9,9 @@ import sys
 
 import pytest
 
-from .common import harness_options
+from build_steps.release_manifest import FORMAT_MARKERS  # binary format -> its gates' marker
 
-#: binary format -> the marker of the gates that read only that format
-FORMAT_MARKERS = {"elf": "elf", "macho": "macho"}
+from .common import harness_options
 
 
 def pytest_collection_modifyitems(config, items):

@@ -42,6 +42,15 @@ def pytest_sessionstart(session):
         src = Path(shipped["mxnet_src"]) if shipped["mxnet_src"] else src
         results = Path(shipped["results"]) if shipped["results"] else None
     elif opts.publish and not is_worker(config):
+        if opts.wheel is not None:
+            # Issue 19, item 4: the release set's build gates verify the build of this run (its
+            # CMake cache, compile, bundle, package); a wheel built elsewhere has none here, so
+            # they could only skip, which a release counts as failed. Refused before anything runs.
+            raise pytest.UsageError(
+                f"--publish with --wheel {opts.wheel.name}: only a full build publishes. The release "
+                "set's build gates verify the build made in the same run, which an existing wheel "
+                "does not have; run pytest -m release --mxnet-src=<the checkout> --publish (it builds, "
+                "verifies and publishes in one run), or audit this wheel without --publish")
         try:
             state = publish.preflight(opts.mxnet_src or Path(config.invocation_params.dir),
                                       opts.remote, dry_run=opts.dry_run, yes=opts.yes)
@@ -150,6 +159,15 @@ class PublishPlugin:
                 return {n: v for n, v in seen.items() if n in wanted}
             time.sleep(poll_s)
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        # A --publish run whose publish gate never ran (deselected by --sw, -k, -o python_functions)
+        # published nothing: it is not green.
+        if self.worker or not harness_options(self.config).publish or self.config.option.collectonly:
+            return
+        if self.outcome is None and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
     def pytest_unconfigure(self, config):
         if self.results is not None and not self.worker:
             shutil.rmtree(self.results.parent, ignore_errors=True)
@@ -169,6 +187,11 @@ class PublishPlugin:
         gates = {n: v for n, v in self.verdicts.items() if n not in self.publish_ids}
         passed = sum(v == "passed" for v in gates.values())
         verdict = "PASS" if gates and passed == len(gates) else "FAIL"
+        counted = f"{passed}/{len(gates)} gates passed"
+        if "set_size" in out:
+            # A publish run is judged against the flavor's release set, not against what it ran.
+            verdict = "PASS" if verdict == "PASS" and out["set_passed"] == out["set_size"] else "FAIL"
+            counted = f"{out['set_passed']}/{out['set_size']} gates of the {out['flavor']} release set passed"
         if exitstatus == pytest.ExitCode.INTERRUPTED:
             verdict = "INTERRUPTED"
         if not opts.publish:
@@ -181,8 +204,9 @@ class PublishPlugin:
             published = f"NOT published: {out['reason']}"
         else:
             published = "NOT published (the publish gate did not run)"
+            verdict = "FAIL" if verdict == "PASS" else verdict
         wheel = (produced_wheel(config) or out.get("wheel") or self.wheel
                  or (str(opts.wheel) if opts.wheel else "no wheel"))
-        tr.write_line(f"RELEASE {wheel}: {verdict} ({passed}/{len(gates)} gates passed); {published}",
+        tr.write_line(f"RELEASE {wheel}: {verdict} ({counted}); {published}",
                       bold=True, green=verdict == "PASS", red=verdict != "PASS")
 

@@ -17,7 +17,7 @@ from build_steps import gpu_verify
 from build_steps.pinning import sha256_of
 
 from .common import harness_options, shared_root
-from .ledger import produced_wheel
+from .ledger import failure_reason, produced_wheel, verdict_of
 
 _GPU_MARKS = ("gpu", "cublas")
 _PROP = "mxnet_gpu_run"
@@ -50,9 +50,9 @@ def _record(runs: dict, report) -> None:
     props = dict(report.user_properties).get(_PROP) or {}
     why = ""
     if not report.passed:
-        text = getattr(report, "longreprtext", "") or ""
-        why = next((ln[2:].strip() for ln in text.splitlines() if ln.startswith("E ")),
-                   (text.strip().splitlines() or [""])[0])[:300]
+        # The reason decided where the gate ran (harness.ledger): under -n 2 the report's text on
+        # the controller starts with the worker's banner, and a skip's is the longrepr tuple.
+        why = (verdict_of(report) or {}).get("why") or failure_reason(getattr(report, "longreprtext", "") or "")
     if report.when == "call" or report.nodeid not in runs or not report.passed:
         runs[report.nodeid] = {"verdict": report.outcome, "message": why, "gpu": props.get("gpu"),
                                "wheel": props.get("wheel")}
@@ -79,6 +79,11 @@ def has_gpu_runs(config) -> bool:
 
 
 def _wheel_path(config, facts) -> Path | None:
+    # The run's private copy (harness.wheel_pin) when there is one: never the user's path again.
+    from .wheel_pin import load_pin
+    pin = load_pin(shared_root(config))
+    if pin is not None:
+        return Path(pin.path)
     for run in config.stash.get(GPU_RUNS_KEY, {}).values():
         if run.get("wheel"):
             return Path(run["wheel"])

@@ -50,7 +50,8 @@ def release_venv(options, wheel_path, wheel_pin, shared_dir):
     log = shared_dir / "release-venv-install.log"
 
     def make() -> dict:
-        venv = venv_step.create_venv(root, options.build_python or sys.executable, log=log)
+        venv = venv_step.create_venv(root, options.build_python or sys.executable, log=log,
+                                     pass_env=options.pass_env)
         installed = venv_step.install(
             venv, verify(wheel_pin, "the venv install"), find_links=options.find_links, index_url=options.index_url,
             extra_requirements=options.extra_requirements, test_requirements=GATE_TEST_REQUIREMENTS,
@@ -83,7 +84,7 @@ def driver_stub(release_venv, install_report, shared_dir):
             needs = bool(libs) and DRIVER_SONAME in read_dynamic(libs[0]).needed
         except HarnessError:
             needs = False  # not an ELF library: the gates say so themselves
-        missing = driver_missing(release_venv.python, venv_step.clean_env()) if needs else None
+        missing = driver_missing(release_venv.python, release_venv.env()) if needs else None
         if missing is None:
             return {"stub": None}
         return {"stub": str(make_stub(shared_dir / "driver-stub")), "why": missing}

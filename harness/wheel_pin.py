@@ -1,18 +1,19 @@
-"""The wheel's bytes, pinned once per run (build_steps.pinning), and the end-of-run check that
-the file the user named is still the one the gates judged.
+"""The wheel's bytes, pinned once per run (build_steps.pinning: a private read-only copy, hashed
+while copied), and the end-of-run check that the file the user named is still the one the gates judged.
 
 With ``--wheel`` the pin is made when the session starts, before any xdist worker exists; a built
 wheel is pinned as soon as the build chain made it. Extraction, install, publish and dist/ read
-the pinned file after checking its hash; the JSON report and the release notes carry the sha256.
+the private copy after checking its hash; the JSON report and the release notes carry the sha256.
 """
 from __future__ import annotations
 
 import pytest
 
 from build_steps.once import run_once
-from build_steps.pinning import WheelPin, pin_wheel, source_changed, verify
+from build_steps.pinning import WheelPin, pin_wheel, source_changed, unlock, verify
 
 from .common import add_report_lines, harness_options, is_worker, say, shared_root
+from .ledger import produced_wheel
 
 PIN_RECORD = "wheel-pin"
 PIN_KEY = pytest.StashKey[WheelPin]()
@@ -54,6 +55,24 @@ def wheel_pin(options, shared_dir, request) -> WheelPin:
 # tryfirst: the pinned file lives under the basetemp pytest removes after a green run.
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
+    _check_at_end(session)
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_Unlock(), "mxnet-pin-unlock")
+
+
+class _Unlock:
+    """Makes the pin's directory removable again once dist/ (harness.chain, tryfirst) has read the
+    copy: registered after pytest's tmpdir plugin, so this runs before its basetemp cleanup."""
+
+    def pytest_sessionfinish(self, session):
+        pin = session.config.stash.get(PIN_KEY, None)
+        if pin is not None and not is_worker(session.config):
+            unlock(pin)
+
+
+def _check_at_end(session):
     config = session.config
     if is_worker(config):
         return
@@ -69,7 +88,10 @@ def pytest_sessionfinish(session, exitstatus):
     changed = source_changed(pin)
     if changed:
         problems.append(changed)
-    lines = [f"wheel verified by this run: {pin.source} (sha256 {pin.sha256}, {pin.size} bytes)"]
+    # A built wheel's path is said once, where it now lies (dist/ or set aside, harness.chain);
+    # its staging path here would be a second wheel path for the same bytes.
+    where = "" if produced_wheel(config) else f"{pin.source} "
+    lines = [f"wheel verified by this run: {where}(sha256 {pin.sha256}, {pin.size} bytes)"]
     if problems:
         lines = ["WHEEL CHANGED DURING THE RUN: " + p for p in problems] + lines
         if session.exitstatus == pytest.ExitCode.OK:

@@ -15,8 +15,9 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 # clang + lld + llvm: Mach-O dylibs for the macOS-flavor selftests (clang -target arm64-apple-macos,
 # ld64.lld, llvm-install-name-tool and llvm-lipo).
 # bubblewrap: sandbox of an sccache-dist build server (scripts/sccache_dist_loopback.py, its selftest).
+# chromium + chromium-driver: the review page's browser selftest (selftest/test_review_page.py).
 pkgs=(build-essential cmake ninja-build git unzip patchelf libopencv-dev libopenblas-dev gfortran ccache
-      python3-venv python3-dev clang lld llvm bubblewrap)
+      python3-venv python3-dev clang lld llvm bubblewrap chromium chromium-driver)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -26,7 +27,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-  echo "WARNING: nvcc not found: CUDA builds (and the fatbin selftests) need the CUDA 13 toolkit" >&2
+  echo "WARNING: nvcc not found: CUDA builds (and the fatbin selftests) need nvcc 13; README.md," \
+       "'The first hour', says how to install it (cuda-nvcc-13-0 from NVIDIA's package repository)" >&2
 fi
 
 PY=${PYTHON:-python3}
@@ -35,5 +37,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[selftest]"
+# PYTHONWARNINGS=ignore: setuptools' build backend prints an "Editable installation" warning banner
+# for every editable install of a flat layout; it is advice about import shadowing, not a problem here.
+PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q -e ".[selftest]"
 echo "==> ready: $(.venv/bin/python -m pytest --version 2>&1)"

@@ -22,3 +22,23 @@ def test_gpu_gates_selected_without_a_gpu_are_not_green(gates, mxnet191_wheel, m
     assert accepted.ret == pytest.ExitCode.OK, accepted.stdout.str()[-3000:]
     accepted.stdout.fnmatch_lines(["GPU gates: 12 selected and skipped (no CUDA GPU on this host*"
                                    "accepted with --allow-gpu-skips"])
+
+
+def _gpu_verdicts(path) -> dict:
+    import json
+    doc = json.loads(path.read_text())
+    return {n: (g["verdict"], g["message"]) for n, g in doc["gpu_verification"]["gates"].items()}
+
+
+@pytest.mark.slow
+def test_gpu_json_under_xdist_equals_the_serial_one(gates, mxnet191_wheel, mxnet191_wheelhouse, tmp_path):
+    # Issue 19, item 5: under -n 2 the GPU gates' messages were a worker banner, not the skip reason.
+    args = ["-m", "gpu or cublas", *runtime_args(mxnet191_wheel, mxnet191_wheelhouse), "--flavor=cuda",
+            "--allow-gpu-skips", "-p", "no:randomly"]
+    serial = gates(*args, f"--provenance-json={tmp_path / 'serial.json'}")
+    spread = gates(*args, "-n", "2", f"--provenance-json={tmp_path / 'xdist.json'}")
+    assert serial.ret == spread.ret == pytest.ExitCode.OK, spread.stdout.str()[-3000:]
+    serial_v, spread_v = _gpu_verdicts(tmp_path / "serial.json"), _gpu_verdicts(tmp_path / "xdist.json")
+    assert len(serial_v) == 12 and all(v == "skipped" for v, _ in serial_v.values()), serial_v
+    assert all(msg.startswith("no CUDA GPU on this host") for _, msg in serial_v.values()), serial_v
+    assert spread_v == serial_v

@@ -177,3 +177,29 @@ def test_tag_failure_leaves_nothing(release_repo, wheel, gh_standin):
     with pytest.raises(publish.PublishFailed, match="(?s)step 'tag' failed.*Now exists: nothing"):
         publish.execute(plan)
     assert release_repo.remote_tags() == [] and gh_standin.calls() == []
+
+
+def test_wheel_changed_after_the_push_is_not_uploaded(release_repo, wheel, gh_standin):
+    # Issue 19: the upload reads the file again after `git tag`/`git push`; it is checked against
+    # the pin right before, so bytes written in between are never released.
+    plan = make_plan(release_repo, wheel)
+    tag = "v" + VERSION
+
+    def run_then_rewrite(cmd):
+        proc = publish._run(cmd)  # the real git
+        if cmd.name == "push":
+            with zipfile.ZipFile(wheel, "a") as zf:
+                zf.writestr("mxnet/evil.py", "import os\n")
+        return proc
+
+    with pytest.raises(publish.PublishFailed) as err:
+        publish.execute(plan, run=run_then_rewrite)
+    text = str(err.value)
+    assert f"publish stopped before the upload: {wheel} hashes to" in text
+    assert f"not to the sha256 {plan.sha256} the gates judged; nothing was uploaded" in text
+    assert f"Now exists: the tag {tag} (local and on origin); no GitHub release" in text
+    assert gh_standin.calls() == []
+    for line in text.splitlines():
+        if line.strip().startswith("git -C"):
+            subprocess.run(shlex.split(line.strip()), check=True, capture_output=True)
+    assert tag not in release_repo.local_tags() and tag not in release_repo.remote_tags()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from build_steps.release_manifest import release_gates
 from selftest.conftest import HARNESS_ROOT, run_gates
 from selftest.fixtures_publish import git, other_gates_source
 
@@ -79,7 +80,8 @@ def test_publish_refused_under_xdist_waits_for_every_worker(pytester, release_re
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*publish refused: * gates of the cuda release set did not pass*",
                                  "*FAILED*test_gate_that_fails*"])
-    assert "FAIL (1/2 gates passed); NOT published" in _final_line(result)
+    size = len(release_gates("cuda")) + 2  # the manifest and the two gates of this run
+    assert f"FAIL (1/{size} gates of the cuda release set passed); NOT published" in _final_line(result)
 
 
 def test_without_publish_the_gate_is_not_collected(pytester, release_repo):
@@ -102,3 +104,33 @@ def test_publish_gate_runs_last(pytester, release_repo):
 # naming the gates that did not run): selftest/test_integrity_publish.py. The tag/push/release
 # commands and the notes are checked in selftest/test_publish_execute.py; a publish that the
 # publish gate lets through needs the whole release set, GPU gates included (a GPU host).
+
+
+def test_publishing_an_existing_wheel_is_refused_before_anything_runs(pytester, release_repo, tmp_path):
+    # Issue 19, item 4: only a full build publishes (docs/release_procedure.md says so).
+    import zipfile
+    wheel = tmp_path / "mxnet-2.0.0+cu13.bw.20260614.1-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("mxnet/__init__.py", "")
+    result = _run(pytester, release_repo, "--publish", "--dry-run", f"--wheel={wheel}", others="passes")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert [ln for ln in result.stderr.lines if ln.startswith("ERROR")] == [
+        f"ERROR: --publish with --wheel {wheel.name}: only a full build publishes. The release set's build "
+        "gates verify the build made in the same run, which an existing wheel does not have; run pytest -m "
+        "release --mxnet-src=<the checkout> --publish (it builds, verifies and publishes in one run), or "
+        "audit this wheel without --publish"]
+    assert "passed" not in result.stdout.str() and release_repo.local_tags() == []
+
+
+def test_bad_wheel_file_name_is_one_usage_error(pytester, tmp_path):
+    # Issue 19, item 5: a zip whose name is no wheel name was 29 identical setup errors and exit 1.
+    import zipfile
+    wheel = tmp_path / "mxnet_latest.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("mxnet/__init__.py", "")
+    result = run_gates(pytester, HARNESS_ROOT / "tests", "-m", "provenance", f"--wheel={wheel}", timeout=300)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [ln for ln in result.stderr.lines if ln.startswith("ERROR")]
+    assert len(errors) == 1 and errors[0].startswith(f"ERROR: --wheel {wheel}: mxnet_latest.whl is not a valid "
+                                                     "wheel file name"), result.stderr.str()
+    assert "error" not in result.stdout.str().lower()

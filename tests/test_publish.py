@@ -13,8 +13,11 @@ import pytest
 
 from build_steps import package, publish
 from build_steps.errors import HarnessError
-from build_steps.pinning import source_changed, verify
-from harness.release_set import ReleaseSet, release_set_of
+from build_steps.pinning import verify
+from harness import review
+from harness.acceptance import inapplicable_shard_gates
+from harness.common import disabled_plugins_message, inactive_harness_plugins
+from harness.release_set import release_set_of
 
 pytestmark = [pytest.mark.release, pytest.mark.publish]
 
@@ -25,8 +28,12 @@ pytestmark = [pytest.mark.release, pytest.mark.publish]
 def test_publish(request, options, profile):
     plugin = request.config.pluginmanager.get_plugin("mxnet-publish")
 
-    def record(**facts):
-        request.node.user_properties.append(("mxnet_publish", facts))
+    recorded = {}
+
+    def record(**facts):  # one mxnet_publish property, the facts so far
+        recorded.update(facts)
+        props = [p for p in request.node.user_properties if p[0] != "mxnet_publish"]
+        request.node.user_properties[:] = [*props, ("mxnet_publish", dict(recorded))]
 
     try:
         _publish(request, options, profile, plugin, record)
@@ -42,21 +49,24 @@ def _publish(request, options, profile, plugin, record):
     if plugin is None or plugin.release is None:
         pytest.fail("publish refused: no release version was chosen at session start "
                     "(the publish preflight did not run); run with --publish")
+    inactive = inactive_harness_plugins(request.config)
+    if inactive:
+        pytest.fail(f"publish refused: {disabled_plugins_message(inactive)}", pytrace=False)
     others = [item.nodeid for item in request.session.items if item is not request.node]
-    if not others:
-        pytest.fail("publish refused: no other gate ran in this session; a release is published "
-                    "only from a full run: pytest -m release --publish ...")
     verdicts = plugin.verdicts_of(others)
-    # The whole release set of the flavor, not only what this run selected: a gate left out by
-    # -m/-k or a module not on the command line verified nothing.
-    rset = (release_set_of(request.config) or ReleaseSet()).including(others)
-    not_passed = rset.not_passed(verdicts)
+    # The flavor's manifest (build_steps/release_sets/), not what this run collected or selected:
+    # whatever -m, -k, --sw, --lf, --shards, an ini or a plugin option left out is listed here.
+    rset = release_set_of(request.config).including(
+        i.nodeid for i in request.session.items if i is not request.node and i.get_closest_marker("release"))
+    not_passed = rset.not_passed(verdicts, excused=inapplicable_shard_gates(request.config, rset.gates))
+    record(set_size=rset.size(), set_passed=rset.size() - len(not_passed), flavor=profile.name)
     if not_passed:
         listing = "\n".join(f"  {verdict.upper():13} {nodeid}" for nodeid, verdict in not_passed)
         pytest.fail(f"publish refused: {len(not_passed)} of {rset.size()} gates of the {profile.name} "
-                    "release set did not pass in this run (every gate must be collected, run and pass: "
-                    f"no -m narrowing, -k, deselection or skip)\n{listing}", pytrace=False)
-    ran = sorted(rset.gates)  # every one of them passed
+                    f"release set did not pass in this run (the set is build_steps/release_sets/"
+                    f"{profile.name}.json; every gate of it must run and pass in one run)\n{listing}",
+                    pytrace=False)
+    ran = sorted(g for g in rset.gates if verdicts.get(g) == "passed")
 
     wheel = request.getfixturevalue("wheel_path")
     release = plugin.release
@@ -70,9 +80,13 @@ def _publish(request, options, profile, plugin, record):
     state = publish.preflight(plugin.src, options.remote, dry_run=options.dry_run, yes=options.yes)
     publish.resolve_release_version(state, profile, explicit=release.version)
     publish.check_commit(facts, state.head)
-    upload = _verified_upload(request, options, state, wheel)
+    upload = _verified_upload(request, options, state)
     pin = request.getfixturevalue("wheel_pin")
-    plan = publish.plan_release(state, release, profile, facts, upload, gates=ran, digest=pin.sha256)
+    # The review page goes up with the wheel: what the reviewer saw is what the release shows.
+    page = review.publish_page(request.config, _page_path(request, options), request.getfixturevalue("audit"),
+                               verdicts, pin)
+    plan = publish.plan_release(state, release, profile, facts, upload, gates=ran, digest=pin.sha256,
+                                assets=[page])
 
     if options.dry_run:
         print("\n".join(plan.printable()))
@@ -83,22 +97,26 @@ def _publish(request, options, profile, plugin, record):
     record(published=True, tag=plan.tag, url=url, wheel=str(plan.wheel))
 
 
-def _verified_upload(request, options, state, wheel):
-    """The file the release uploads: exactly the bytes the gates judged (the run's pin).
-
-    A built wheel is uploaded from dist/, where it is placed first (verified while copied, all or
-    nothing); a dry run names that path without writing it. A ``--wheel`` is uploaded from where
-    the user named it, after checking it still hashes to the pin.
+def _verified_upload(request, options, state):
+    """The file the release uploads: the run's private copy of the wheel (build_steps.pinning),
+    the bytes the gates judged, checked now and again right before the upload (publish.execute).
+    dist/ gets the same bytes first (from the copy, verified while copied); a dry run writes nothing.
     """
     pin = request.getfixturevalue("wheel_pin")
-    verify(pin, "the publish")
-    if options.wheel is not None:
-        changed = source_changed(pin)
-        if changed:
-            pytest.fail(f"publish refused: {changed}", pytrace=False)
-        return Path(pin.source)
-    paths = request.getfixturevalue("build_paths")
-    if options.dry_run:
-        return paths.dist / wheel.name
-    return package.publish_to_dist(Path(pin.source), paths.dist, sha256=pin.sha256, src=paths.src,
-                                   remote_tags=state.remote_tags)
+    upload = verify(pin, "the publish")
+    if not options.dry_run:
+        paths = request.getfixturevalue("build_paths")
+        package.publish_to_dist(upload, paths.dist, sha256=pin.sha256, src=paths.src,
+                                remote_tags=state.remote_tags)
+    return upload
+
+
+def _page_path(request, options) -> Path:
+    """Where the release's review page is written: --review-page, else the build's harness-logs/,
+    else (an existing --wheel) the run's shared dir."""
+    explicit = request.config.getoption("review_page", None)
+    if explicit is not None:
+        return Path(explicit)
+    if options.wheel is None:
+        return request.getfixturevalue("build_paths").logs / "review.html"
+    return request.getfixturevalue("shared_dir") / "review.html"

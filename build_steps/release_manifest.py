@@ -1,0 +1,105 @@
+"""The release set of each flavor, as data kept in the repo (``build_steps/release_sets/<flavor>.json``).
+
+A release is published only when every gate id of its flavor's manifest passed in the run. The
+set is fixed data, never "what this run collected": an option, an ini line, an environment
+variable or a disabled plugin that changes collection (``--sw``, ``--lf``, ``--shards``,
+``-o python_functions=...``) can only shrink what runs, and every id that did not run is then
+listed by the refusal. The files are generated from the gate modules' markers
+(``python -m harness.release_set --write``); ``--check`` (a selftest) fails when a gate module
+and its manifest disagree.
+
+Each manifest holds the flavor's gate ids (the publish gate excluded: it is the one that checks)
+and the full acceptance shard list (id and lane) the shard gates were generated from.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UsageError
+
+MANIFEST_DIR = Path(__file__).resolve().parent / "release_sets"
+FLAVORS = ("cuda", "cpu", "macos")
+SCHEMA = 1
+#: The markers a gate's flavor membership depends on (kept in the manifest beside each id).
+GPU_MARKERS = ("gpu", "cublas")
+FORMAT_MARKERS = {"elf": "elf", "macho": "macho"}
+
+
+def left_out_by_flavor(markers, profile) -> str | None:
+    """Why a release gate with these marker names is no promise of ``profile`` (None: it is one).
+
+    The one rule for the flavors' sets: harness.gates (GPU gates of a CPU wheel) and
+    harness.macos (the other binary format's gates) deselect by it, and the manifests are made by it.
+    """
+    markers = set(markers)
+    if not profile.is_cuda and markers & set(GPU_MARKERS):
+        return f"a GPU gate: the {profile.name} profile makes no GPU promise"
+    other = [m for fmt, m in FORMAT_MARKERS.items() if fmt != profile.binary_format and m in markers]
+    if other:
+        return f"reads {other[0]} binaries: the {profile.name} wheel's are {profile.binary_format}"
+    return None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    flavor: str
+    #: gate ids (pytest node ids relative to the harness root), sorted
+    gates: tuple
+    #: the acceptance shards the shard gates come from: ({"id", "lane"}, ...)
+    shards: tuple
+
+    def to_json(self) -> dict:
+        return {"schema": SCHEMA, "flavor": self.flavor,
+                "generated_by": "python -m harness.release_set --write",
+                "gates": list(self.gates), "shards": [dict(s) for s in self.shards]}
+
+
+def manifest_path(flavor: str, root: Path | None = None) -> Path:
+    base = (Path(root) / "build_steps" / "release_sets") if root is not None else MANIFEST_DIR
+    return base / f"{flavor}.json"
+
+
+def load_manifest(flavor: str, root: Path | None = None) -> Manifest:
+    """The committed manifest of ``flavor``; a missing or malformed one is a UsageError."""
+    if flavor not in FLAVORS:
+        raise UsageError(f"no release manifest for flavor {flavor!r} (known: {', '.join(FLAVORS)})")
+    path = manifest_path(flavor, root)
+    try:
+        data = json.loads(path.read_text())
+        gates, shards = tuple(data["gates"]), tuple(data["shards"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"release manifest {path} cannot be read ({exc}); regenerate it with "
+                         "python -m harness.release_set --write") from None
+    return Manifest(flavor=flavor, gates=gates, shards=shards)
+
+
+def release_gates(flavor: str) -> tuple:
+    """The gate ids of ``flavor``'s release set (what a publish needs to have passed)."""
+    return load_manifest(flavor).gates
+
+
+def build_manifest(flavor: str, profile, gate_markers: dict, shards) -> Manifest:
+    """The manifest of ``flavor`` from every collected release gate (nodeid -> marker names)
+    and the full shard list (objects with ``id`` and ``lane``)."""
+    gates = sorted(n for n, marks in gate_markers.items()
+                   if "publish" not in marks and left_out_by_flavor(marks, profile) is None)
+    return Manifest(flavor=flavor, gates=tuple(gates),
+                    shards=tuple({"id": s.id, "lane": s.lane} for s in shards))
+
+
+def differences(committed: Manifest, generated: Manifest) -> list:
+    """What a gate module (or the shard data) has that the committed manifest has not, and back."""
+    out = []
+    for gate in sorted(set(generated.gates) - set(committed.gates)):
+        out.append(f"{committed.flavor}: gate {gate} is in the gate modules but not in the manifest")
+    for gate in sorted(set(committed.gates) - set(generated.gates)):
+        out.append(f"{committed.flavor}: gate {gate} is in the manifest but no gate module has it")
+    if list(committed.shards) != list(generated.shards):
+        have = {s["id"]: s.get("lane") for s in committed.shards}
+        want = {s["id"]: s.get("lane") for s in generated.shards}
+        changed = sorted(k for k in have.keys() | want.keys() if have.get(k) != want.get(k))
+        out.append(f"{committed.flavor}: the shard list differs from the shard data "
+                   f"({', '.join(changed) or 'order'})")
+    return out

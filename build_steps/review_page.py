@@ -1,0 +1,315 @@
+"""The release review page: one self-contained HTML file per run that has a wheel.
+
+A release engineer reviews a release by looking: the verdict, which gates passed, which archs the
+wheel carries and on which GPU each was verified, what it bundles and how big each part is, where
+the build's time went. This module turns the run's JSON report (``--provenance-json``'s document,
+with its ``review`` section) plus the wheel file and, when given, the GPU runners' reports
+(``build_steps.gpu_verify``) into that page: a jinja2 template with inline SVG charts, no script,
+no network asset, readable printed.
+
+    python -m build_steps.review_page REPORT.json [--wheel=W] [--gpu-reports=DIR] [--out=PAGE.html]
+
+re-renders the page of a finished run, e.g. in CI's merge job once every GPU runner's report is in.
+Functions take paths and plain data and return products; nothing here knows about pytest.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import zipfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jinja2
+
+from . import gpu_verify
+from .atomic import write_atomic
+from .errors import HarnessError, UsageError
+from .profiles import ARCH_GPU_FAMILIES, RELEASE_CUDA_ARCH, parse_cuda_arch
+
+TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
+TEMPLATE = "review_page.html.j2"
+#: The JSON report's section the harness fills for this page (harness.review).
+SECTION = "review"
+#: Bars in a chart before the rest is summed into one "others" bar (a page, not a dump).
+MAX_BARS = 24
+
+
+def _mib(n) -> str:
+    n = float(n or 0)
+    if n >= 1 << 30:
+        return f"{n / (1 << 30):.2f} GiB"
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.1f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.0f} KiB"
+    return f"{int(n)} B"
+
+
+def _duration(s) -> str:
+    s = float(s or 0)
+    if s >= 3600:
+        return f"{int(s // 3600)} h {int(s % 3600 // 60)} min"
+    if s >= 60:
+        return f"{int(s // 60)} min {int(s % 60)} s"
+    return f"{s:.1f} s"
+
+
+def bars(rows, value_key: str, label_key: str = "name", fmt=_mib, limit: int = MAX_BARS) -> dict:
+    """A horizontal bar chart's geometry: rows sorted by value, each with its width in percent of
+    the largest; past ``limit`` the rest is one ``(N others)`` bar, so the chart stays readable."""
+    rows = sorted((r for r in rows if (r.get(value_key) or 0) > 0), key=lambda r: -r[value_key])
+    if len(rows) > limit:
+        rest = rows[limit - 1:]
+        rows = rows[:limit - 1] + [{label_key: f"({len(rest)} others)",
+                                    value_key: sum(r[value_key] for r in rest)}]
+    top = max((r[value_key] for r in rows), default=0) or 1
+    return {"rows": [{"label": str(r[label_key]), "value": r[value_key], "text": fmt(r[value_key]),
+                      "pct": round(100.0 * r[value_key] / top, 2)} for r in rows],
+            "total": sum(r[value_key] for r in rows), "total_text": fmt(sum(r[value_key] for r in rows))}
+
+
+# ---- the wheel's parts -------------------------------------------------------------------------
+
+def _part_of(name: str) -> str:
+    if name in ("mxnet/libmxnet.so", "mxnet/libmxnet.dylib"):
+        return "libmxnet"
+    if name.startswith("mxnet/lib/"):
+        return "bundled libraries (mxnet/lib/)"
+    if ".dist-info/" in name:
+        return "metadata (.dist-info)"
+    if name.startswith("mxnet/include/"):
+        return "headers (mxnet/include/)"
+    if name.endswith((".py", ".pyi")):
+        return "Python code"
+    return "other files"
+
+
+def wheel_parts(wheel: Path) -> dict:
+    """The wheel's size by part and each bundled library's size, from the zip's central directory
+    (nothing is extracted). A file that is not a readable zip gives ``{"error": why}``."""
+    wheel = Path(wheel)
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            infos = [i for i in zf.infolist() if not i.is_dir()]
+        file_size = wheel.stat().st_size
+    except (OSError, zipfile.BadZipFile) as exc:
+        return {"error": f"cannot read {wheel.name} as a zip: {exc}"}
+    parts: dict = {}
+    bundled = []
+    for info in infos:
+        part = parts.setdefault(_part_of(info.filename), {"name": _part_of(info.filename), "bytes": 0,
+                                                           "compressed": 0, "files": 0})
+        part["bytes"] += info.file_size
+        part["compressed"] += info.compress_size
+        part["files"] += 1
+        if info.filename.startswith("mxnet/lib/"):
+            bundled.append({"name": info.filename.rsplit("/", 1)[-1], "bytes": info.file_size,
+                            "compressed": info.compress_size})
+    return {"file_size": file_size, "unpacked": sum(i.file_size for i in infos),
+            "parts": sorted(parts.values(), key=lambda p: -p["bytes"]),
+            "bundled": sorted(bundled, key=lambda b: -b["bytes"])}
+
+
+# ---- the arch matrix ---------------------------------------------------------------------------
+
+@dataclass
+class ArchRow:
+    arch: str              # "sm_90"
+    family: str            # "Hopper (H100/H200)"
+    sass: bool | None      # SASS for it in libmxnet.so's fatbin (None: the fatbin was not read)
+    ptx_wanted: bool
+    ptx: bool | None
+    verified: str          # "verified" / "failed" / "not verified" / "no GPU reports"
+    runs: list             # "H100 on host-a (a.json): passed"
+
+
+def arch_matrix(cuda_arch: str | None, fatbin: dict | None, merged=None) -> list[ArchRow]:
+    """Release archs x (SASS present, PTX, verified on which GPU). ``fatbin`` is the audit's
+    ``facts.fatbin``; ``merged`` a ``gpu_verify.Merged`` (None: no GPU runner's report given)."""
+    spec = parse_cuda_arch(cuda_arch or RELEASE_CUDA_ARCH)
+    sass = set((fatbin or {}).get("sass_archs") or ())
+    ptx = set((fatbin or {}).get("ptx_archs") or ())
+    rows = []
+    for a in spec.sass:
+        name = f"sm_{a}"
+        runs = (merged.per_arch.get(name, []) if merged is not None else [])
+        if merged is None:
+            state = "no GPU reports"
+        elif any(r.outcome == "failed" for r in runs):
+            state = "failed"
+        elif any(r.outcome == "passed" for r in runs):
+            state = "verified"
+        else:
+            state = "not verified"
+        rows.append(ArchRow(
+            arch=name, family=ARCH_GPU_FAMILIES.get(a, ""),
+            sass=(a in sass) if fatbin else None, ptx_wanted=a in spec.ptx,
+            ptx=(a in ptx) if fatbin else None, verified=state,
+            runs=[f"{(r.gpu or {}).get('name') or '?'} on {r.host} ({r.report}): {r.outcome}" for r in runs]))
+    return rows
+
+
+def own_gpu_runs(doc: dict, sha256: str | None, cuda_arch: str | None):
+    """This run's own GPU gates as a merge of one report (None when no GPU gate ran here)."""
+    if not ((doc.get(gpu_verify.SECTION) or {}).get("gates")) or not sha256:
+        return None
+    return gpu_verify.merge([(Path("this run"), doc)], sha256, cuda_arch)
+
+
+# ---- the page ----------------------------------------------------------------------------------
+
+#: report_sections' ``build.step_seconds`` keys -> the names the page gives the steps
+_STEP_NAMES = {"cuda_root": "CUDA root", "configure": "configure", "compile": "compile",
+               "stage": "stage+bundle", "built_wheel": "package"}
+
+
+def _timeline_of_build(build: dict) -> dict:
+    """The timeline from the JSON report's ``build`` section (harness.report_sections), for a
+    report written without the review section."""
+    measured = build.get("compile_time") or {}
+    return {"steps": [{"name": _STEP_NAMES.get(k, k), "seconds": v} for k, v in (build.get("step_seconds") or {}).items()],
+            **{k: measured.get(k) for k in ("slowest_steps", "cpu_seconds", "command_seconds", "commands")}}
+
+
+def _timeline(review: dict, doc: dict | None = None) -> dict:
+    """Each step's wall time; the compile step's slowest steps and CPU time, read by key and shown
+    as "not measured" when the compile record has none (an older or interrupted build)."""
+    tl = review.get("timeline") or _timeline_of_build((doc or {}).get("build") or {})
+    steps = [{"name": s.get("name"), "seconds": float(s.get("seconds") or 0), "note": s.get("note", "")}
+             for s in tl.get("steps") or () if isinstance(s, dict)]
+    slowest = [{"name": s.get("target") or s.get("name") or "?", "seconds": float(s.get("seconds") or 0)}
+               for s in tl.get("slowest_steps") or () if isinstance(s, dict)]
+    cpu = tl.get("cpu_seconds")
+    command = tl.get("command_seconds")
+    compile_wall = next((s["seconds"] for s in steps if s["name"] == "compile"), 0)
+    wall = sum(s["seconds"] for s in steps)
+    return {"steps": bars(steps, "seconds", fmt=_duration) if steps else None,
+            "notes": [s for s in steps if s["note"]], "wall": _duration(wall) if steps else None,
+            "slowest": bars(slowest, "seconds", fmt=_duration, limit=10) if slowest else None,
+            "commands": tl.get("commands"),
+            "command": _duration(command) if isinstance(command, (int, float)) else None,
+            "cpu": _duration(cpu) if isinstance(cpu, (int, float)) else None,
+            "parallelism": (f"{cpu / compile_wall:.1f}x" if isinstance(cpu, (int, float)) and compile_wall
+                            else None)}
+
+
+def _verdict(review: dict, doc: dict) -> dict:
+    v = dict(review.get("verdict") or {})
+    if not v:  # a report written without the review section: its static gates only
+        gates = doc.get("gates") or {}
+        passed = sum(g.get("verdict") == "passed" for g in gates.values())
+        v = {"outcome": "PASS" if gates and passed == len(gates) else "FAIL",
+             "passed": passed, "ran": len(gates), "scope": "the static (provenance) gates of this report"}
+    v.setdefault("outcome", "FAIL")
+    return v
+
+
+def _gates(review: dict, doc: dict) -> list:
+    rows = review.get("gates")
+    if rows is None:
+        rows = [{"nodeid": n, "verdict": g.get("verdict"), "why": g.get("message", ""), "markers": []}
+                for n, g in sorted((doc.get("gates") or {}).items())]
+    order = {"failed": 0, "error": 0, "skipped": 1, "not run": 2, "xfailed": 3, "passed": 4}
+    return sorted(rows, key=lambda r: (order.get(r.get("verdict"), 1), r.get("nodeid", "")))
+
+
+def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
+    """Everything the template shows, from the run's JSON document ``doc``, the wheel's
+    ``wheel_parts`` and the merged GPU reports."""
+    review = doc.get(SECTION) or {}
+    facts = doc.get("facts") or {}
+    wheel = doc.get("wheel") or {}
+    cuda_arch = (doc.get("expected") or {}).get("cuda_arch")
+    fatbin = facts.get("fatbin")
+    is_cuda = doc.get("profile") not in ("cpu", "macos")
+    closure = None
+    if parts and not parts.get("error"):
+        closure = bars(parts["bundled"], "bytes")
+    return {
+        "title": wheel.get("filename") or facts.get("filename") or "no wheel",
+        "created": doc.get("created") or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "profile": doc.get("profile"),
+        "verdict": _verdict(review, doc),
+        "gates": _gates(review, doc),
+        "is_cuda": is_cuda,
+        "cuda_arch": cuda_arch,
+        "archs": arch_matrix(cuda_arch, fatbin, merged) if is_cuda else [],
+        "fatbin_read": bool(fatbin),
+        "gpu_reports": merged is not None,
+        "gpu_ignored": list(merged.ignored) if merged is not None else [],
+        "parts": parts or {"error": "the wheel file was not available to this page"},
+        "part_bars": bars(parts["parts"], "bytes") if parts and not parts.get("error") else None,
+        "closure": closure,
+        "timeline": _timeline(review, doc),
+        "overrides": review.get("overrides") or {},
+        "warnings": list(dict.fromkeys([*(review.get("warnings") or ()), *(facts.get("warnings") or ())])),
+        "sha256": wheel.get("sha256"),
+        # where the wheel lies now (dist/ or set aside), else where it was named or built
+        "wheel_file": review.get("wheel_location") or wheel.get("file") or wheel.get("filename"),
+        "wheel_size": _mib(wheel.get("size")) if wheel.get("size") else None,
+        "hard": (facts.get("requirements") or {}).get("hard") or {},
+    }
+
+
+def render(view: dict) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+                             autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    return env.get_template(TEMPLATE).render(**view)
+
+
+def write_page(dest: Path, doc: dict, wheel: Path | None = None, merged=None) -> Path:
+    """Render the page of ``doc`` and write it to ``dest`` all or nothing (build_steps.atomic)."""
+    parts = wheel_parts(wheel) if wheel is not None and Path(wheel).is_file() else None
+    html = render(page_view(doc, parts, merged)).encode()
+    return write_atomic(Path(dest), lambda fh: fh.write(html), needed=len(html))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m build_steps.review_page",
+                                 description="Render the release review page of a run's JSON report.")
+    ap.add_argument("report", type=Path, help="the run's --provenance-json report")
+    ap.add_argument("--wheel", type=Path, help="the wheel the report is of (its parts and sizes)")
+    ap.add_argument("--gpu-reports", type=Path, metavar="DIR",
+                    help="GPU runners' reports (as for python -m build_steps.gpu_verify): the arch matrix's "
+                         "verified column")
+    ap.add_argument("--out", type=Path, help="where to write the page (default: REPORT with .html)")
+    args = ap.parse_args(argv)
+    try:
+        try:
+            doc = json.loads(args.report.read_text())
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{args.report}: not a readable JSON report ({exc}); write one with "
+                             "pytest ... --provenance-json=PATH") from None
+        sha = (doc.get("wheel") or {}).get("sha256")
+        if args.wheel is not None:
+            if not args.wheel.is_file():
+                raise UsageError(f"--wheel {args.wheel}: no such file")
+            from .pinning import sha256_of
+            if sha and sha256_of(args.wheel) != sha:
+                raise UsageError(f"--wheel {args.wheel} is not the wheel of {args.report} (another sha256): "
+                                 "pass the wheel the report was written for")
+        arch = (doc.get("expected") or {}).get("cuda_arch")
+        merged = own_gpu_runs(doc, sha, arch)
+        if args.gpu_reports is not None:
+            reports = gpu_verify.load_reports(args.gpu_reports)
+            # The report itself counts when it ran GPU gates, once (it may lie in that directory).
+            if merged is not None and args.report.resolve() not in {p.resolve() for p, _ in reports}:
+                reports.append((args.report, doc))
+            merged = gpu_verify.merge(reports, sha, arch)
+        out = write_page(args.out or args.report.with_suffix(".html"), doc, args.wheel, merged)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"review page written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
