@@ -21,6 +21,13 @@ class WheelError(HarnessError):
     """The wheel itself is unusable: truncated zip, unsafe member names, bad RECORD."""
 
 
+class WheelUnusable(WheelError):
+    """The wheel under test could not be extracted: every gate would report the same fault, so
+    the run says it once and stops (harness.gates)."""
+
+    step = "wheel"
+
+
 class StepError(HarnessError):
     """A build step failed. ``log`` is the full log file, ``tail`` what of it to show (usually
     :func:`log_excerpt`: the first error lines with their context, then the last lines)."""

@@ -11,20 +11,59 @@ prints one row per release SASS arch (verified by which report and GPU, failed, 
 exits 1 naming the archs no GPU verified (or on which a GPU failed). Reports of another wheel
 (another sha256) are never counted: with ``--wheel`` only that wheel's reports are, without it
 the reports must all be of one wheel.
+
+With ``--wheel`` the archs to verify are read from the wheel's own fatbins (every ELF in it that
+has one), not from what the reports say the wheel promised. Each report must be a harness report
+(REPORT_SCHEMA) no bigger than MAX_REPORT_BYTES; anything else is a usage error (exit 2) naming
+the file. Two reports of one GPU (the same host and GPU UUID) count once.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import UsageError
+import jsonschema
+
+from .errors import HarnessError, UsageError
 from .pinning import sha256_of
 from .profiles import RELEASE_CUDA_ARCH, parse_cuda_arch
 
 SECTION = "gpu_verification"
+
+#: A report is read whole, so its size is capped: a real one is well under 1 MB (the facts of a
+#: release wheel's ~250 libraries included), and a 1 GiB file would take twice that in memory.
+MAX_REPORT_BYTES = 32 << 20
+
+_GPU = {"type": ["object", "null"], "properties": {
+    "name": {"type": ["string", "null"]}, "compute_capability": {"type": ["string", "null"]},
+    "arch": {"type": ["string", "null"]}, "uuid": {"type": ["string", "null"]},
+    "visible": {"type": "integer"}}}
+#: What this module reads of a --provenance-json report (build_steps.readers.report and
+#: harness.report_sections write it); other keys are allowed.
+REPORT_SCHEMA = {
+    "type": "object",
+    "required": ["schema", "gates"],
+    "properties": {
+        "schema": {"const": 1},
+        "gates": {"type": "object", "additionalProperties": {
+            "type": "object", "required": ["verdict"], "properties": {"verdict": {"type": "string"}}}},
+        "wheel": {"type": ["object", "null"], "properties": {"sha256": {"type": ["string", "null"]}}},
+        "expected": {"type": ["object", "null"], "properties": {"cuda_arch": {"type": ["string", "null"]}}},
+        SECTION: {"type": ["object", "null"], "properties": {
+            "host": {"type": "string"},
+            "gpus": {"type": "array", "items": _GPU},
+            "gates": {"type": "object", "additionalProperties": {
+                "type": "object", "required": ["verdict"],
+                "properties": {"verdict": {"type": "string"}, "message": {"type": ["string", "null"]},
+                               "gpu": _GPU}}}}},
+    },
+}
+
 
 
 def sm_name(compute_capability: str | None) -> str | None:
@@ -41,8 +80,11 @@ def gpu_identity(preflight: dict | None) -> dict | None:
     if not gpus:
         return None
     g = gpus[0]
-    return {"name": g.get("name"), "compute_capability": g.get("compute_capability"),
-            "arch": sm_name(g.get("compute_capability")), "visible": len(gpus)}
+    out = {"name": g.get("name"), "compute_capability": g.get("compute_capability"),
+           "arch": sm_name(g.get("compute_capability")), "visible": len(gpus)}
+    if g.get("uuid"):
+        out["uuid"] = g["uuid"]
+    return out
 
 
 # ---- merge -------------------------------------------------------------------------------------
@@ -65,6 +107,8 @@ class Merged:
     per_arch: dict = field(default_factory=dict)   # arch -> [RunVerdict]
     ignored: list = field(default_factory=list)    # (report, why)
     extra_archs: dict = field(default_factory=dict)
+    #: where the archs came from ("the wheel's fatbins", "--cuda-arch", "the reports")
+    archs_from: str = ""
 
     @property
     def unverified(self) -> list:
@@ -79,22 +123,52 @@ class Merged:
         return not self.unverified and not self.failed
 
 
+def _read_report(path: Path) -> dict:
+    size = path.stat().st_size
+    if size > MAX_REPORT_BYTES:
+        raise UsageError(f"{path}: {size} bytes, above the {MAX_REPORT_BYTES >> 20} MiB a report may have "
+                         "(build_steps.gpu_verify.MAX_REPORT_BYTES); it is not a --provenance-json report: "
+                         "remove it from the directory")
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: not a JSON report ({exc}); remove it or write it again with "
+                         "--provenance-json") from None
+    try:
+        jsonschema.validate(doc, REPORT_SCHEMA)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "the top level"
+        raise UsageError(f"{path}: valid JSON but not a harness report (at {where}: {exc.message}); "
+                         "remove it or write it again with --provenance-json") from None
+    return doc
+
+
 def load_reports(directory: Path) -> list[tuple[Path, dict]]:
     directory = Path(directory)
     if not directory.is_dir():
         raise UsageError(f"--merge-reports {directory}: no such directory; pass the directory the GPU "
                          "runners' --provenance-json reports were collected in")
-    out = []
-    for path in sorted(directory.glob("*.json")):
-        try:
-            out.append((path, json.loads(path.read_text())))
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"{path}: not a JSON report ({exc}); remove it or write it again with "
-                             "--provenance-json") from None
+    out = [(path, _read_report(path)) for path in sorted(directory.glob("*.json"))]
     if not out:
         raise UsageError(f"{directory}: no *.json reports in it; each GPU runner writes one with "
                          "pytest -m \"provenance or gpu or cublas\" --wheel=W --provenance-json=DIR/NAME.json")
     return out
+
+
+def wheel_sass_archs(wheel: Path) -> list[str]:
+    """The SASS archs (``sm_80`` ...) of every ELF in ``wheel`` that carries a .nv_fatbin, each
+    suffixed variant (sm_100a, sm_100f) counted under its compute capability."""
+    from .readers.fatbin import read_fatbin
+    from .readers.loadability import elf_members
+    from .readers.wheel import extract_wheel
+    archs: set = set()
+    with tempfile.TemporaryDirectory(prefix="gpu-verify-", dir=os.environ.get("TMPDIR")) as tmp:
+        extracted = extract_wheel(wheel, Path(tmp) / "wheel")
+        for member in elf_members(extracted.root, extracted.members):
+            report = read_fatbin(extracted.root / member)
+            if report is not None:
+                archs |= report.sass_archs
+    return [f"sm_{a}" for a in sorted(archs)]
 
 
 def _run_verdict(path: Path, doc: dict) -> RunVerdict | None:
@@ -117,7 +191,9 @@ def _run_verdict(path: Path, doc: dict) -> RunVerdict | None:
 
 
 def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
-          cuda_arch: str | None = None) -> Merged:
+          cuda_arch: str | None = None, wheel_archs: list | None = None) -> Merged:
+    """``wheel_archs`` (the wheel's own fatbins, wheel_sass_archs) wins over ``cuda_arch``, which
+    wins over the arch list the reports say they expected."""
     ignored, by_sha = [], {}
     for path, doc in reports:
         sha = ((doc.get("wheel") or {}).get("sha256"))
@@ -139,20 +215,35 @@ def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
             ignored += [(p.name, f"another wheel (sha256 {sha[:12]}…)") for p, _ in docs]
     mine = by_sha.get(wheel_sha256, [])
 
-    if cuda_arch is None:
+    if wheel_archs:
+        archs, source = list(wheel_archs), "the wheel's fatbins"
+    elif cuda_arch is not None:
+        archs, source = [f"sm_{a}" for a in parse_cuda_arch(cuda_arch).sass], "--cuda-arch"
+    else:
         wanted = {(d.get("expected") or {}).get("cuda_arch") for _, d in mine} - {None, ""}
         if len(wanted) > 1:
             raise UsageError(f"the reports expect different arch lists ({', '.join(sorted(wanted))}): "
-                             "pass --cuda-arch to say which the wheel promises")
+                             "pass --wheel=W (its fatbins say) or --cuda-arch")
         cuda_arch = wanted.pop() if wanted else RELEASE_CUDA_ARCH
-    spec = parse_cuda_arch(cuda_arch)
-    archs = [f"sm_{a}" for a in spec.sass]
-    merged = Merged(wheel_sha256=wheel_sha256, archs=archs, runs=[], ignored=ignored)
+        archs, source = [f"sm_{a}" for a in parse_cuda_arch(cuda_arch).sass], "the reports (pass --wheel to read the wheel)"
+    merged = Merged(wheel_sha256=wheel_sha256, archs=archs, runs=[], ignored=ignored, archs_from=source)
+    seen: dict = {}   # (host, GPU) -> RunVerdict counted
     for path, doc in mine:
         run = _run_verdict(path, doc)
         if run is None:
             merged.ignored.append((path.name, "no GPU gate ran in this run (static report only)"))
             continue
+        key = (run.host, run.gpu.get("uuid") or (run.gpu.get("name"), run.gpu.get("compute_capability")))
+        if run.gpu and key in seen:
+            first = seen[key]
+            # One GPU, two reports: counted once; a failure in either is the GPU's verdict.
+            if run.outcome == "failed" and first.outcome != "failed":
+                first.outcome, first.detail = "failed", f"{run.report}: {run.detail}"
+            merged.ignored.append((path.name, f"the same GPU as {first.report} (host {run.host}, GPU "
+                                   f"{run.gpu.get('uuid') or run.gpu.get('name')}): counted once"))
+            continue
+        if run.gpu:
+            seen[key] = run
         merged.runs.append(run)
         arch = run.gpu.get("arch")
         if arch is None:
@@ -168,7 +259,8 @@ def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
 
 
 def summary_lines(m: Merged) -> list[str]:
-    lines = [f"GPU verification of wheel sha256 {m.wheel_sha256} ({len(m.runs)} GPU runs merged)"]
+    lines = [f"GPU verification of wheel sha256 {m.wheel_sha256} ({len(m.runs)} GPU runs merged; "
+             f"release archs from {m.archs_from or 'the reports'})"]
     for arch in m.archs:
         runs = m.per_arch.get(arch, [])
         if not runs:
@@ -202,15 +294,25 @@ def main(argv=None) -> int:
                                  description="Merge GPU runners' JSON reports: which release arch a GPU verified.")
     ap.add_argument("directory", type=Path, help="directory of --provenance-json reports")
     ap.add_argument("--wheel", type=Path, help="count only reports of this wheel (its sha256)")
-    ap.add_argument("--cuda-arch", help="the arch list the wheel promises (default: the reports')")
+    ap.add_argument("--cuda-arch", help="the arch list the wheel promises (default: the SASS archs of the "
+                    "--wheel's fatbins, else the reports' expected list)")
     args = ap.parse_args(argv)
     try:
-        sha = None
+        sha, archs = None, None
+        reports = load_reports(args.directory)
         if args.wheel is not None:
             if not args.wheel.is_file():
                 raise UsageError(f"--wheel {args.wheel}: no such file")
             sha = sha256_of(args.wheel)
-        merged = merge(load_reports(args.directory), sha, args.cuda_arch)
+            if args.cuda_arch is None:
+                try:
+                    archs = wheel_sass_archs(args.wheel)
+                except HarnessError as exc:
+                    raise UsageError(f"--wheel {args.wheel}: its fatbins cannot be read: {exc}") from None
+                if not archs:
+                    raise UsageError(f"--wheel {args.wheel}: no ELF in it carries GPU code (no .nv_fatbin): "
+                                     "there is nothing a GPU could verify; is it the CPU wheel?")
+        merged = merge(reports, sha, args.cuda_arch, archs)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

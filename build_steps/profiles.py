@@ -152,6 +152,9 @@ class Profile:
     host_baseline: tuple = ()
     #: the highest symbol versions the wheel may require (family -> version), see SYMBOL_FLOORS
     symbol_floor: dict = field(default_factory=dict)
+    #: SONAME majors a NEEDED left to the host or to pip may have: prefix -> (majors, what they are);
+    #: see SONAME_MAJORS_CUDA13
+    soname_majors: dict = field(default_factory=dict)
     #: free space a build dir of the fork needs for this profile, in GiB (BUILD_SPACE_GIB); 0: not checked
     build_space_gib: float = 0.0
 
@@ -215,6 +218,27 @@ def baseline_group(soname: str, profile: "Profile") -> str | None:
     return None
 
 
+#: The SONAME major versions of the CUDA 13 stack (libcudart.so.13, libcudnn.so.9 ...). A prefix
+#: alone would take libcudart.so.11.0 (the real mxnet-cu112 wheel's) as "the CUDA toolkit": the
+#: loader asks for that exact file name, which a CUDA 13 host or the cu13 pip wheels do not have.
+#: Majors from the CUDA 13.0 toolkit's and NVIDIA's pip wheels' SONAMEs (the libraries keep their
+#: own numbering: cuFFT 12, cuRAND 10).
+SONAME_MAJORS_CUDA13 = {
+    "libcuda": (("1",), "the NVIDIA driver API"),
+    "libcudart": (("13",), "the CUDA 13 runtime"),
+    "libcublas": (("13",), "cuBLAS 13"),
+    "libcublasLt": (("13",), "cuBLASLt 13"),
+    "libcufft": (("12",), "cuFFT of CUDA 13"),
+    "libcurand": (("10",), "cuRAND of CUDA 13"),
+    "libcusolver": (("12",), "cuSOLVER of CUDA 13"),
+    "libcusparse": (("12",), "cuSPARSE of CUDA 13"),
+    "libnvrtc": (("13",), "NVRTC of CUDA 13"),
+    "libnvJitLink": (("13",), "nvJitLink of CUDA 13"),
+    "libnvToolsExt": (("1",), "NVTX 1"),
+    "libcudnn": (("9",), "cuDNN 9"),
+    "libnccl": (("2",), "NCCL 2"),
+}
+
 _CUDA_PIP = {
     "libcudnn": "$ORIGIN/../nvidia/cudnn/lib",
     "libnccl": "$ORIGIN/../nvidia/nccl/lib",
@@ -249,6 +273,7 @@ PROFILES = {
         needs_libcuda=True,
         host_baseline=("glibc", "gcc-runtime", "nvidia-driver", "cuda-toolkit"),
         symbol_floor=dict(SYMBOL_FLOORS["ubuntu-24.04"]),
+        soname_majors=dict(SONAME_MAJORS_CUDA13),
         build_space_gib=BUILD_SPACE_GIB["cuda"],
     ),
     "cpu": Profile(
@@ -432,6 +457,44 @@ ARCH_GPU_FAMILIES = {
 }
 
 
+#: CUDA 13's binary compatibility of SASS by suffix, as data (CUDA C Programming Guide, "Binary
+#: Compatibility" and "Feature Availability"): which compute capabilities a cubin for ``sm_XY``,
+#: ``sm_XYf`` or ``sm_XYa`` runs on, and whether it keeps the generic ``sm_XY`` promise (code that
+#: runs on every GPU of that line, later ones included). ``a`` code runs on exactly one compute
+#: capability and on no later GPU; ``f`` code on the members of its family.
+SASS_VARIANTS = {
+    "": {"runs_on": "same major, this minor or later", "keeps_generic_promise": True},
+    "f": {"runs_on": "its family (SASS_FAMILIES)", "keeps_generic_promise": True},
+    "a": {"runs_on": "this compute capability only", "keeps_generic_promise": False},
+}
+#: Family-specific targets and the compute capabilities of their family (CUDA 13.0).
+SASS_FAMILIES = {100: (100, 103), 103: (103,), 110: (110,), 120: (120, 121), 121: (121,)}
+
+
+def sass_runs_on(arch: int, variant: str) -> frozenset:
+    """The known compute capabilities (ARCH_GPU_FAMILIES) a cubin for ``sm_<arch><variant>`` runs on."""
+    if variant == "a":
+        return frozenset({arch})
+    if variant == "f":
+        return frozenset(SASS_FAMILIES.get(arch, (arch,)))
+    return frozenset(c for c in ARCH_GPU_FAMILIES if c // 10 == arch // 10 and c >= arch) | {arch}
+
+
+def sass_keeps_promise(arch: int, variant: str, wanted: int) -> bool:
+    """Does SASS ``sm_<arch><variant>`` keep the release promise of generic ``sm_<wanted>``?"""
+    rule = SASS_VARIANTS.get(variant)
+    return (rule is not None and rule["keeps_generic_promise"] and arch == wanted
+            and sass_runs_on(arch, variant) >= sass_runs_on(wanted, ""))
+
+
+def split_sass_name(name: str) -> tuple:
+    """``"sm_100a"`` -> ``(100, "a")``."""
+    m = re.fullmatch(r"(?:sm|compute)_(\d+)([a-z]?)", name)
+    if not m:
+        raise ValueError(f"not a CUDA arch name: {name!r}")
+    return int(m.group(1)), m.group(2)
+
+
 def pip_library_prefix(soname: str, profile: Profile) -> str | None:
     """The profile.pip_libraries key that ``soname`` belongs to (longest match), or None."""
     best = None
@@ -439,3 +502,27 @@ def pip_library_prefix(soname: str, profile: Profile) -> str | None:
         if re.match(re.escape(prefix) + r"(?:\.so|-|$)", soname) and (best is None or len(prefix) > len(best)):
             best = prefix
     return best
+
+
+def soname_major(soname: str) -> str | None:
+    """The major version of a SONAME (``libcudart.so.11.0`` -> ``"11"``), None when it has none."""
+    m = re.search(r"\.so\.(\d+)", soname)
+    return m.group(1) if m else None
+
+
+def major_problem(soname: str, profile: Profile) -> str | None:
+    """Why ``soname`` is not a major the profile accepts (profile.soname_majors), or None."""
+    best = None
+    for prefix in profile.soname_majors:
+        if re.match(re.escape(prefix) + r"(?:\.so|-|$)", soname) and (best is None or len(prefix) > len(best)):
+            best = prefix
+    if best is None:
+        return None
+    majors, what = profile.soname_majors[best]
+    have = soname_major(soname)
+    if have in majors:
+        return None
+    want = " or ".join(f"{best}.so.{m}" for m in majors)
+    got = f"major {have}" if have else "no major version (a development link name)"
+    return (f"{soname} has {got}, but the {profile.name} profile accepts only {want} ({what}): the loader "
+            f"asks for that exact file name, which a host with {what} does not have")

@@ -8,7 +8,7 @@ import pytest
 
 from build_steps.readers.audit import collect
 from build_steps.once import load_shared, shared_product
-from build_steps.errors import HarnessError
+from build_steps.errors import HarnessError, WheelUnusable
 from build_steps.pinning import verify
 from build_steps.readers.report import provenance_document, summary_lines, write_json_atomic
 from build_steps.readers.wheel import extract_wheel
@@ -28,9 +28,16 @@ def wheel_path(wheel_pin) -> Path:
 
 @pytest.fixture(scope="session")
 def extracted_wheel(wheel_pin, shared_dir):
-    """The wheel, extracted (RECORD verified while extracting) once for all xdist workers."""
-    return shared_product(shared_dir, "extracted-wheel",
-                          lambda: extract_wheel(verify(wheel_pin, "extraction"), shared_dir / "wheel"))
+    """The wheel, extracted (RECORD verified while extracting) once for all xdist workers. A wheel
+    that cannot be extracted is one fault: the first gate reports it and the run stops."""
+    def extract():
+        try:
+            return extract_wheel(verify(wheel_pin, "extraction"), shared_dir / "wheel")
+        except WheelUnusable:
+            raise
+        except HarnessError as exc:
+            raise WheelUnusable(str(exc)) from None
+    return shared_product(shared_dir, "extracted-wheel", extract)
 
 
 @pytest.fixture(scope="session")

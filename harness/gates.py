@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from build_steps.errors import HarnessError, StepError, UsageError
-from build_steps.once import StepFailedElsewhere
+from build_steps.errors import HarnessError, StepError, UsageError, WheelUnusable
+from build_steps.once import ProductFailed, StepFailedElsewhere
 from build_steps.release_manifest import left_out_by_flavor
 
 from .common import REPORT_LINES_KEY, RESULTS_KEY, harness_options, is_release_run
@@ -45,8 +45,10 @@ def _terminate_as_interrupt():
 
 
 def _stops_the_chain(exc) -> bool:
+    # WheelUnusable/ProductFailed: the wheel could not be extracted (a full disk, a zip bomb, a
+    # corrupt member); every gate would say it again, 29 times.
     return (isinstance(exc, StepError) and exc.step in CHAIN_STEPS) or isinstance(
-        exc, (StepFailedElsewhere, UsageError))
+        exc, (StepFailedElsewhere, UsageError, WheelUnusable, ProductFailed))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -58,7 +60,8 @@ def pytest_runtest_makereport(item, call):
         # One failure, said once: every later gate would repeat the same error, so the session
         # stops after this one (exit 1); the message above is the whole report.
         exc = call.excinfo.value
-        step = getattr(exc, "step", None) or ("source" if isinstance(exc, UsageError) else "build")
+        step = getattr(exc, "step", None) or ("source" if isinstance(exc, UsageError) else
+                                              "wheel" if isinstance(exc, ProductFailed) else "build")
         item.session.shouldfail = f"{STOP_PREFIX} ({step}): the error above is the whole report"
         if isinstance(exc, StepError):
             # Filed under the step, not under whichever gate first asked for its product: the

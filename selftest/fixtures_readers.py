@@ -97,6 +97,10 @@ FATBIN_CASES = {
     "variants": ((KERNEL_A,), _gencode(80) + _gencode(90, variant="a") + _gencode(100, variant="f")
                  + _gencode(120, ptx=True, variant="f"),
                  ["sm_80", "sm_90a", "sm_100f", "sm_120f"], ["compute_120f"], None),
+    # the release set with sm_100a where the generic sm_100 belongs (issue 20)
+    "arch_specific": ((KERNEL_A,), sum((_gencode(a) for a in (80, 86, 89, 90)), []) + _gencode(100, variant="a")
+                      + _gencode(120, ptx=True),
+                      ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100a", "sm_120"], ["compute_120"], None),
 }
 
 

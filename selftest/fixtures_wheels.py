@@ -113,14 +113,48 @@ def make_stubs(d: Path) -> dict:
     return out
 
 
-def compile_kernel(d: Path, name: str, arch: str) -> Path:
-    """A real fatbin: nvcc -gencode for every arch of ``arch`` (MXNET_CUDA_ARCH syntax)."""
+def compile_kernel(d: Path, name: str, arch: str, flags=None) -> Path:
+    """A real fatbin: nvcc -gencode for every arch of ``arch`` (MXNET_CUDA_ARCH syntax), or the
+    -gencode ``flags`` given (suffixed targets such as sm_100a have no MXNET_CUDA_ARCH spelling)."""
     d.mkdir(parents=True, exist_ok=True)
     cu = d / f"{name}.cu"
     cu.write_text(_KERNEL % {"name": name})
     obj = d / f"{name}.o"
-    _run(["nvcc", "-c", "-Xcompiler", "-fPIC", *parse_cuda_arch(arch).gencode_flags, "-o", obj, cu])
+    _run(["nvcc", "-c", "-Xcompiler", "-fPIC", *(flags or parse_cuda_arch(arch).gencode_flags), "-o", obj, cu])
     return obj
+
+
+def build_kernel_library(d: Path, soname: str, arch: str) -> Path:
+    """A second CUDA library as a build makes one: nvcc -shared with its own SONAME and fatbin."""
+    d.mkdir(parents=True, exist_ok=True)
+    cu = d / "kernels.cu"
+    cu.write_text(_KERNEL % {"name": "mxnet_selftest_second_kernel"})
+    out = d / soname
+    _run(["nvcc", "-shared", "-Xcompiler", "-fPIC", f"-Xlinker=-soname,{soname}",
+          *parse_cuda_arch(arch).gencode_flags, "-o", out, cu])
+    return out
+
+
+def build_unversioned_stubs(d: Path, sonames) -> list:
+    """Link-only stubs carrying other SONAME majors (libcudart.so.11.0, libcudnn.so.8: the CUDA 11
+    stack the real mxnet-cu112 wheel links)."""
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "stub.c").write_text("int mxnet_selftest_old_stub_symbol(void) { return 0; }\n")
+    out = []
+    for soname in sonames:
+        _run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", d / soname, d / "stub.c"])
+        out.append(d / soname)
+    return out
+
+
+def build_path_needed(d: Path) -> tuple:
+    """(work dir, relative path) of a library without a SONAME: linking it by that path records
+    the path itself as the NEEDED entry, slash and all, as a build that links ``deps/libx.so``
+    without -l does."""
+    (d / "deps").mkdir(parents=True, exist_ok=True)
+    (d / "nosoname.c").write_text("int mxnet_selftest_nosoname(void) { return 1; }\n")
+    _run(["gcc", "-shared", "-fPIC", "-o", d / "deps" / "libmxnet_selftest_nosoname.so", d / "nosoname.c"])
+    return d, "deps/libmxnet_selftest_nosoname.so"
 
 
 def compile_stamp(d: Path, commit: str | None) -> Path:
@@ -137,11 +171,11 @@ def compile_stamp(d: Path, commit: str | None) -> Path:
     return obj
 
 
-def link_libmxnet(out: Path, objects, needed_libs, extra_flags=()) -> Path:
+def link_libmxnet(out: Path, objects, needed_libs, extra_flags=(), cwd=None) -> Path:
     """gcc -shared with --no-as-needed, so every library given becomes a DT_NEEDED entry."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    _run(["gcc", "-shared", "-o", out, "-Wl,-soname,libmxnet.so", "-Wl,--no-as-needed",
-          f"-Wl,-rpath,{BUILD_TREE_RPATH}", *extra_flags, *objects, *needed_libs, "-lgomp", "-lstdc++"])
+    _run(["gcc", "-shared", "-o", out.resolve(), "-Wl,-soname,libmxnet.so", "-Wl,--no-as-needed",
+          f"-Wl,-rpath,{BUILD_TREE_RPATH}", *extra_flags, *objects, *needed_libs, "-lgomp", "-lstdc++"], cwd=cwd)
     return out
 
 
@@ -270,6 +304,29 @@ def rewrite_wheel(src: Path, dest: Path, files: dict, original: dict, *, record_
     return dest
 
 
+def wrong_crc(src: Path, dest: Path, member: str) -> Path:
+    """``src`` with ``member``'s CRC-32 changed in its local and central headers: the bytes and
+    RECORD's sha256 still match, but pip (zipfile) refuses the member ("Bad CRC-32")."""
+    import struct
+    data = bytearray(src.read_bytes())
+    with zipfile.ZipFile(src) as zf:
+        info = zf.getinfo(member)
+        bad = (info.CRC ^ 0xFFFFFFFF) & 0xFFFFFFFF
+        struct.pack_into("<I", data, info.header_offset + 14, bad)  # local header
+    name = member.encode()
+    pos = zf.start_dir
+    while True:  # the central directory entry of this member
+        pos = data.index(b"PK\x01\x02", pos)
+        n, m, k = struct.unpack_from("<HHH", data, pos + 28)
+        if bytes(data[pos + 46:pos + 46 + n]) == name:
+            struct.pack_into("<I", data, pos + 16, bad)
+            break
+        pos += 46 + n + m + k
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(bytes(data))
+    return dest
+
+
 def wheel_name(version: str) -> str:
     return f"mxnet-{version}-{WHEEL_TAG}.whl"
 
@@ -378,6 +435,24 @@ def build_selftest_wheels(work: Path) -> dict:
                                       cuda_libs + opencv, ["-Wl,-z,notext"])
     L["cuda_glibc240"] = link_libmxnet(libs / "cuda_glibc240/libmxnet.so", [stamp, k_full, newer_obj],
                                        [newer_libc] + cuda_libs + opencv)
+    # Issue 20: what the loader, pip and the driver see and the audit did not.
+    i20 = work / "issue20"
+    old_majors = build_unversioned_stubs(i20 / "cuda11", ("libcudart.so.11.0", "libcudnn.so.8"))
+    L["cuda_cuda11"] = link_libmxnet(libs / "cuda_cuda11/libmxnet.so", [stamp, k_full],
+                                     [stubs[n] for n in CUDA_STUBS if n not in ("libcudart.so.13", "libcudnn.so.9")]
+                                     + old_majors + opencv)
+    path_dir, path_lib = build_path_needed(i20 / "pathlib")
+    L["cuda_path_needed"] = link_libmxnet(libs / "cuda_path_needed/libmxnet.so", [stamp, k_full],
+                                          cuda_libs + opencv + [path_lib], cwd=path_dir)
+    no100_flags = [f for a in parse_cuda_arch(release.replace("10.0;", "")).sass for f in (
+        f"-gencode=arch=compute_{a},code=sm_{a}",)] + ["-gencode=arch=compute_100a,code=sm_100a",
+                                                       "-gencode=arch=compute_120,code=compute_120"]
+    k_100a = compile_kernel(objs, "k_100a", release, flags=no100_flags)
+    L["cuda_sm100a"] = link_libmxnet(libs / "cuda_sm100a/libmxnet.so", [stamp, k_100a], cuda_libs + opencv)
+    second = build_kernel_library(i20 / "second", "libmxnet_selftest_kernels.so.1", release.replace("10.0;", ""))
+    L["cuda_second_lib"] = link_libmxnet(libs / "cuda_second_lib/libmxnet.so", [stamp, k_full],
+                                         cuda_libs + opencv + [second])
+    out["second_lib_soname"] = second.name
     wheels = work / "wheels"
     good = {}
     for flavor in ("cuda", "cpu"):
@@ -512,6 +587,36 @@ def build_selftest_wheels(work: Path) -> dict:
         real_core, tmp / real_core.name, ["$ORIGIN/."])))
     # The fork's bundling: the real-name file beside the SONAME copy, byte for byte.
     variant("duplicate_copy", "cuda", lambda f: f.__setitem__(f"mxnet/lib/{real_core.name}", f[core]))
+
+    # Issue 20.
+    variant("cuda11_majors", "cuda", lib_swap("cuda_cuda11", cuda_rp))
+    variant("needed_with_slash", "cuda", lib_swap("cuda_path_needed", cuda_rp))
+    # The driver shipped where libmxnet's RUNPATH $ORIGIN/../nvidia/cu13/lib reaches, outside mxnet/lib.
+    variant("libcuda_in_runpath_dir", "cuda", add_member("nvidia/cu13/lib/libcuda.so.1", patched_libmxnet(
+        stubs["libcuda.so.1"], tmp / "libcuda-cu13.so.1", ["$ORIGIN"])))
+    variant("sm100a_only", "cuda", lib_swap("cuda_sm100a", cuda_rp))
+    # Another build of a bundled SONAME where the RUNPATH also looks: which one loads depends on the
+    # search order (its own dependencies reached in mxnet/lib, so it is loadable on its own).
+    variant("soname_conflict_in_runpath_dir", "cuda", add_member(f"nvidia/cu13/lib/{core.rsplit('/', 1)[-1]}", patched_libmxnet(
+        real_core, tmp / "core-in-cu13.so", ["$ORIGIN/../../../mxnet/lib"])))
+
+    def second_lib(files):
+        lib_swap("cuda_second_lib", cuda_rp)(files)
+        files[f"mxnet/lib/{second.name}"] = patched_libmxnet(second, tmp / second.name, ["$ORIGIN"])
+    variant("second_lib_narrow", "cuda", second_lib)
+    variant("requires_dist_conflict", "cuda", meta("cuda", lambda r: r + ["nvidia-cublas>=13.1,<13.5"]))
+    variant("not_elf_bundled", "cuda", lambda f: [f.__setitem__(m, b"/* GNU ld script */\nINPUT(libopencv_imgcodecs.so.4.6.0)\n")
+                                                  for m in _same_file_members(f, "mxnet/lib/libopencv_imgcodecs.so.406")])
+    # ${ORIGIN}, as some linkers and patchelf users write it: the same token as $ORIGIN.
+    variant("brace_origin", "cuda", lib_swap("cuda", [e.replace("$ORIGIN", "${ORIGIN}") for e in cuda_rp]))
+    # A zip bomb beside the good members: 64 MiB of zeros stored in ~64 kB (level 9, as zip -9 would).
+    bomb = wheels / "zip_bomb" / wheel_name(VERSION["cpu"])
+    shutil.copytree(Path(out["good_cpu"]).parent, bomb.parent)
+    with zipfile.ZipFile(bomb, "a", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        zf.writestr("mxnet/zeros.bin", bytes(64 << 20))
+    variants["zip_bomb"] = str(bomb)
+    variants["crc_wrong"] = str(wrong_crc(Path(out["good_cpu"]), wheels / "crc_wrong" / wheel_name(VERSION["cpu"]),
+                                          "mxnet/__init__.py"))
     out["variants"] = variants
 
     # Bad inputs that are not wheels at all.

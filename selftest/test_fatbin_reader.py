@@ -87,6 +87,23 @@ def test_variants(fatbin_lib):
     assert report.ptx_names == ["compute_120f"]
 
 
+@pytest.mark.parametrize("case, wanted, kept", [
+    ("release", 100, True),
+    ("arch_specific", 100, False),   # sm_100a: compute capability 10.0 only, not B300 (10.3)
+    ("variants", 90, False),         # sm_90a: no later GPU runs it
+    ("variants", 100, True),         # sm_100f: its family is every GPU sm_100 promises (10.0, 10.3)
+    ("variants", 120, True),         # sm_120f: 12.0 and 12.1
+])
+def test_variant_rules_on_real_nvcc_output(fatbin_lib, case, wanted, kept):
+    """profiles.SASS_VARIANTS judged on what nvcc 13 really writes (the same entries cuobjdump
+    lists in test_cross_check_with_cuobjdump)."""
+    from build_steps.profiles import sass_keeps_promise
+    report = read_fatbin(fatbin_lib(case))
+    entries = [e for e in report.entries if e.kind == "sass" and e.arch == wanted]
+    assert entries, report.sass_names
+    assert any(sass_keeps_promise(e.arch, e.variant, wanted) for e in entries) is kept, report.sass_names
+
+
 def test_no_fatbin_section(elf_libs):
     assert read_fatbin(elf_libs["runpath"]) is None
 

@@ -66,9 +66,16 @@ def test_a_report_of_another_wheel_never_verifies_an_arch(tmp_path):
     assert ("a10-other-wheel.json", "another wheel (sha256 9c8b7a6f5e4d…)") in merged.ignored
 
 
-def test_wheel_option_selects_reports_by_the_wheel_files_sha256(tmp_path):
-    wheel = tmp_path / "mxnet-2.0.0-py3-none-any.whl"
-    wheel.write_bytes(b"not really a wheel, but a file with a sha256")
+def _fatbin_wheel(tmp_path, fatbin_lib, case="release"):
+    """A real wheel (zipfile, RECORD) whose libmxnet.so is an nvcc-built library of FATBIN_CASES[case]."""
+    from selftest.fixtures_readers import minimal_files, write_wheel
+    files = minimal_files()
+    files["mxnet/libmxnet.so"] = fatbin_lib(case).read_bytes()
+    return write_wheel(tmp_path / "mxnet-2.0.0+cu13.bw.20260614.1-cp311-cp311-linux_x86_64.whl", files)
+
+
+def test_wheel_option_selects_reports_by_the_wheel_files_sha256(tmp_path, fatbin_lib):
+    wheel = _fatbin_wheel(tmp_path, fatbin_lib)
     d = tmp_path / "reports"
     d.mkdir()
     for n in ("a100.json", "l40s.json"):
@@ -80,6 +87,66 @@ def test_wheel_option_selects_reports_by_the_wheel_files_sha256(tmp_path):
     assert r.returncode == 1
     assert "verified" in _row(r.stdout, "sm_80") and "NOT VERIFIED" in _row(r.stdout, "sm_89"), r.stdout
     assert "ignored l40s.json: another wheel" in r.stdout
+
+
+def test_release_archs_come_from_the_wheels_fatbins(tmp_path, fatbin_lib):
+    # The report claims the wheel promised sm_80 alone (and sm_80 passed): the wheel's own fatbin
+    # carries five more archs, and those are the rows to verify. A wheel without sm_100: no sm_100 row.
+    for case, archs in (("release", ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"]),
+                        ("no_sm100", ["sm_80", "sm_86", "sm_89", "sm_90", "sm_120"])):
+        wheel = _fatbin_wheel(tmp_path / case, fatbin_lib, case)
+        d = tmp_path / case / "reports"
+        d.mkdir()
+        doc = json.loads((REPORTS / "a100.json").read_text())
+        doc["wheel"]["sha256"] = sha256_of(wheel)
+        doc["expected"]["cuda_arch"] = "8.0"
+        (d / "a100.json").write_text(json.dumps(doc))
+        r = _merge_cli(d, f"--wheel={wheel}")
+        assert r.returncode == 1, r.stdout + r.stderr
+        rows = [l.split()[0] for l in r.stdout.splitlines() if l.strip().startswith("sm_")]
+        assert rows == archs, r.stdout
+        assert "release archs from the wheel's fatbins" in r.stdout
+        assert r.stdout.strip().splitlines()[-1] == f"strict verdict: FAIL - no GPU verified {', '.join(archs[1:])}"
+
+
+def test_a_duplicated_report_counts_once(tmp_path):
+    d = _copy(tmp_path, "a100.json", "l40s.json")
+    shutil.copy(d / "l40s.json", d / "l40s-copy.json")
+    merged = gpu_verify.merge(gpu_verify.load_reports(d))
+    assert [r.report for r in merged.per_arch["sm_89"]] == ["l40s-copy.json"], merged.per_arch
+    assert len(merged.runs) == 2
+    assert any(n == "l40s.json" and "the same GPU as l40s-copy.json" in why for n, why in merged.ignored)
+    # Two GPUs of one model on one host, told apart by their UUIDs, are two runs.
+    for name, uuid in (("l40s.json", "GPU-1"), ("l40s-copy.json", "GPU-2")):
+        doc = json.loads((d / name).read_text())
+        for g in doc["gpu_verification"]["gates"].values():
+            g["gpu"]["uuid"] = uuid
+        (d / name).write_text(json.dumps(doc))
+    merged = gpu_verify.merge(gpu_verify.load_reports(d))
+    assert len(merged.per_arch["sm_89"]) == 2 and len(merged.runs) == 3
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ('{"hello": "world"}', "valid JSON but not a harness report (at the top level: 'schema' is a required property)"),
+    ("[1, 2, 3]", "valid JSON but not a harness report"),
+    ('{"schema": 1, "gates": {"t": {"verdict": 3}}}', "(at gates/t/verdict: 3 is not of type 'string')"),
+])
+def test_a_non_report_is_a_usage_error_naming_the_file(tmp_path, content, fragment):
+    d = _copy(tmp_path, "a100.json")
+    (d / "zz-notes.json").write_text(content)
+    r = _merge_cli(d)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "zz-notes.json: " in r.stderr and fragment in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_an_oversized_file_is_refused_unread(tmp_path):
+    d = _copy(tmp_path, "a100.json")
+    big = d / "huge.json"
+    with open(big, "wb") as fh:  # sparse: 1 GiB declared, nothing written
+        fh.truncate(1 << 30)
+    r = _merge_cli(d)
+    assert r.returncode == 2 and "huge.json: 1073741824 bytes, above the 32 MiB a report may have" in r.stderr, r.stderr
 
 
 def test_every_release_arch_verified_passes(tmp_path):

@@ -24,7 +24,7 @@ MACHO_GATES = {
 COMMON_GATES = {
     "test_wheel_integrity.py": ("test_wheel_name_and_version", "test_record_hashes"),
     "test_metadata.py": ("test_onnx_dependency_policy", "test_hard_requirements_pinned",
-                         "test_forbidden_hard_absent"),
+                         "test_forbidden_hard_absent", "test_requires_dist_unambiguous"),
 }
 #: without --mxnet-src / --cmake-cache the build-provenance gates skip, as for the Linux flavors
 N_SKIPPED = 4
@@ -176,6 +176,7 @@ MXNET_191_VERDICTS = {
     "test_onnx_dependency_policy": "FAILED",       # onnx not a dependency at all
     "test_hard_requirements_pinned": "FAILED",     # 1.x pins, no opencv-python/onnx/packaging
     "test_forbidden_hard_absent": "PASSED",
+    "test_requires_dist_unambiguous": "PASSED",
 }
 
 

@@ -25,7 +25,7 @@ ALL_GATES = {
     "test_arch_coverage.py": ("test_sass_for_every_requested_arch", "test_ptx_for_ptx_archs",
                               "test_fatbin_containers_consistent"),
     "test_metadata.py": ("test_onnx_dependency_policy", "test_hard_requirements_pinned",
-                         "test_forbidden_hard_absent"),
+                         "test_forbidden_hard_absent", "test_requires_dist_unambiguous"),
     "test_build_provenance.py": ("test_cmake_features", "test_cmake_cuda_arch", "test_commit_stamp",
                                  "test_clean_tracked_tree"),
     # Loadability (issue 12)
@@ -142,6 +142,28 @@ REGRESSIONS = {
                       "mxnet/libmxnet.so needs GLIBC_2.40 (from libc.so.6); the floor is GLIBC_2.39"),
     "duplicate_copy": ("cuda", "test_no_duplicate_libraries",
                        "mxnet/lib/libopencv_core.so.4.6.0 = mxnet/lib/libopencv_core.so.406"),
+    # Issue 20: the loader's, pip's and the driver's rules.
+    "cuda11_majors": ("cuda", "test_every_needed_resolves",
+                      "libcudart.so.11.0 has major 11, but the cuda profile accepts only libcudart.so.13"),
+    "needed_with_slash": ("cuda", "test_every_needed_resolves",
+                          "NEEDED entry 'deps/libmxnet_selftest_nosoname.so' contains a slash"),
+    "libcuda_in_runpath_dir": ("cuda", "test_nothing_forbidden_bundled",
+                               "nvidia/cu13/lib/libcuda.so.1: libcuda.so.1 is the NVIDIA driver's"),
+    "soname_conflict_in_runpath_dir": ("cuda", "test_one_content_per_soname",
+                                       "libopencv_core.so.406: mxnet/lib/libopencv_core.so.406, "
+                                       "nvidia/cu13/lib/libopencv_core.so.406 differ"),
+    "sm100a_only": ("cuda", "test_sass_for_every_requested_arch",
+                    "mxnet/libmxnet.so has no SASS for sm_100 (it carries sm_80 sm_86 sm_89 sm_90 sm_100a sm_120): "
+                    "these GPUs lose native code (sm_100: Blackwell datacenter (B200, GB200) (sm_100a runs on "
+                    "compute capability 10.0 only (this compute capability only), sm_100 promises 10.0, 10.3"),
+    "second_lib_narrow": ("cuda", "test_sass_for_every_requested_arch",
+                          "mxnet/lib/libmxnet_selftest_kernels.so.1 has no SASS for sm_100"),
+    "requires_dist_conflict": ("cuda", "test_requires_dist_unambiguous",
+                               "Requires-Dist: 'nvidia-cublas<14,>=13.5' and Requires-Dist: 'nvidia-cublas<13.5,>=13.1' "
+                               "name nvidia-cublas: conflicting specifiers"),
+    "not_elf_bundled": ("cuda", "test_every_needed_resolves",
+                        "mxnet/lib/libopencv_imgcodecs.so.406 is bundled under the library's name but is not an "
+                        "ELF file (it starts with b'/* GNU l'"),
 }
 
 
@@ -158,6 +180,13 @@ def test_regression_fails_exactly_its_gate(gates, selftest_wheels, variant):
     assert fragment in text, text
     assert "Traceback" not in text
     result.assert_outcomes(passed=N_GATES - len(expected), failed=len(expected))
+    # One message per fault: said by its gate, not again by another one ("not bundled", "stale").
+    if variant in ONE_MESSAGE:
+        assert text.count(ONE_MESSAGE[variant]) == 1, text
+
+
+#: variant -> the words of its fault, which must come once (issue 20)
+ONE_MESSAGE = {"not_elf_bundled": "not an ELF file", "cuda11_majors": "libcudnn.so.8 has major 8"}
 
 
 # (option builder, failing gate, fragment) for the build-provenance regressions
@@ -248,3 +277,41 @@ def test_bad_input_gets_a_clear_message(gates, selftest_wheels, case):
     assert result.ret != 0, text
     assert fragment in text, text
     assert "Traceback" not in text, text
+
+
+def test_good_wheel_reports_every_library_with_gpu_code(gates, selftest_wheels, tmp_path):
+    # The per-library arch table, in the report and the JSON: the second CUDA library is read too.
+    out = tmp_path / "prov.json"
+    result = _audit(gates, selftest_wheels["variants"]["second_lib_narrow"], f"--provenance-json={out}")
+    doc = json.loads(out.read_text())
+    lib = f"mxnet/lib/{selftest_wheels['second_lib_soname']}"
+    assert sorted(doc["facts"]["fatbins"]) == sorted(["mxnet/libmxnet.so", lib]), doc["facts"]["fatbins"].keys()
+    assert doc["facts"]["fatbins"][lib]["sass"] == ["sm_80", "sm_86", "sm_89", "sm_90", "sm_120"]
+    assert doc["facts"]["fatbins"]["mxnet/libmxnet.so"]["sass"] == ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"]
+    result.stdout.fnmatch_lines(["*GPU code by library (2 with a .nv_fatbin):*",
+                                 "*mxnet/libmxnet.so: SASS sm_80 sm_86 sm_89 sm_90 sm_100 sm_120; PTX compute_120;*",
+                                 f"*{lib}: SASS sm_80 sm_86 sm_89 sm_90 sm_120; PTX compute_120;*"])
+
+
+def test_brace_origin_is_origin(gates, selftest_wheels):
+    # ${ORIGIN} is the loader's $ORIGIN: every gate passes and no entry is called a build-host path.
+    result = _audit(gates, selftest_wheels["variants"]["brace_origin"], f"--mxnet-src={selftest_wheels['src']}")
+    text = result.stdout.str()
+    assert result.ret == 0, text
+    result.assert_outcomes(passed=N_GATES)
+    assert "build-host paths" not in text and "${ORIGIN}/lib" in text, text
+
+
+@pytest.mark.parametrize("case, fragment", [
+    ("crc_wrong", "member 'mxnet/__init__.py' is corrupt (CRC-32 mismatch: the zip says"),
+    ("zip_bomb", "member 'mxnet/zeros.bin' declares 67108864 bytes stored in"),
+])
+def test_unextractable_wheel_is_one_failure(gates, selftest_wheels, case, fragment):
+    # pip refuses both; the audit says so once, at the first gate, and stops (not once per gate).
+    result = _audit(gates, selftest_wheels["variants"][case], "--flavor=cpu")
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == 1, text
+    assert fragment in text, text
+    assert len(_failed(result)) == 1, text
+    assert "build step failed (wheel): the error above is the whole report" in text, text
+    assert "Traceback" not in text

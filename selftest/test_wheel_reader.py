@@ -214,9 +214,73 @@ def test_crc_mismatch(tmp_path):
     at = blob.find(bytes(range(256)))
     blob[at] ^= 0xFF
     wheel.write_bytes(bytes(blob))
-    with pytest.raises(WheelError, match=r"'mxnet/libmxnet.so' is corrupt \(CRC-32 mismatch\)"):
+    with pytest.raises(WheelError, match=r"'mxnet/libmxnet.so' is corrupt \(CRC-32 mismatch"):
         extract_wheel(wheel, tmp_path / "x")
     assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("inflater", ["isal", "stdlib-zlib"])
+@pytest.mark.parametrize("member", ["mxnet/__init__.py", "mxnet/lib/libopencv_core.so.406"])
+def test_wrong_crc_with_matching_record_is_refused(good, tmp_path, member, inflater, monkeypatch):
+    """Bytes and RECORD's sha256 intact, the zip's CRC-32 wrong: pip refuses it ("Bad CRC-32"),
+    so does the audit, small member or big (threaded) alike, with ISA-L's inflater (which computes
+    the CRC itself) or stdlib zlib's (CRC computed beside the hash)."""
+    import zlib
+    from build_steps.readers import wheel as wheel_mod
+    from selftest.fixtures_wheels import wrong_crc
+    if inflater == "stdlib-zlib":
+        monkeypatch.setattr(wheel_mod, "_igzip", None)
+        monkeypatch.setattr(wheel_mod, "_inflate_lib", zlib)
+    elif wheel_mod._igzip is None:
+        pytest.skip("isal is not installed")
+    wheel, _ = good
+    bad = wrong_crc(wheel, tmp_path / "in" / "crc" / NAME, member)
+    with zipfile.ZipFile(bad) as zf, pytest.raises(zipfile.BadZipFile, match="Bad CRC-32"):
+        zf.read(member)  # what pip's unpacking meets
+    with pytest.raises(WheelError, match=rf"member '{re.escape(member)}' is corrupt \(CRC-32 mismatch: the zip says"):
+        extract_wheel(bad, tmp_path / "x")
+    assert _leftovers(tmp_path) == []
+    extract_wheel(wheel, tmp_path / "ok")  # the same bytes with their CRC pass
+
+
+def test_zip_bomb_refused_before_writing(tmp_path):
+    from build_steps.readers.wheel import MAX_COMPRESSION_RATIO
+    files = minimal_files()
+    files["mxnet/zeros.bin"] = bytes(64 << 20)  # ~1000x with deflate
+    wheel = write_wheel(tmp_path / "in" / NAME, files)
+    with pytest.raises(WheelError, match=rf"'mxnet/zeros.bin' declares 67108864 bytes stored in \d+ \(\d+x, "
+                                         rf"above the limit of {MAX_COMPRESSION_RATIO}x\): a zip bomb"):
+        extract_wheel(wheel, tmp_path / "x")
+    assert _leftovers(tmp_path) == []
+    # A small file of zeros is no bomb, whatever its ratio.
+    files["mxnet/zeros.bin"] = bytes(512 << 10)
+    extract_wheel(write_wheel(tmp_path / "in2" / NAME, files), tmp_path / "ok")
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A real 8 MiB filesystem (tmpfs), mounted for the test; skipped where mounting is not allowed."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mnt)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {proc.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_not_enough_space_refused_once_with_both_figures(good, small_fs):
+    wheel, files = good  # ~9.4 MB declared, 8 MiB free
+    with pytest.raises(WheelError) as err:
+        extract_wheel(wheel, small_fs / "x")
+    with zipfile.ZipFile(wheel) as zf:
+        declared = sum(i.file_size for i in zf.infolist())
+    assert str(err.value) == (
+        f"{NAME} needs {declared} bytes ({declared / 1e6:.1f} MB) to extract, but {small_fs} has 8388608 bytes "
+        "(8.4 MB) free: nothing was extracted. Free space there, or run with --basetemp on a larger filesystem")
+    assert list(small_fs.iterdir()) == []  # nothing written, not even the partial directory
 
 
 def test_not_a_zip(tmp_path):

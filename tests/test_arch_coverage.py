@@ -1,7 +1,14 @@
-"""CUDA arch coverage, read from the binary's .nv_fatbin headers (not from the build config)."""
+"""CUDA arch coverage, read from the binaries' .nv_fatbin headers (not from the build config).
+
+Every ELF of the wheel that carries GPU code is judged, not libmxnet.so alone: a second CUDA
+library's kernels fail with "no kernel image" just the same. Suffixed SASS follows CUDA 13's
+compatibility rules (profiles.SASS_VARIANTS): ``sm_100a`` runs on compute capability 10.0 only and
+does not keep the generic ``sm_100`` promise; a family target (``sm_100f``) keeps it for its family.
+"""
 import pytest
 
-from build_steps.profiles import ARCH_GPU_FAMILIES
+from build_steps.profiles import ARCH_GPU_FAMILIES, SASS_VARIANTS, sass_keeps_promise, sass_runs_on, split_sass_name
+from build_steps.readers.audit import LIBMXNET
 
 pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.elf]
 
@@ -10,41 +17,70 @@ def _gpus(arch):
     return ARCH_GPU_FAMILIES.get(arch, "GPUs of that generation")
 
 
-def _fatbin(audit, libmxnet_info):
+def _libraries(audit, libmxnet_info):
+    """member -> fatbin JSON of every library with GPU code; a fatbin that cannot be read fails."""
+    errors = dict(audit.fatbin_errors or {})
     if audit.fatbin_error:
-        pytest.fail(audit.fatbin_error, pytrace=False)
-    return audit.fatbin
+        errors.setdefault(LIBMXNET, audit.fatbin_error)
+    if errors:
+        pytest.fail("\n".join(errors.values()), pytrace=False)
+    return dict(audit.fatbins or ({LIBMXNET: audit.fatbin} if audit.fatbin else {}))
+
+
+def _why_not(names, wanted):
+    """Why the suffixed SASS of ``wanted``'s arch, if any, does not keep the promise."""
+    notes = []
+    for name in names:
+        arch, variant = split_sass_name(name)
+        if arch == wanted and variant:
+            ccs = ", ".join(f"{c // 10}.{c % 10}" for c in sorted(sass_runs_on(arch, variant)))
+            promised = ", ".join(f"{c // 10}.{c % 10}" for c in sorted(sass_runs_on(wanted, "")))
+            notes.append(f"{name} runs on compute capability {ccs} only ({SASS_VARIANTS[variant]['runs_on']}), "
+                         f"sm_{wanted} promises {promised} and later GPUs of that line")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def test_sass_for_every_requested_arch(audit, libmxnet_info, options, profile):
-    fat = _fatbin(audit, libmxnet_info)
+    libs = _libraries(audit, libmxnet_info)
     if not profile.is_cuda:
-        if fat is not None:
-            pytest.fail(f"the CPU wheel's libmxnet.so carries a .nv_fatbin ({', '.join(fat['sass'])}): "
-                        "it was built with CUDA; reconfigure the CPU build dir with USE_CUDA=OFF", pytrace=False)
+        if libs:
+            pytest.fail("the CPU wheel carries GPU code: " + "; ".join(
+                f"{m} has a .nv_fatbin ({', '.join(f['sass'])})" for m, f in libs.items())
+                + ": it was built with CUDA; reconfigure the CPU build dir with USE_CUDA=OFF", pytrace=False)
         return
-    if fat is None:
+    if LIBMXNET not in libs:
         pytest.fail("libmxnet.so has no .nv_fatbin section: no CUDA kernels were compiled in; "
                     "reconfigure with USE_CUDA=ON and rebuild", pytrace=False)
-    missing = [a for a in options.cuda_arch.sass if a not in fat["sass_archs"]]
-    if missing:
-        lost = "; ".join(f"sm_{a}: {_gpus(a)}" for a in missing)
-        pytest.fail(f"libmxnet.so has no SASS for {', '.join(f'sm_{a}' for a in missing)} (it carries "
-                    f"{' '.join(fat['sass'])}): these GPUs lose native code ({lost}); rebuild with "
-                    f"MXNET_CUDA_ARCH={options.cuda_arch_text!r} (reconfigure: the cache may hold an "
-                    "older arch list)", pytrace=False)
+    problems = []
+    for member, fat in libs.items():
+        names = fat["sass"]
+        missing = [a for a in options.cuda_arch.sass
+                   if not any(sass_keeps_promise(*split_sass_name(n), a) for n in names)]
+        if missing:
+            lost = "; ".join(f"sm_{a}: {_gpus(a)}{_why_not(names, a)}" for a in missing)
+            problems.append(f"{member} has no SASS for {', '.join(f'sm_{a}' for a in missing)} (it carries "
+                            f"{' '.join(names) or 'none'}): these GPUs lose native code ({lost})")
+    if problems:
+        pytest.fail("\n".join(problems) + f"\nfix: rebuild with MXNET_CUDA_ARCH={options.cuda_arch_text!r} "
+                    "(generic targets, no 'a' suffix; reconfigure: the cache may hold an older arch list)",
+                    pytrace=False)
 
 
 def test_ptx_for_ptx_archs(audit, libmxnet_info, options, profile):
-    fat = _fatbin(audit, libmxnet_info) or {"ptx_archs": [], "ptx": []}
-    missing = [a for a in options.cuda_arch.ptx if a not in fat["ptx_archs"]]
-    if missing:
-        pytest.fail(f"libmxnet.so has no PTX for {', '.join(f'compute_{a}' for a in missing)} (it carries "
-                    f"{' '.join(fat['ptx']) or 'no PTX'}): GPUs newer than sm_{max(missing)} cannot JIT "
-                    f"the kernels and fail with 'no kernel image'; rebuild with '+PTX' on the top arch of "
-                    f"MXNET_CUDA_ARCH ({options.cuda_arch_text!r})", pytrace=False)
+    libs = _libraries(audit, libmxnet_info) or {LIBMXNET: {"ptx_archs": [], "ptx": [], "sass": []}}
+    problems = []
+    for member, fat in libs.items():
+        generic = {split_sass_name(n)[0] for n in fat["ptx"] if not split_sass_name(n)[1]}
+        missing = [a for a in options.cuda_arch.ptx if a not in generic]
+        if missing:
+            problems.append(f"{member} has no PTX for {', '.join(f'compute_{a}' for a in missing)} (it carries "
+                            f"{' '.join(fat['ptx']) or 'no PTX'}): GPUs newer than sm_{max(missing)} cannot JIT "
+                            "its kernels and fail with 'no kernel image'")
+    if problems:
+        pytest.fail("\n".join(problems) + "\nfix: rebuild with '+PTX' on the top arch of MXNET_CUDA_ARCH "
+                    f"({options.cuda_arch_text!r}); suffixed PTX (compute_120a/f) is not portable", pytrace=False)
     if not profile.is_cuda:
-        assert not fat["ptx"], "the CPU wheel carries PTX"
+        assert not any(f["ptx"] for f in libs.values()), "the CPU wheel carries PTX"
 
 
 def test_fatbin_containers_consistent(audit, libmxnet_info, options):
@@ -53,17 +89,19 @@ def test_fatbin_containers_consistent(audit, libmxnet_info, options):
     # containers do carry: a linked-in library with extra archs is no failure, and an arch missing
     # everywhere is the SASS gate's failure, not a second one here. PTX is judged on the union
     # only: one .cu can yield several containers of which only one carries PTX.
-    fat = _fatbin(audit, libmxnet_info)
-    if fat is None:
-        return
-    report = audit._fatbin_obj
-    required = set(options.cuda_arch.sass) & set(report.sass_archs)
-    bad = report.containers_missing(required)
-    if bad:
-        per = report.container_sass()
-        detail = "; ".join(f"container {c} lacks {', '.join(f'sm_{a}' for a in sorted(required - per[c]))}"
-                           for c in bad[:5])
-        pytest.fail(f"{len(bad)} of {len(per)} fatbin containers carry SASS for fewer archs than the rest "
-                    f"({detail}): part of libmxnet.so was compiled with a different arch list; kernels in "
-                    "it will be missing on those GPUs. Rebuild from a clean build dir with one "
+    _libraries(audit, libmxnet_info)
+    objs = dict(audit._fatbin_objs or ({LIBMXNET: audit._fatbin_obj} if audit._fatbin_obj else {}))
+    problems = []
+    for member, report in objs.items():
+        required = set(options.cuda_arch.sass) & set(report.sass_archs)
+        bad = report.containers_missing(required)
+        if bad:
+            per = report.container_sass()
+            detail = "; ".join(f"container {c} lacks {', '.join(f'sm_{a}' for a in sorted(required - per[c]))}"
+                               for c in bad[:5])
+            problems.append(f"{member}: {len(bad)} of {len(per)} fatbin containers carry SASS for fewer archs "
+                            f"than the rest ({detail})")
+    if problems:
+        pytest.fail("\n".join(problems) + "\npart of the library was compiled with a different arch list; kernels "
+                    "in it will be missing on those GPUs. Rebuild from a clean build dir with one "
                     "MXNET_CUDA_ARCH", pytrace=False)

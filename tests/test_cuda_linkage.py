@@ -3,6 +3,8 @@ import re
 
 import pytest
 
+from build_steps.readers.elf import normalize_origin
+
 pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.elf]
 
 _CUDA = re.compile(r"^lib(cuda|cudart|cublas|cublasLt|cudnn\w*|nccl|nvrtc|cufft|cusolver|cusparse|curand|nvJitLink)\.so")
@@ -39,7 +41,7 @@ def test_cudnn_nccl_needed(libmxnet_info, profile):
 
 
 def test_libmxnet_runpath(libmxnet_info, profile):
-    path = [e.replace("${ORIGIN}", "$ORIGIN") for e in libmxnet_info.search_path]
+    path = [normalize_origin(e) for e in libmxnet_info.search_path]
     want = list(profile.runpath)
     if path[: len(want)] != want:
         missing = [e for e in want if e not in path]

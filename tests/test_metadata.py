@@ -31,8 +31,8 @@ def test_hard_requirements_pinned(audit, profile):
     for text in profile.hard_requirements:
         want = Requirement(text)
         name = canonicalize_name(want.name)
-        if name == "onnx":
-            continue  # the ONNX gate owns onnx (hard vs extra)
+        if name == "onnx" or name in audit.requirements.conflicted:
+            continue  # the ONNX gate owns onnx (hard vs extra); the conflict gate two lines for one name
         have = audit.requirements.hard.get(name)
         if have is None:
             problems.append(f"{want.name} is not a hard Requires-Dist (want {text})")
@@ -52,3 +52,15 @@ def test_forbidden_hard_absent(audit, profile):
     if bad:
         pytest.fail(f"{audit.filename} METADATA declares hard dependencies the {profile.name} wheel must "
                     "not have:\n  " + "\n  ".join(bad), pytrace=False)
+
+
+def test_requires_dist_unambiguous(audit):
+    # pip reads every Requires-Dist line and must satisfy all that apply: two lines for one
+    # distribution are at best redundant and at worst unsatisfiable (ResolutionImpossible), while a
+    # reader that keeps the last line per name sees a clean pin.
+    conflicts = audit.requirements.conflicts
+    if conflicts:
+        pytest.fail(f"{audit.filename} METADATA names {len(conflicts)} distribution(s) on more than one "
+                    "Requires-Dist line:\n  " + "\n  ".join(conflicts[:20])
+                    + "\nfix: declare each dependency once in setup.py's install_requires (one specifier set)",
+                    pytrace=False)

@@ -59,8 +59,10 @@ def test_bundled_libs_have_origin_runpath(audit):
 
 
 def test_nothing_forbidden_bundled(audit):
+    # Every directory a RUNPATH reaches is shipped as much as mxnet/lib: $ORIGIN/../nvidia/cu13/lib
+    # leaves mxnet/, and a libcuda.so.1 placed there is the one the loader opens.
     bad = []
-    for member in audit.bundled:
+    for member in audit.shipped or audit.bundled:
         name = member.rsplit("/", 1)[-1]
         reason = next((why for prefix, why in NEVER_BUNDLE.items() if name.startswith(prefix)), None)
         if reason is None and is_host_library(name):
@@ -70,4 +72,5 @@ def test_nothing_forbidden_bundled(audit):
             bad.append(f"{member}: {reason}")
     if bad:
         pytest.fail("the wheel bundles libraries it must never ship:\n  " + "\n  ".join(bad)
-                    + "\nfix: remove them from mxnet/lib (the bundle step skips host libraries)", pytrace=False)
+                    + f"\nfix: remove them from the wheel ({', '.join(d + '/' for d in audit.shipped_dirs) or 'mxnet/lib/'} "
+                    "are searched by the loader; the bundle step skips host libraries)", pytrace=False)

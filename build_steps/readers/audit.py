@@ -15,9 +15,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from . import cmake_cache, gitstate
-from .elf import NotElfError, find_strings, is_elf
+from .elf import NotElfError, find_strings, is_elf, normalize_origin, uses_origin
 from ..errors import HarnessError
-from .loader import Closure, ObjectInfo, object_info, resolve_closure
+from .loader import Closure, ObjectInfo, object_info, reached_dirs, read_by_inode, resolve_closure
 from .loadability import Loadability, collect_loadability, elf_members
 from ..profiles import CMAKE_FEATURES
 
@@ -33,11 +33,30 @@ class Requirements:
     conditional: dict = field(default_factory=dict)  # hard but behind a non-extra marker
     raw: list = field(default_factory=list)
     invalid: list = field(default_factory=list)
+    #: two lines naming one distribution where both apply: "<line> / <line>: why"
+    conflicts: list = field(default_factory=list)
+    #: canonical names of those distributions (the pin gate leaves them to the conflict gate)
+    conflicted: set = field(default_factory=set)
+
+
+def _context(req: Requirement) -> str | None:
+    """Where a requirement applies: "" (every install), "extra:<name>", or None (its marker is
+    false here, e.g. ``python_version < "3.7"``)."""
+    marker = str(req.marker) if req.marker else ""
+    if "extra" in marker:
+        return "extra:" + (marker.split("==", 1)[-1].strip().strip("'\"") if "==" in marker else marker)
+    if marker and not req.marker.evaluate({"extra": ""}):
+        return None
+    return ""
 
 
 def parse_requirements(lines) -> Requirements:
+    """Every Requires-Dist line, read the way pip reads them: all of them, not the last per name.
+    Two lines for one distribution that apply together are a conflict pip resolves by demanding
+    both specifiers (unsatisfiable when they disagree), so each such pair is recorded."""
     out = Requirements()
-    for line in lines or []:
+    seen: dict = {}   # (name, context) -> (text, specifier)
+    for number, line in enumerate(lines or []):
         text = str(line).strip()
         out.raw.append(text)
         try:
@@ -46,6 +65,17 @@ def parse_requirements(lines) -> Requirements:
             out.invalid.append(f"{text}: {exc}")
             continue
         name = canonicalize_name(req.name)
+        context = _context(req)
+        if context is not None:
+            first = seen.setdefault((name, context), (text, req.specifier, number))
+            if first[2] != number:
+                what = ("the same requirement twice" if first[1] == req.specifier else
+                        f"conflicting specifiers ({first[1] or 'any'} and {req.specifier or 'any'}), which "
+                        "pip must satisfy both at once")
+                where = "" if not context else f" (both under {context.replace(':', ' ', 1)})"
+                out.conflicts.append(f"Requires-Dist: {first[0]!r} and Requires-Dist: {text!r} name {name}"
+                                     f"{where}: {what}")
+                out.conflicted.add(name)
         marker = str(req.marker) if req.marker else ""
         if "extra" in marker:
             extra = marker.split("==", 1)[-1].strip().strip("'\"") if "==" in marker else marker
@@ -93,6 +123,15 @@ class Audit:
     #: every ELF member of the wheel (the closure and the loadability gates judge them all)
     elf_members: list = field(default_factory=list)
     loadability: Loadability | None = None
+    #: directories the wheel ships libraries in: mxnet/lib and every one a RUNPATH reaches
+    shipped_dirs: list = field(default_factory=list)
+    #: every member in those directories (the forbidden-library rule judges them all)
+    shipped: list = field(default_factory=list)
+    #: every ELF of the wheel that carries a .nv_fatbin: member -> FatbinReport.to_json()
+    fatbins: dict = field(default_factory=dict)
+    #: member -> why its .nv_fatbin cannot be read
+    fatbin_errors: dict = field(default_factory=dict)
+    _fatbin_objs: dict = field(default_factory=dict, repr=False)
 
     @property
     def needed(self) -> list:
@@ -101,6 +140,7 @@ class Audit:
     def to_json(self) -> dict:
         data = asdict(self)
         data.pop("_fatbin_obj", None)
+        data.pop("_fatbin_objs", None)
         data["closure"] = self.closure.to_json()
         data["members"] = len(self.members)
         return data
@@ -114,15 +154,38 @@ def _libmxnet(root: Path, extracted) -> tuple:
     return True, info, info.error and f"{LIBMXNET}: {info.error}"
 
 
-def _fatbin(path: Path):
+def _fatbin(path: Path, member: str = LIBMXNET, seen: dict | None = None):
     from .fatbin import read_fatbin  # imported late: the CPU audit needs no fatbin reader
     try:
-        report = read_fatbin(path)
+        report = read_by_inode(path, read_fatbin, seen)
     except (HarnessError, OSError, ValueError) as exc:
-        return None, None, f"cannot read the .nv_fatbin of {LIBMXNET}: {exc}"
+        return None, None, f"cannot read the .nv_fatbin of {member}: {exc}"
     if report is None:
         return None, None, None
     return report, report.to_json(), None
+
+
+def _all_fatbins(root: Path, elves: list, audit) -> None:
+    """The fatbin of every ELF in the wheel: a second CUDA library's kernels are as much the
+    wheel's promise as libmxnet.so's (SONAME twins, linked to one file, are read once)."""
+    seen: dict = {}
+    for member in elves:
+        report, data, error = _fatbin(root / member, member, seen)
+        if error:
+            audit.fatbin_errors[member] = error
+        elif report is not None:
+            audit.fatbins[member] = data
+            audit._fatbin_objs[member] = report
+
+
+def arch_table(audit) -> list:
+    """One line per library with GPU code: its SASS (suffixed variants as they are) and PTX."""
+    rows = []
+    for member, fat in sorted(audit.fatbins.items(), key=lambda kv: (kv[0] != LIBMXNET, kv[0])):
+        rows.append(f"{member}: SASS {' '.join(fat['sass']) or '(none)'}; PTX {' '.join(fat['ptx']) or '(none)'}; "
+                    f"{fat['containers']} containers")
+    rows += [f"{member}: {why}" for member, why in sorted(audit.fatbin_errors.items())]
+    return rows
 
 
 def _stamps(lib: Path | None, build_dir: Path | None, strings=find_strings) -> dict:
@@ -172,25 +235,34 @@ def collect(extracted, options) -> Audit:
         closure = Closure()
         for m in others:
             closure.objects[m] = object_info(root, m)
-    fat_obj, fat_json, fat_err = _fatbin(lib_path) if lib_path is not None else (None, None, None)
 
     audit = Audit(
         **_wheel_facts(extracted),
         members=members, profile=profile.name, libmxnet_present=present, libmxnet=lib_info,
         libmxnet_error=lib_error, bundled=bundled, bundled_elf=bundled_elf, closure=closure,
-        fatbin=fat_json, fatbin_error=fat_err, requirements=reqs,
-        onnx_files=[m for m in members if m.startswith("mxnet/onnx/")], _fatbin_obj=fat_obj,
-        elf_members=elves)
+        fatbin=None, fatbin_error=None, requirements=reqs,
+        onnx_files=[m for m in members if m.startswith("mxnet/onnx/")], elf_members=elves)
+    _all_fatbins(root, elves, audit)
+    if lib_path is not None:  # libmxnet.so's, as the arch gates and older readers of the JSON know it
+        audit.fatbin = audit.fatbins.get(LIBMXNET)
+        audit.fatbin_error = audit.fatbin_errors.get(LIBMXNET)
+        audit._fatbin_obj = audit._fatbin_objs.get(LIBMXNET)
+    audit.shipped_dirs = reached_dirs(root, closure, BUNDLE_DIR)
+    audit.shipped = sorted(m for m in members if not m.endswith("/")
+                           and m.rsplit("/", 1)[0] in audit.shipped_dirs and "/" in m)
     audit.loadability = collect_loadability(
         root, members, BUNDLE_DIR, closure, dict(getattr(extracted, "hashes", None) or {}),
         dict(getattr(extracted, "sizes", None) or {}), audit.tags, profile,
-        getattr(options, "glibc_floor", None))
+        getattr(options, "glibc_floor", None), shipped=audit.shipped)
 
     _build_provenance(audit, options, lib_path)
 
     # Warnings the report shows (not failures): build-tree RUNPATH entries, RPATH tags (docs/background.md, G10).
     if lib_info is not None and not lib_info.error:
-        extra = [e for e in lib_info.search_path if e not in profile.runpath]
+        # $ORIGIN-relative extras are the RUNPATH gates' (${ORIGIN} is $ORIGIN): only absolute
+        # or cwd-relative entries name the build host.
+        extra = [e for e in lib_info.search_path
+                 if normalize_origin(e) not in profile.runpath and not uses_origin(e)]
         if extra:
             audit.warnings.append(f"{LIBMXNET} {lib_info.search_tag} carries entries beyond the profile's: "
                                   f"{':'.join(extra)} (build-host paths do not exist on users' machines)")

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .elf import NotElfError, is_elf
+from .elf import NotElfError, is_elf, normalize_origin
 from .elf_load import PLATFORM_ELF, platform_arch, read_load_facts
 from .loader import BUNDLED, UNRESOLVED, Closure, read_by_inode
 from .symbol_floor import effective_floor, split_version, vtuple
@@ -55,6 +55,8 @@ class Loadability:
     unresolved: list = field(default_factory=list)      # {by, needed, detail}
     host_needed: dict = field(default_factory=dict)     # baseline group -> sorted SONAMEs
     stale: list = field(default_factory=list)           # bundled members nothing needs
+    #: why stale could not be judged (a reached bundled file is not ELF: what it needed is unknown)
+    stale_undecided: str = ""
     soname_conflicts: dict = field(default_factory=dict)  # SONAME -> [members] (different bytes)
     duplicates: list = field(default_factory=list)      # [[members with identical bytes], ...]
     duplicate_bytes: int = 0
@@ -96,7 +98,7 @@ def _runpath_problems(member: str, facts: ElfFacts) -> list:
     depth = member.count("/")   # directories between site-packages and the member
     out = []
     for entry in facts.runpath:
-        norm = entry.replace("${ORIGIN}", "$ORIGIN")
+        norm = normalize_origin(entry)
         if not norm.startswith("$ORIGIN"):
             why = ("an absolute path: a directory of the build host, which on a user's machine is "
                    "missing or, worse, writable by someone else (library injection)"
@@ -169,7 +171,9 @@ def _reached(bundle_dir: str, facts: dict, closure: Closure, bundled: list) -> s
 
 
 def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes: dict, sizes: dict,
-                        tags, profile, floor_override: dict | None = None) -> Loadability:
+                        tags, profile, floor_override: dict | None = None, shipped=None) -> Loadability:
+    """``shipped``: every member of a directory a RUNPATH reaches (default: ``bundle_dir``'s);
+    one SONAME with two contents is judged across them all."""
     root = Path(root)
     elves = elf_members(root, members)
     platforms = {platform_arch(platform_of(t)) for t in tags} - {None}
@@ -202,14 +206,14 @@ def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes
 
     for r in closure.resolutions:
         if r.verdict == UNRESOLVED:
-            out.unresolved.append({"by": r.by, "needed": r.needed, "detail": r.detail})
+            out.unresolved.append({"by": r.by, "needed": r.needed, "detail": r.detail, "rule": r.rule})
         elif r.verdict == "host" and r.found:
             out.host_needed.setdefault(r.found, set()).add(r.needed)
     out.host_needed = {g: sorted(v) for g, v in sorted(out.host_needed.items())}
 
     bundled = sorted(m for m in members if m.startswith(bundle_dir) and not m.endswith("/"))
     bundled_elf = [m for m in bundled if m in read]
-    reached = _reached(bundle_dir, read, closure, bundled_elf)
+    reached = _reached(bundle_dir, read, closure, bundled)
     by_hash: dict = {}
     for m in elves:
         if m in hashes:
@@ -217,7 +221,8 @@ def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes
     out.duplicates = sorted(sorted(g) for g in by_hash.values() if len(g) > 1)
     out.duplicate_bytes = sum(sizes.get(g[0], 0) * (len(g) - 1) for g in out.duplicates)
     by_soname: dict = {}
-    for m in bundled_elf:
+    shipped_elf = sorted(set(bundled_elf) | {m for m in (shipped or []) if m in read})
+    for m in shipped_elf:
         obj = closure.objects.get(m)
         soname = obj.soname if obj is not None and obj.soname else m.rsplit("/", 1)[-1]
         by_soname.setdefault(soname, []).append(m)
@@ -225,6 +230,13 @@ def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes
                             if len({hashes.get(m) for m in ms}) > 1}
     conflicted = {m for ms in out.soname_conflicts.values() for m in ms}
     reached_hashes = {hashes.get(m) for m in reached}
+    not_elf = sorted(m for m in reached if m in bundled and m not in read)
+    if not_elf:
+        # Reached by name but unreadable: the libraries only it needed would all look unneeded,
+        # one fault reported as many. The closure gate names the file; stale is not judged.
+        out.stale_undecided = (f"{', '.join(not_elf)} {'is' if len(not_elf) == 1 else 'are'} not ELF, so "
+                               f"what {'it' if len(not_elf) == 1 else 'they'} would need is unknown")
+        bundled = []
     for m in bundled:
         if m in reached or m in conflicted:
             continue
@@ -241,6 +253,11 @@ def summary_lines(ld: Loadability | None) -> list:
         return []
     lines = [f"ELF files: {len(ld.objects)} (platform {ld.platform or 'unknown'}); unresolved NEEDED: "
              + (", ".join(f"{u['needed']} (by {u['by']})" for u in ld.unresolved[:8]) or "none")]
+    by_rule: dict = {}
+    for u in ld.unresolved:
+        by_rule.setdefault(u.get("rule") or "other", []).append(u["needed"])
+    for rule, names in sorted(by_rule.items()):
+        lines.append(f"  refused by loader rule {rule}: {', '.join(sorted(set(names)))}")
     for group, names in ld.host_needed.items():
         lines.append(f"left to the host ({group}): {', '.join(names)}")
     top = [f"{f}_{v['version']} ({v['member']})" for f, v in ld.symbol_max.items()]
@@ -248,7 +265,7 @@ def summary_lines(ld: Loadability | None) -> list:
                  + ", ".join(f"{f}_{v} ({ld.floor_source.get(f)})" for f, v in sorted(ld.floor.items())))
     stacks = sorted({f"{o.stack or 'none'}" for o in ld.objects.values() if not o.error})
     lines.append(f"stack flags: {', '.join(stacks) or '-'}; RUNPATH problems: {len(ld.bad_runpath)}; "
-                 f"loader refusals: {len(ld.refused)}; stale: {len(ld.stale)}; SONAME conflicts: "
+                 f"loader refusals: {len(ld.refused)}; stale: {len(ld.stale) if not ld.stale_undecided else 'not judged'}; SONAME conflicts: "
                  f"{len(ld.soname_conflicts)}; duplicate files: {sum(len(g) - 1 for g in ld.duplicates)} "
                  f"({ld.duplicate_bytes / 1e6:.1f} MB)")
     lines.append("graphics libraries bundled: "

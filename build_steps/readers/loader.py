@@ -8,10 +8,13 @@ Rules taken from ld.so(8), restricted to what a wheel controls:
 - ``$ORIGIN`` / ``${ORIGIN}`` is the directory of the object that carries the entry.
 - an object without DT_RUNPATH (with DT_RPATH or with neither) also gets the DT_RPATH of the
   object that loaded it; for the wheel that is libmxnet.so's.
+- a NEEDED with a slash in it is no library name but a path, opened as given (relative to the
+  process's working directory when not absolute), with no search at all.
 A NEEDED that is not found inside the wheel is acceptable only when the profile's host baseline
 provides it (profiles.HOST_BASELINE: glibc, GCC runtime, NVIDIA driver, system CUDA toolkit) or when
 a pip dependency the wheel declares provides it and the object's own search path reaches that
-dependency's directory.
+dependency's directory; in both cases its SONAME major must be one the profile accepts
+(profiles.SONAME_MAJORS_CUDA13: libcudart.so.11.0 is not the CUDA 13 runtime).
 """
 from __future__ import annotations
 
@@ -20,10 +23,14 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from .elf import NotElfError, expand_origin, is_elf, read_dynamic
-from ..profiles import NEVER_BUNDLE, PIP_LIBRARY_DISTRIBUTIONS, Profile, baseline_group, pip_library_prefix
+from .elf import ELF_MAGIC, NotElfError, expand_origin, is_elf, normalize_origin, read_dynamic
+from ..profiles import (NEVER_BUNDLE, PIP_LIBRARY_DISTRIBUTIONS, Profile, baseline_group, major_problem,
+                        pip_library_prefix)
 
 BUNDLED, HOST, PIP, UNRESOLVED = "bundled", "host", "pip", "unresolved"
+#: Why an UNRESOLVED NEEDED fails (Resolution.rule), so each fault is reported by one gate, once.
+RULE_SLASH, RULE_NOT_ELF, RULE_MAJOR, RULE_PIP, RULE_UNREACHABLE, RULE_MISSING = (
+    "needed-with-slash", "not-elf", "soname-major", "pip-not-reached", "bundled-unreachable", "missing")
 
 
 @dataclass
@@ -47,6 +54,7 @@ class Resolution:
     verdict: str        # bundled / host / pip / unresolved
     found: str | None   # member (bundled), RUNPATH entry (pip) or baseline group (host)
     detail: str = ""
+    rule: str = ""      # for UNRESOLVED: which loader rule fails (RULE_*)
 
 
 @dataclass
@@ -65,8 +73,7 @@ class Closure:
                 "resolutions": [asdict(r) for r in self.resolutions]}
 
 
-def _norm(entry: str) -> str:
-    return entry.replace("${ORIGIN}", "$ORIGIN")
+_norm = normalize_origin
 
 
 def _expand(entry: str, origin_dir: Path) -> Path:
@@ -141,13 +148,33 @@ def resolve_closure(root: Path, libmxnet: str, bundled: list, profile: Profile,
     return closure
 
 
+def _magic(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(8)
+
+
 def _resolve_one(root, member, obj, entries, origin, name, profile, declared, by_name) -> Resolution:
+    if "/" in name:
+        return Resolution(member, name, UNRESOLVED, None, rule=RULE_SLASH, detail=(
+            f"NEEDED entry {name!r} contains a slash: ld.so opens it as a path"
+            + ("" if name.startswith("/") else " relative to the process's working directory")
+            + ", never through RUNPATH, so it loads only where that path happens to exist; fix: link "
+            f"against the library by its SONAME (patchelf --replace-needed '{name}' {name.rsplit('/', 1)[-1]})"))
     for entry in entries:
         candidate = _expand(entry, origin) / name
         inside = _inside(root, candidate)
-        if inside is not None and candidate.is_file() and is_elf(candidate):
-            return Resolution(member, name, BUNDLED, inside, f"via {obj.search_tag} entry {entry}")
+        if inside is not None and candidate.is_file():
+            if is_elf(candidate):
+                return Resolution(member, name, BUNDLED, inside, f"via {obj.search_tag} entry {entry}")
+            return Resolution(member, name, UNRESOLVED, None, rule=RULE_NOT_ELF, detail=(
+                f"{inside} is bundled under the library's name but is not an ELF file (it starts with "
+                f"{_magic(candidate)!r}, not {ELF_MAGIC!r}): the loader fails with 'invalid ELF header'; "
+                "fix: bundle the library itself, not a linker script, text or a broken copy"))
+    problem = major_problem(name, profile)
     prefix = pip_library_prefix(name, profile)
+    if problem and (prefix is not None or baseline_group(name, profile) is not None):
+        return Resolution(member, name, UNRESOLVED, None, rule=RULE_MAJOR,
+                          detail=f"{problem}; fix: rebuild against the {profile.name} profile's libraries")
     if prefix is not None:
         want = profile.pip_libraries[prefix]
         dist = PIP_LIBRARY_DISTRIBUTIONS.get(prefix)
@@ -161,7 +188,7 @@ def _resolve_one(root, member, obj, entries, origin, name, profile, declared, by
         if not has_dist:
             why.append(f"METADATA does not require {dist}")
         return Resolution(member, name, UNRESOLVED, None,
-                          f"{name} is pip-provided ({dist}) but " + " and ".join(why))
+                          f"{name} is pip-provided ({dist}) but " + " and ".join(why), rule=RULE_PIP)
     group = baseline_group(name, profile)
     if group is not None:
         return Resolution(member, name, HOST, group, f"host baseline ({group})")
@@ -169,7 +196,7 @@ def _resolve_one(root, member, obj, entries, origin, name, profile, declared, by
         return Resolution(member, name, UNRESOLVED, None,
                           f"{name} is bundled as {by_name[name]} but {member} cannot reach it: "
                           f"its {obj.search_tag or 'RUNPATH'} is {':'.join(obj.search_path) or '(none)'}; "
-                          "fix: give it RUNPATH $ORIGIN (patchelf --set-rpath '$ORIGIN')")
+                          "fix: give it RUNPATH $ORIGIN (patchelf --set-rpath '$ORIGIN')", rule=RULE_UNREACHABLE)
     never = next((why for prefix, why in NEVER_BUNDLE.items() if name.startswith(prefix)), None)
     fix = (f"fix: it cannot be bundled ({never}); link {member.rsplit('/', 1)[-1]} without it"
            if never else "fix: bundle it into mxnet/lib (build_steps.bundle) or add the pip dependency "
@@ -177,4 +204,19 @@ def _resolve_one(root, member, obj, entries, origin, name, profile, declared, by
     return Resolution(member, name, UNRESOLVED, None,
                       f"{name} is not bundled, not in the {profile.name} profile's host baseline "
                       f"({', '.join(profile.host_baseline) or 'none'}) and not provided by a declared pip "
-                      f"dependency; {fix}")
+                      f"dependency; {fix}", rule=RULE_MISSING)
+
+
+def reached_dirs(root: Path, closure: Closure, bundle_dir: str) -> list:
+    """Every directory of the install tree (site-packages, which the extraction root stands for)
+    that some ELF's RUNPATH/RPATH reaches, plus ``bundle_dir``: what the loader finds there is
+    shipped by this wheel as much as mxnet/lib is (``$ORIGIN/../nvidia/cu13/lib`` leaves mxnet/)."""
+    root = Path(root)
+    dirs = {bundle_dir.rstrip("/")}
+    for member, obj in closure.objects.items():
+        origin = (root / member).parent
+        for entry in obj.search_path:
+            inside = _inside(root, _expand(entry, origin))
+            if inside is not None and inside not in ("", "."):
+                dirs.add(inside)
+    return sorted(dirs)

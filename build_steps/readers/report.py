@@ -58,6 +58,11 @@ def _elf_lines(audit) -> list:
         lines.append(f"CUDA fatbin: {audit.fatbin_error}")
     else:
         lines.append("CUDA fatbin: none (no .nv_fatbin section)")
+    fatbins = getattr(audit, "fatbins", None) or {}
+    if fatbins or getattr(audit, "fatbin_errors", None):
+        from .audit import arch_table
+        lines.append(f"GPU code by library ({len(fatbins)} with a .nv_fatbin):")
+        lines += [f"  {row}" for row in arch_table(audit)]
     names = sorted({m.rsplit('/', 1)[-1] for m in audit.bundled_elf})
     shown = ", ".join(names[:12]) + (f", ... (+{len(names) - 12})" if len(names) > 12 else "")
     lines.append(f"bundled libraries: {len(audit.bundled_elf)} files in mxnet/lib: {shown or '(none)'}")

@@ -42,6 +42,11 @@ except ImportError:  # pragma: no cover - depends on the environment
         import zlib as _inflate_lib
 import zlib
 
+try:  # ISA-L's inflater also computes the CRC-32 of what it inflates, in the same pass
+    from isal import igzip_lib as _igzip  # type: ignore
+except ImportError:  # pragma: no cover - depends on the environment
+    _igzip = None
+
 # Compressed bytes read per step, and the most inflated bytes produced per step (also a guard
 # against a member that inflates far beyond its declared size).
 _READ = 1 << 20
@@ -166,8 +171,12 @@ def _raw_chunks(fh, wheel, info, offset):
         yield chunk
 
 
-def _inflated_chunks(fh, wheel, info, offset):
-    """Inflated pieces of a deflated member, never more than its declared size."""
+def _inflated_chunks(fh, wheel, info, offset, state: dict):
+    """Inflated pieces of a deflated member, never more than its declared size. With ISA-L the
+    inflater computes the CRC-32 as it goes (``state["crc"]``): no second pass over the output."""
+    if _igzip is not None:
+        yield from _igzip_chunks(fh, wheel, info, offset, state)
+        return
     inflater = _inflate_lib.decompressobj(-15)
     produced = 0
     limit = info.file_size
@@ -193,6 +202,33 @@ def _inflated_chunks(fh, wheel, info, offset):
         raise _corrupt(wheel, info.filename, f"deflate stream error: {exc}") from exc
     if not inflater.eof:
         raise _corrupt(wheel, info.filename, "the deflate stream ends early")
+
+
+def _igzip_chunks(fh, wheel, info, offset, state: dict):
+    # DECOMP_GZIP_NO_HDR: a raw deflate stream (what a zip member is) with the gzip CRC-32 kept;
+    # the zip's CRC-32 is the same function.
+    inflater = _igzip.IgzipDecompressor(flag=_igzip.DECOMP_GZIP_NO_HDR)
+    produced = 0
+    limit = info.file_size
+    try:
+        for chunk in _raw_chunks(fh, wheel, info, offset):
+            out = inflater.decompress(chunk, _OUT)
+            while True:
+                if out:
+                    produced += len(out)
+                    if produced > limit:
+                        raise _corrupt(wheel, info.filename, f"inflates beyond its declared {limit} bytes")
+                    yield out
+                if inflater.eof or inflater.needs_input:
+                    break
+                out = inflater.decompress(b"", _OUT)
+            if inflater.eof:
+                break
+    except _igzip.IsalError as exc:
+        raise _corrupt(wheel, info.filename, f"deflate stream error: {exc}") from exc
+    if not inflater.eof:
+        raise _corrupt(wheel, info.filename, "the deflate stream ends early")
+    state["crc"] = inflater.crc
 
 
 def _fallback_chunks(zf, wheel, info):
@@ -284,26 +320,20 @@ class _WriteBehind:
             raise self._error
 
 
-def _file_crc(path: Path) -> int:
-    crc = 0
-    with open(path, "rb") as fh:
-        while True:
-            block = fh.read(_OUT)
-            if not block:
-                return crc
-            crc = zlib.crc32(block, crc)
+_crc32 = getattr(_inflate_lib, "crc32", zlib.crc32)  # ISA-L's: ~4x stdlib's, the same value
 
 
 def _extract_member(zf, fh, wheel, info, target: Path, algo: str, expected: str | None):
     """Write one member to ``target``; return (digest, size). Raises on corruption.
 
-    ``expected`` is RECORD's digest (without the ``algo=`` prefix) when it has one. Then the
-    sha256 check subsumes the zip's CRC-32 and the CRC is computed only on a mismatch, to tell
-    a damaged archive (raised) from a changed file (a RECORD problem): that saves a pass over
-    every byte of a 1 GB library.
+    The zip's CRC-32 is checked for every member, in the same pass as the hash and the write, as
+    pip's unpacking does (zipfile checks it on read): a member whose CRC is wrong is refused
+    by ``pip install`` even when RECORD's sha256 matches, so it is refused here too.
+    ``expected`` (RECORD's digest) is compared by the caller's RECORD check.
     """
+    state: dict = {}
     if info.compress_type == zipfile.ZIP_DEFLATED:
-        chunks = _inflated_chunks(fh, wheel, info, _data_offset(fh, wheel, info))
+        chunks = _inflated_chunks(fh, wheel, info, _data_offset(fh, wheel, info), state)
         check_crc = True
     elif info.compress_type == zipfile.ZIP_STORED:
         chunks = _raw_chunks(fh, wheel, info, _data_offset(fh, wheel, info))
@@ -311,20 +341,20 @@ def _extract_member(zf, fh, wheel, info, target: Path, algo: str, expected: str 
     else:
         chunks = _fallback_chunks(zf, wheel, info)
         check_crc = False  # zipfile checked it
-    crc_now = check_crc and expected is None
     big = _PIPELINE and info.compress_size >= _THREAD_MIN
     if big:
         chunks = _threaded(chunks)
     hasher = hashlib.new(algo)
     crc = 0
     size = 0
+    own_crc = check_crc and not (_igzip is not None and info.compress_type == zipfile.ZIP_DEFLATED)
     with open(target, "wb", buffering=0) as raw_out:
         out = _WriteBehind(raw_out) if big else raw_out
         try:
             for piece in chunks:
                 hasher.update(piece)
-                if crc_now:
-                    crc = zlib.crc32(piece, crc)
+                if own_crc:
+                    crc = _crc32(piece, crc)
                 out.write(piece)
                 size += len(piece)
         finally:
@@ -332,12 +362,55 @@ def _extract_member(zf, fh, wheel, info, target: Path, algo: str, expected: str 
                 out.close()
     if size != info.file_size:
         raise _corrupt(wheel, info.filename, f"{size} bytes inflated, {info.file_size} declared")
-    digest = hasher.digest()
-    if check_crc and not crc_now and b64(digest) != expected:
-        crc = _file_crc(target)  # rare path: RECORD disagrees; is the archive itself damaged?
-    if check_crc and (crc_now or b64(digest) != expected) and crc != info.CRC:
-        raise _corrupt(wheel, info.filename, "CRC-32 mismatch")
-    return digest, size
+    if "crc" in state:
+        crc = state["crc"]
+    if check_crc and crc != info.CRC:
+        raise _corrupt(wheel, info.filename, f"CRC-32 mismatch: the zip says {info.CRC:08x}, the bytes give "
+                       f"{crc:08x}; pip refuses such a wheel")
+    return hasher.digest(), size
+
+
+# ---------------------------------------------------------------------------------------------
+# sizes, before anything is written
+
+#: The most a member may inflate relative to its stored size. Deflate reaches ~1030x on runs of
+#: zeros; real libraries stay far below (the real mxnet-cu112 1.9.1 wheel: libmxnet.so 1.8x, its
+#: most compressible member libopenblas.so.0 3.5x). A member beyond the cap is a zip bomb and is
+#: refused before a byte is written. zipfile (what pip unpacks with) only stops a member from
+#: inflating past its declared size, which _inflated_chunks also enforces; the cap and the free-
+#: space check below are what keep a declared 3 GiB from being written at all. Members that
+#: inflate to less than _RATIO_FLOOR are exempt: a small file of zeros is no threat.
+MAX_COMPRESSION_RATIO = 200
+_RATIO_FLOOR = 1 << 20
+#: Free space kept beyond the declared sizes (directories, filesystem overhead).
+_SPACE_MARGIN = 16 << 20
+
+
+def _gb(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
+
+
+def check_sizes(wheel: Path, infos: list, where: Path) -> int:
+    """Refuse, before extracting, a member over MAX_COMPRESSION_RATIO and a wheel whose declared
+    sizes do not fit in the free space at ``where``; returns the declared total."""
+    total = 0
+    for info in infos:
+        if info.is_dir():
+            continue
+        total += info.file_size
+        if info.file_size >= _RATIO_FLOOR and info.file_size > MAX_COMPRESSION_RATIO * max(info.compress_size, 1):
+            raise WheelError(
+                f"{wheel.name}: member {info.filename!r} declares {info.file_size} bytes stored in "
+                f"{info.compress_size} ({info.file_size / max(info.compress_size, 1):.0f}x, above the "
+                f"limit of {MAX_COMPRESSION_RATIO}x): a zip bomb, not a library; nothing was extracted. "
+                f"{_AGAIN} without it")
+    free = shutil.disk_usage(where).free
+    if total + _SPACE_MARGIN > free:
+        raise WheelError(
+            f"{wheel.name} needs {total} bytes ({_gb(total)}) to extract, but {where} has {free} bytes "
+            f"({_gb(free)}) free: nothing was extracted. Free space there, or run with --basetemp on a "
+            "larger filesystem")
+    return total
 
 
 # ---------------------------------------------------------------------------------------------
@@ -368,6 +441,7 @@ def extract_wheel(wheel: Path, dest: Path) -> ExtractedWheel:
             fh = io.BufferedReader(raw, buffer_size=_READ)
             infos = sorted(zf.infolist(), key=lambda i: i.header_offset)
             _check_names(wheel, infos)
+            check_sizes(wheel, infos, dest.parent)
             result = _extract_all(zf, fh, wheel, infos, tmp)
         if dest.exists():
             dest.rmdir()

@@ -183,8 +183,15 @@ def driver_info() -> dict:
         cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)  # COMPUTE_CAPABILITY_MINOR
         name = ctypes.create_string_buffer(256)
         cuda.cuDeviceGetName(name, 256, dev)
-        info["gpus"].append({"index": i, "name": name.value.decode(errors="replace"),
-                             "compute_capability": f"{major.value}.{minor.value}"})
+        gpu = {"index": i, "name": name.value.decode(errors="replace"),
+               "compute_capability": f"{major.value}.{minor.value}"}
+        uuid = ctypes.create_string_buffer(16)
+        get_uuid = getattr(cuda, "cuDeviceGetUuid_v2", None) or getattr(cuda, "cuDeviceGetUuid", None)
+        if get_uuid is not None and get_uuid(uuid, dev) == 0:
+            # as nvidia-smi prints it: the merge of GPU runs counts one GPU once by it
+            h = uuid.raw.hex()
+            gpu["uuid"] = f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        info["gpus"].append(gpu)
     return info
 
 
