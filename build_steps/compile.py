@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import resource
-import signal
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import launcher as compiler_cache
+from . import filesystem, processes
 from .configure import record_step
 from .errors import BuildInterrupted, StepError, log_excerpt
 from .once import JsonRecord
@@ -45,76 +45,38 @@ def _progress_stream():
     return sys.__stderr__ or sys.stderr
 
 
-#: Seconds the build's processes get to exit on SIGTERM before they are killed. Short: a CI
-#: runner or the person at the terminal may follow SIGINT with SIGKILL within seconds.
-STOP_GRACE = 0.5
+def stop_build(proc: subprocess.Popen, build_dir: Path, server: "compiler_cache.Server | None" = None,
+               grace: float = processes.STOP_GRACE) -> None:
+    """Stop ``cmake --build`` and everything it started: ninja, the compilers, and the compiles a
+    compiler-cache server runs for this build.
 
-
-def _proc_table() -> dict:
-    """pid -> (ppid, executable name, cwd) of this user's processes, from /proc."""
-    table = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if entry.stat().st_uid != os.getuid():
-                continue
-            stat = (entry / "stat").read_text()
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-            name = Path(os.readlink(entry / "exe")).name
-            cwd = Path(os.readlink(entry / "cwd"))
-        except (OSError, ValueError):
-            continue
-        table[int(entry.name)] = (ppid, name, cwd)
-    return table
-
-
-def _descendants(roots: set, table: dict) -> list[int]:
-    """Every process below ``roots`` in ``table`` (roots excluded)."""
-    found, frontier = [], set(roots)
-    while frontier:
-        children = {pid for pid, (ppid, _n, _c) in table.items() if ppid in frontier}
-        children -= set(found) | set(roots)
-        found.extend(children)
-        frontier = children
-    return found
-
-
-def _signal_all(pids, sig) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except OSError:
-            pass
-
-
-def stop_build(proc: subprocess.Popen, build_dir: Path, grace: float = STOP_GRACE) -> None:
-    """Stop ``cmake --build`` and everything it started: ninja, the compilers, and the compiles an
-    sccache server runs for this build.
-
-    A signal to pytest alone never reaches the compilers (ninja starts each command in a process
-    group of its own), so the tree below the build is walked and stopped here: SIGTERM (compilers remove partial outputs), then
-    SIGKILL for what is left. sccache's client hands each compile to a long-lived server that runs
-    the compiler as *its* child, outside that tree (a six-arch nvcc runs for minutes): those are
-    the server's descendants working in ``build_dir``; the server itself stays up."""
-    table = _proc_table()
-    servers = {pid for pid, (_p, name, _c) in table.items() if name == "sccache"}
+    sccache's client hands each compile to a long-lived server that runs the compiler as *its*
+    child, outside the build's tree; for nvcc the server runs cicc/ptxas itself, in a temp dir of
+    its own (``/tmp/sccache_nvcc*``), so neither parentage nor cwd ties them to the build. The
+    build's own server (launcher.private_server) is this build's alone: every process that
+    inherited its private port is stopped, the server with them. A server the user named
+    (``SCCACHE_SERVER_PORT``) may serve other builds: only its compiles working in ``build_dir``
+    are stopped, and the server stays up. Either way the stop is swept again until nothing new
+    appears: a request already on its way to the server starts its compiler after the first pass."""
     root = Path(build_dir).resolve()
-    cached = [pid for pid in _descendants(servers, table)
-              if table[pid][2] == root or root in table[pid][2].parents]
-    tree = [proc.pid, *_descendants({proc.pid}, table)]
-    _signal_all(tree + cached, signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        pass
-    table = _proc_table()
-    _signal_all([p for p in tree + cached + _descendants(set(tree + cached), table) if p in table],
-                signal.SIGKILL)
-    try:
-        proc.wait(timeout=1.0)
-    except subprocess.TimeoutExpired:
-        pass
+
+    def in_build_dir() -> list[int]:
+        table = processes.proc_table()
+        servers = {pid for pid, (_p, name, _c) in table.items() if name == "sccache"}
+        return [pid for pid in processes.descendants(servers, table)
+                if table[pid][2] == root or root in table[pid][2].parents]
+
+    if server is not None and server.private:
+        # Everything that inherited the build's private port is the build's: ninja, the sccache
+        # clients, the server and the compilers it started, whoever their parent is by now.
+        mine = server.processes
+        processes.stop_tree(proc, extra_roots={server.pid} if server.pid else set(), extra=mine(),
+                            grace=grace)
+        server.stop()
+        processes.sweep(mine)
+    else:
+        processes.stop_tree(proc, extra=in_build_dir(), grace=grace)
+        processes.sweep(in_build_dir)
 
 
 def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxnet",
@@ -130,6 +92,17 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
     out = progress or _progress_stream()
     targets = [target] if isinstance(target, str) else list(target)
     cmd = ["cmake", "--build", str(build_dir), "--target", *targets, "--parallel", str(jobs)]
+    server = compiler_cache.private_server(launcher, env)
+    if server is not None:
+        env = {**(env or {}), **server.env}
+    try:
+        return _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher, server)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher, server) -> CompileResult:
     before = compiler_cache.snapshot(launcher, env) if launcher else None
     log_before = ninja_log.log_position(build_dir)
     cpu_before = _children_cpu()
@@ -160,7 +133,7 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
             rc = proc.wait()
         except KeyboardInterrupt:
             # SIGINT, or SIGTERM turned into one by the harness: the build must not go on without us.
-            stop_build(proc, build_dir)
+            stop_build(proc, build_dir, server)
             where = f"at [{steps}/{total}]" if total else "before the first step"
             took = time.monotonic() - start
             fh.write(f"==== interrupted {where} after {took:.0f}s ====\n")
@@ -169,12 +142,16 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
                 f"compiler left running). Re-run the same command to resume: ninja keeps the finished "
                 f"steps. Log: {log}") from None
         except BaseException:
-            stop_build(proc, build_dir)
+            stop_build(proc, build_dir, server)
             raise
     seconds = time.monotonic() - start
     if rc != 0:
+        tail = log_excerpt(log, since=first_line)
+        if filesystem.disk_was_full(build_dir, tail):
+            raise StepError("compile", f"stopped at [{steps}/{total}]: {filesystem.no_space(build_dir)}",
+                            log=log, tail=tail)
         raise StepError("compile", f"cmake --build {build_dir} --target {' '.join(targets)} failed (exit {rc})",
-                        log=log, tail=log_excerpt(log, since=first_line))
+                        log=log, tail=tail)
     library = build_dir / library_name
     if not library.is_file():
         raise StepError("compile", f"{library} missing after the build", log=log,

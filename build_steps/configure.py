@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import filesystem, processes
 from .readers import cmake_cache
 from .errors import StepError, log_excerpt
 from .profiles import CMAKE_FEATURES, parse_cuda_arch
@@ -107,19 +108,32 @@ def configure(src: Path, build_dir: Path, profile, arch_text: str, log_dir: Path
     with open(log, "w") as fh:
         fh.write("$ " + " ".join(cmd) + "\n")
         fh.flush()
-        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT,
-                              env={**os.environ, **(env or {})})
+        # processes.run: an interrupt stops CMake's try-compiles too, not only cmake
+        rc = processes.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     seconds = time.monotonic() - start
     record_step(build_dir, "configure", "first-time" if first_time else "refresh")
-    if proc.returncode != 0:
+    if rc != 0:
+        tail = log_excerpt(log)
+        if filesystem.disk_was_full(build_dir, tail, _try_compile_output(build_dir)):
+            # A try-compile that could not write its object makes CMake blame the compiler
+            # ("The Fortran compiler is not able to compile a simple test program").
+            raise StepError("configure", f"CMake configure of {src} failed: {filesystem.no_space(build_dir)}",
+                            log=log, tail=tail)
         raise StepError("configure", f"CMake configure of {src} into {build_dir} failed "
-                        f"(exit {proc.returncode})", log=log, tail=log_excerpt(log))
+                        f"(exit {rc})", log=log, tail=tail)
     result = ConfigureResult(build_dir=build_dir, first_time=first_time, seconds=seconds, log=log,
                              cache=read_cache(cache_file))
     result.gencode = emitted_gencode(log, build_dir)
     verify_cache(result, profile, overrides.get("MXNET_CUDA_ARCH", arch_text),
                  expected_features(profile, overrides))
     return result
+
+
+def _try_compile_output(build_dir: Path) -> str:
+    """The end of CMake's record of its try-compiles (where a compiler's ENOSPC is written)."""
+    from .errors import log_tail
+    return "\n".join(log_tail(Path(build_dir) / "CMakeFiles" / name, 200)
+                     for name in ("CMakeConfigureLog.yaml", "CMakeError.log"))
 
 
 def expected_features(profile, overrides: dict) -> dict:

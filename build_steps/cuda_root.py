@@ -27,6 +27,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from . import processes
 from .errors import StepError, log_tail
 from .once import JsonRecord
 
@@ -127,12 +128,16 @@ def install_wheels(cache: Path, requirements=CUDA_BUILD_WHEELS, python: str | No
             fh.write("$ " + " ".join(cmd) + "\n")
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                     bufsize=1)
-            for line in proc.stdout:
-                fh.write(line)
-                if progress is not None and _PIP_PROGRESS.match(line):
-                    # whole lines: a line cut at a width ends mid-word (the terminal wraps it)
-                    print(f"[cuda-root] {line.strip()}", file=progress, flush=True)
-            proc.wait()
+            try:
+                for line in proc.stdout:
+                    fh.write(line)
+                    if progress is not None and _PIP_PROGRESS.match(line):
+                        # whole lines: a line cut at a width ends mid-word (the terminal wraps it)
+                        print(f"[cuda-root] {line.strip()}", file=progress, flush=True)
+                proc.wait()
+            except BaseException:  # an interrupt: pip and its build children stop with the step
+                processes.stop_tree(proc)
+                raise
         if proc.returncode != 0:
             raise StepError("cuda-root", "pip could not install the CUDA wheels "
                             f"({', '.join(requirements)}); pass --find-links/--index-url for an "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -138,12 +139,15 @@ def _snapshot(launcher: Launcher, env: dict | None) -> dict:
 
         def total(key):
             return sum((s.get(key) or {}).get("counts", {}).values())
+        not_cached = (s.get("requests_not_cacheable", 0) + s.get("requests_unsupported_compiler", 0)
+                      + s.get("non_cacheable_compilations", 0))
+        # requests = hits + misses + not cacheable, as ccache's: sccache's own compile_requests
+        # counts an nvcc call once while its hits and misses count each arch's step of it.
         return {
-            "requests": s.get("compile_requests", 0), "hits": total("cache_hits"),
-            "misses": total("cache_misses"), "remote": sum((s.get("dist_compiles") or {}).values()),
-            "remote_errors": s.get("dist_errors", 0),
-            "not_cached": s.get("requests_not_cacheable", 0) + s.get("requests_unsupported_compiler", 0)
-            + s.get("non_cacheable_compilations", 0),
+            "requests": total("cache_hits") + total("cache_misses") + not_cached,
+            "hits": total("cache_hits"), "misses": total("cache_misses"),
+            "remote": sum((s.get("dist_compiles") or {}).values()),
+            "remote_errors": s.get("dist_errors", 0), "not_cached": not_cached,
             "location": data.get("cache_location", ""),
         }
     if launcher.name == "ccache":
@@ -181,6 +185,92 @@ def diff(launcher: Launcher, before: dict, after: dict) -> LauncherStats:
         stats.notes.append("the tool's counters went back during the build (stats zeroed or the "
                            "sccache server restarted): figures are unreliable")
     return stats
+
+
+# ---- the build's own sccache server -------------------------------------------------------------
+
+@dataclass
+class Server:
+    """The sccache server one build compiles through.
+
+    ``private``: started for this build alone, on a port the harness chose. Its counters are then
+    this build's and nobody else's, and on an interrupt everything below it is this build's to
+    stop (build_steps.compile.stop_build). A port the user names (``SCCACHE_SERVER_PORT``) is
+    their server, shared with whatever else uses it: counted as before/after differences and
+    never stopped."""
+    launcher: Launcher
+    #: what the build's environment adds (SCCACHE_SERVER_PORT, SCCACHE_DIR)
+    env: dict
+    private: bool
+    pid: int | None = None
+
+    def processes(self) -> list[int]:
+        """The live processes of this private server's build (server, clients, compilers)."""
+        from .processes import with_env
+        return with_env("SCCACHE_SERVER_PORT", self.env["SCCACHE_SERVER_PORT"]) if self.private else []
+
+    def stop(self) -> None:
+        if not self.private:
+            return
+        try:
+            stop_server(self.launcher, self.env)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        if self.pid and _is_server(self.pid, self.env["SCCACHE_SERVER_PORT"]):
+            try:
+                os.kill(self.pid, signal.SIGKILL)  # --stop-server waits for in-flight compiles
+            except OSError:
+                pass
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _is_server(pid: int, port: str) -> bool:
+    try:
+        exe = Path(os.readlink(f"/proc/{pid}/exe")).name
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return exe == "sccache" and f"SCCACHE_SERVER_PORT={port}".encode() in environ
+
+
+def _server_pid(port: str) -> int | None:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and _is_server(int(entry.name), port):
+            return int(entry.name)
+    return None
+
+
+def default_sccache_dir() -> Path:
+    """The harness's sccache directory (beside its CUDA wheels cache), when SCCACHE_DIR is unset."""
+    from .cuda_root import default_cache_dir
+    return default_cache_dir() / "sccache"
+
+
+def private_server(launcher: Launcher | None, env: dict | None = None) -> Server | None:
+    """Start the build's own sccache server (None for ccache/none): its own port, and its cache
+    in the harness's directory, each unless the user names it (``SCCACHE_SERVER_PORT``,
+    ``SCCACHE_DIR``, in ``env`` or the environment)."""
+    if launcher is None or launcher.name != "sccache":
+        return None
+    given = {**os.environ, **(env or {})}
+    if given.get("SCCACHE_SERVER_PORT"):
+        return Server(launcher, {}, private=False)
+    own = {"SCCACHE_SERVER_PORT": str(_free_port())}
+    if not given.get("SCCACHE_DIR"):
+        own["SCCACHE_DIR"] = str(default_sccache_dir())
+    server = Server(launcher, own, private=True)
+    try:
+        _run_tool([launcher.path, "--start-server"], {**(env or {}), **own})
+    except (OSError, RuntimeError, subprocess.TimeoutExpired):
+        return server  # the first compile starts it; the counters will say if it cannot run
+    server.pid = _server_pid(own["SCCACHE_SERVER_PORT"])
+    return server
 
 
 def stop_server(launcher: Launcher, env: dict | None = None) -> None:

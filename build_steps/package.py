@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import atomic, reproducible
+from . import atomic, filesystem, processes, reproducible
 from .configure import record_step
 from .errors import HarnessError, StepError, log_tail
 from .once import JsonRecord
@@ -57,11 +57,14 @@ def build_wheel(src: Path, version: str, profile, staging_dir: Path, log_dir: Pa
         fh.write("".join(f"  {k}={env[k]}\n" for k in sorted(profile.setup_env) + ["MXNET_PACKAGE_VERSION"]))
         fh.write(f"  SOURCE_DATE_EPOCH={env.get('SOURCE_DATE_EPOCH', '(unset)')}\n")
         fh.flush()
-        proc = subprocess.run(cmd, cwd=python_dir, stdout=fh, stderr=subprocess.STDOUT, env=env)
+        rc = processes.run(cmd, cwd=python_dir, stdout=fh, stderr=subprocess.STDOUT, env=env)
     seconds = time.monotonic() - start
     record_step(staging_dir, "package", version)
-    if proc.returncode != 0:
+    if rc != 0:
         tail = log_tail(log)
+        if filesystem.disk_was_full(staging_dir, tail):
+            raise StepError("package", f"python -m build --wheel failed: {filesystem.no_space(staging_dir)}",
+                            log=log, tail=tail)
         hint = ""
         if "No module named build" in tail:
             hint = f"; install the build frontend: {python} -m pip install build wheel setuptools"

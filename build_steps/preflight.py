@@ -2,7 +2,9 @@
 
 A release build of the fork is ~1300 steps. A dirty tree fails the clean-tree gate at the end, an
 arch list without sm_100 fails the arch gate at the end, and an arch nvcc cannot build
-(``compute_70`` on CUDA 13) fails at step ~521. Each is known before CMake runs, so each is
+(``compute_70`` on CUDA 13) fails at step ~521; an emptied submodule fails CMake with a message
+that does not name it, a read-only build dir fails every write, and a disk too small for the
+build fills at some step with a misleading error. Each is known before CMake runs, so each is
 refused here, together, in one message.
 """
 from __future__ import annotations
@@ -11,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import source
+from . import filesystem, source
 from .cuda_root import find_nvcc_home
 from .errors import HarnessError
 from .overrides import arch_override
@@ -56,16 +58,50 @@ def unsupported_archs(arch: ArchSpec, nvcc: Path | None) -> list[str]:
             + ("them" if len(bad) > 1 else "it") + " from the arch list"]
 
 
+def build_dir_refusals(build_dir: Path, profile) -> list[str]:
+    """A build dir that cannot be written, or whose filesystem cannot hold the build.
+
+    The need is the profile's measured ``build_space_gib``; what an existing build dir already
+    holds counts towards it (a resumed build needs only the rest)."""
+    build_dir = Path(build_dir)
+    why = filesystem.writable(build_dir)
+    if why:
+        return [f"the build dir {build_dir} cannot be written ({why}): pass --build-dir=DIR on a "
+                "writable filesystem (the default build dir is inside the source tree)"]
+    need = int(profile.build_space_gib * filesystem.GIB)
+    if not need:
+        return []
+    free = filesystem.free_bytes(build_dir)
+    if free >= need:
+        return []
+    have = filesystem.tree_size(build_dir) if build_dir.is_dir() else 0  # only when short: a walk
+    if free + have >= need:
+        return []
+    held = f" (its {filesystem.human(have)} already built count towards that)" if have else ""
+    return [f"{filesystem.human(free)} free on {filesystem.filesystem_name(build_dir)} for the build dir "
+            f"{build_dir}; a {profile.name} build needs {filesystem.human(need)}{held}. Free space "
+            "there, or pass --build-dir=DIR on a larger filesystem"]
+
+
 def refusals(src: Path, profile, arch: ArchSpec, cmake_defines: dict, *, release: bool,
-             allow_dirty: bool, native_arch: bool = False) -> list[str]:
+             allow_dirty: bool, native_arch: bool = False, build_dir: Path | None = None) -> list[str]:
     """Every reason not to start this build, as sentences naming the fix (empty: go ahead).
 
     ``native_arch``: the arch list came from --cuda-arch=native, a declared development build
-    (its gate fails and it cannot publish), so the release-matrix refusal does not apply."""
+    (its gate fails and it cannot publish), so the release-matrix refusal does not apply.
+    ``build_dir``: checked for writability and free space (build_dir_refusals)."""
     problems = []
+    # An empty submodule is refused dirty or not: nothing can build it, and git sees an emptied
+    # vendored copy as deleted files, which would name only the symptom.
+    missing = source.missing_submodules(src, {**profile.configure_flags, **cmake_defines})
+    if missing:
+        problems.append(source.missing_text(src, missing))
+    if build_dir is not None:
+        problems += build_dir_refusals(build_dir, profile)
     if release and not allow_dirty:
         # a submodule whose only change is its commit: judged by mismatch_refusals, with both commits
-        changed = source.dirty_tracked_paths(src)
+        changed = [line for line in source.dirty_tracked_paths(src)
+                   if not any(line[3:] == m or line[3:].startswith(m + "/") for m in missing)]
         if changed:
             shown = ", ".join(line[3:] for line in changed[:5])
             more = len(changed) - 5

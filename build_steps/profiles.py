@@ -17,6 +17,19 @@ from .errors import UsageError
 #: The release arch matrix: Ampere, Ada, Hopper, both Blackwell families, PTX only on the top arch.
 RELEASE_CUDA_ARCH = "8.0;8.6;8.9;9.0;10.0;12.0+PTX"
 
+#: Free space a build of the fork needs where its build dir is, in GiB (Profile.build_space_gib;
+#: preflight refuses less). Measured 2026-12-03 on the fork at 3f13890 (issue 21): configured with
+#: the cuda profile, its ``mxnet`` target is 1317 Ninja steps making 243 .cu, 619 .cc and 535
+#: oneDNN .cpp objects. A random sample of them (seed 21) was compiled for real: 3 six-arch .cu
+#: objects of 1.3, 1.8 and 4.4 MB (mean 2.5 MB), 8 .cc of 0.06-7.5 MB (mean 1.14 MB), 8 .cpp of
+#: 1 KB-832 KB (mean 0.23 MB). Extrapolated: 0.61 GB of .cu + 0.71 GB of .cc + 0.12 GB of .cpp
+#: (and again in libdnnl.a) + libmxnet.so, ~1 GB (the fork's own figure, and about the sum of the
+#: objects it links) = 2.6 GB; staging and packaging add a copy of the library with its bundled
+#: libraries and the ~454 MB wheel, ~1.5 GB: 4.1 GB. With 1.5x for the sample's spread (one .cc
+#: in 8 was 7.5 MB): 6 GiB. The cpu profile has no .cu objects and a smaller library: 4 GiB,
+#: estimated from the same figures (not compiled separately).
+BUILD_SPACE_GIB = {"cuda": 6.0, "cpu": 4.0}
+
 #: CMake feature toggles the gates compare (cache key -> runtime Features name).
 CMAKE_FEATURES = {
     "USE_CUDA": "CUDA",
@@ -142,6 +155,8 @@ class Profile:
     #: SONAME majors a NEEDED left to the host or to pip may have: prefix -> (majors, what they are);
     #: see SONAME_MAJORS_CUDA13
     soname_majors: dict = field(default_factory=dict)
+    #: free space a build dir of the fork needs for this profile, in GiB (BUILD_SPACE_GIB); 0: not checked
+    build_space_gib: float = 0.0
 
     @property
     def binary_format(self) -> str:
@@ -259,6 +274,7 @@ PROFILES = {
         host_baseline=("glibc", "gcc-runtime", "nvidia-driver", "cuda-toolkit"),
         symbol_floor=dict(SYMBOL_FLOORS["ubuntu-24.04"]),
         soname_majors=dict(SONAME_MAJORS_CUDA13),
+        build_space_gib=BUILD_SPACE_GIB["cuda"],
     ),
     "cpu": Profile(
         name="cpu",
@@ -286,6 +302,7 @@ PROFILES = {
         needs_libcuda=False,
         host_baseline=("glibc", "gcc-runtime"),
         symbol_floor=dict(SYMBOL_FLOORS["ubuntu-24.04"]),
+        build_space_gib=BUILD_SPACE_GIB["cpu"],
     ),
     # Apple-silicon CPU wheel, built on a Mac by the fork's build script (Accelerate BLAS, hermetic
     # LLVM libomp, OpenCV from Homebrew/MacPorts bundled); audited here from its Mach-O files.

@@ -248,29 +248,11 @@ def check_source_tree(root: Path, defines: dict | None = None) -> SourceInfo:
         if not (root / rel).is_file():
             raise UsageError(f"{root} is not an MXNet source tree: {rel} is missing")
 
-    needs = needed_submodules(root, defines)
-    reads = {n.path: n.reads for n in SUBMODULE_NEEDS}
-    missing, ways = {}, []
-    states = {p: submodule_state(root, p) for p in sorted(set(submodule_paths(root)) | set(needs))}
-    for path, consequence in needs.items():
-        state = states[path]
-        part = reads.get(path, "")
-        if state.kind == "empty":
-            missing[path] = f"empty or missing: {consequence}"
-        elif part and _empty(root / path / part):
-            missing[path] = f"has no {part}/ directory: {consequence}"
-        else:
-            continue
-        pin = _unpublished(path, state.pinned)
-        if pin:
-            ways.append(f"  {path}: {_way_through(root, path, pin)}")
-
+    missing = missing_submodules(root, defines)
     if missing:
-        lines = [f"  {s}: {why}" for s, why in missing.items()]
-        raise UsageError(
-            f"MXNet source tree {root} lacks submodules the build needs:\n" + "\n".join(lines)
-            + f"\nrun `{FIX}` in {root} and try again"
-            + ("\n" + "\n".join(ways) if ways else ""))
+        raise UsageError(missing_text(root, missing))
+    states = {p: submodule_state(root, p)
+              for p in sorted(set(submodule_paths(root)) | set(needed_submodules(root, defines)))}
 
     warnings, mismatches = [], []
     for path, state in states.items():
@@ -287,6 +269,34 @@ def check_source_tree(root: Path, defines: dict | None = None) -> SourceInfo:
         dirty = dirty_tracked_paths(root)
     return SourceInfo(root=root, commit=commit, branch=branch, dirty_paths=dirty,
                       submodule_warnings=warnings, submodule_mismatches=mismatches)
+
+
+def missing_submodules(root: Path, defines: dict | None = None) -> dict[str, str]:
+    """{path: why} of every submodule the build needs that is empty or lacks the part the
+    build reads (empty: nothing to build from, whether or not git sees the emptying)."""
+    root = Path(root)
+    reads = {n.path: n.reads for n in SUBMODULE_NEEDS}
+    missing = {}
+    for path, consequence in needed_submodules(root, defines).items():
+        part = reads.get(path, "")
+        if _empty(root / path):
+            missing[path] = f"empty or missing: {consequence}"
+        elif part and _empty(root / path / part):
+            missing[path] = f"has no {part}/ directory: {consequence}"
+    return missing
+
+
+def missing_text(root: Path, missing: dict) -> str:
+    """The refusal for ``missing`` (missing_submodules): each one, the fix, and the way through
+    for a pin that ``git submodule update`` cannot fetch."""
+    ways = []
+    for path in missing:
+        pin = _unpublished(path, submodule_state(root, path).pinned)
+        if pin:
+            ways.append(f"  {path}: {_way_through(root, path, pin)}")
+    lines = [f"  {s}: {why}" for s, why in missing.items()]
+    return (f"MXNet source tree {root} lacks submodules the build needs:\n" + "\n".join(lines)
+            + f"\nrun `{FIX}` in {root} and try again" + ("\n" + "\n".join(ways) if ways else ""))
 
 
 def _mismatch_text(root: Path, state: SubmoduleState) -> str:

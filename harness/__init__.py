@@ -13,7 +13,7 @@
 - ``release_set``: the flavor's release set from its committed manifest (build_steps/release_sets/),
   for publish; as ``python -m harness.release_set --write|--check`` it makes or checks the manifests;
 - ``wheel_pin``: the wheel's bytes hashed once; the end-of-run check that they did not change;
-- ``venv_lock``: one run per ``--venv-dir``; ``gpu_policy``: skipped GPU gates are not green.
+- ``run_lock``: one run per build dir and per ``--venv-dir``; ``gpu_policy``: skipped GPU gates are not green.
 
 The work itself is done by ``build_steps`` (plain functions, no pytest); the fixtures here are
 thin wrappers that call one step and return its product.

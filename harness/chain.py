@@ -6,6 +6,7 @@ never limits them (timeout_func_only in pytest.ini): only gate bodies are timed.
 """
 from __future__ import annotations
 
+import errno
 import json
 import re
 import shutil
@@ -15,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import bundle, configure, package, preflight, source
+from build_steps import bundle, configure, filesystem, package, preflight, source
 from build_steps import compile as compile_step
 from build_steps import launcher as compiler_cache
 from build_steps import cuda_root as cuda_root_step
-from build_steps.errors import HarnessError, UsageError
+from build_steps.errors import BuildInterrupted, HarnessError, StepError, UsageError
 from build_steps.overrides import broken_promises, development_option_promises
 from build_steps.once import run_once
 from build_steps.pinning import verify
@@ -34,6 +35,15 @@ BUILD_RECORD = "built_wheel"
 #: The run-once records of the chain, in order, with the label the summary gives each.
 STEPS = (("configure", "configure"), ("compile", "compile"), ("stage", "stage+bundle"),
          (BUILD_RECORD, "package"))
+#: Steps before those, named in the summary only when they failed or were interrupted.
+FIRST_STEPS = (("source", "source"), ("cuda_root", "CUDA root"))
+#: "configure failed" / "compile INTERRUPTED": the step that stopped this run's chain, if one did.
+CHAIN_STOP_KEY = pytest.StashKey[str]()
+
+
+def chain_stop(config) -> str | None:
+    """What stopped the build chain in this run (``"configure failed"``), None if nothing did."""
+    return config.stash.get(CHAIN_STOP_KEY, None)
 
 
 def pytest_configure(config):
@@ -62,7 +72,8 @@ def pytest_collection_modifyitems(config, items):
         root = source.resolve_source(options.mxnet_src, Path(config.invocation_params.dir))
         refused = preflight.refusals(root, options.profile, options.cuda_arch, options.cmake_defines,
                                      release=is_release_run(config), allow_dirty=options.allow_dirty,
-                                     native_arch=bool(options.native_gpus))
+                                     native_arch=bool(options.native_gpus),
+                                     build_dir=BuildPaths(options, root).build_dir)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     if refused:
@@ -72,6 +83,32 @@ def pytest_collection_modifyitems(config, items):
         compiler_cache.choose(options.compiler_launcher)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def guarded(step: str, produce, where: Path):
+    """``produce`` as the chain's step ``step``: an interrupt anywhere in it is that step's
+    INTERRUPTED (exit 2, no traceback), and a full or read-only disk under ``where`` is one
+    sentence naming the filesystem, not an OSError traceback."""
+    def run():
+        start = time.monotonic()
+        try:
+            return produce()
+        except BuildInterrupted:
+            raise
+        except KeyboardInterrupt as exc:
+            why = f" by {exc}" if str(exc).startswith("signal ") else ""
+            raise BuildInterrupted(step, f"interrupted{why} after {time.monotonic() - start:.0f}s; its "
+                                   "processes were stopped. Re-run the same command to resume") from None
+        except OSError as exc:
+            path = Path(exc.filename) if exc.filename else where
+            if filesystem.is_no_space(exc):
+                raise StepError(step, filesystem.no_space(path)) from None
+            if exc.errno == errno.EROFS:
+                raise StepError(step, f"cannot write {path}: read-only file system "
+                                f"{filesystem.filesystem_name(path)}; pass --build-dir=DIR on a "
+                                "writable filesystem") from None
+            raise
+    return run
 
 
 class BuildPaths:
@@ -100,7 +137,8 @@ def mxnet_source(options, shared_dir, request) -> source.SourceInfo:
         for warning in info.submodule_warnings:
             say(f"WARNING: {warning}")
         return info.to_json()
-    return source.SourceInfo.from_json(run_once(shared_dir, "source", produce))
+    where = options.mxnet_src or Path(request.config.invocation_params.dir)
+    return source.SourceInfo.from_json(run_once(shared_dir, "source", guarded("source", produce, where)))
 
 
 @pytest.fixture(scope="session")
@@ -119,7 +157,8 @@ def cuda_root(options, shared_dir):
         root = cuda_root_step.assemble_cuda_root(python=sys.executable, find_links=options.find_links,
                                                  index_url=options.index_url, progress=LIVE)
         return root.to_json()
-    return cuda_root_step.CudaRoot.from_json(run_once(shared_dir, "cuda_root", produce))
+    return cuda_root_step.CudaRoot.from_json(run_once(shared_dir, "cuda_root", guarded(
+        "cuda-root", produce, cuda_root_step.default_cache_dir())))
 
 
 @pytest.fixture(scope="session")
@@ -149,7 +188,8 @@ def configured_tree(options, profile, shared_dir, build_paths, cuda_root,
         for note in res.notes:
             say(f"[configure] note: {note}")
         return res.to_json()
-    return configure.ConfigureResult.from_json(run_once(shared_dir, "configure", produce))
+    return configure.ConfigureResult.from_json(run_once(shared_dir, "configure", guarded(
+        "configure", produce, build_paths.build_dir)))
 
 
 @pytest.fixture(scope="session")
@@ -161,7 +201,8 @@ def libmxnet(options, shared_dir, build_paths, configured_tree, cuda_root,
         return compile_step.compile_mxnet(build_paths.build_dir, options.jobs, build_paths.logs,
                                           env=cuda_root.env if cuda_root else None, progress=LIVE,
                                           launcher=compiler_launcher).to_json()
-    return compile_step.CompileResult.from_json(run_once(shared_dir, "compile", produce))
+    return compile_step.CompileResult.from_json(run_once(shared_dir, "compile", guarded(
+        "compile", produce, build_paths.build_dir)))
 
 
 @pytest.fixture(scope="session")
@@ -177,7 +218,7 @@ def staged_package(options, profile, shared_dir, build_paths, libmxnet) -> bundl
         for w in staged.warnings:
             say(f"[stage] warning: {w}")
         return staged.record(time.monotonic() - start).to_json()
-    return bundle.StagedRecord.from_json(run_once(shared_dir, "stage", produce))
+    return bundle.StagedRecord.from_json(run_once(shared_dir, "stage", guarded("stage", produce, build_paths.build_dir)))
 
 
 @pytest.fixture(scope="session")
@@ -190,7 +231,7 @@ def built_wheel(options, profile, shared_dir, build_paths, staged_package) -> Pa
                                   build_paths.logs, options.build_python or sys.executable)
         say(f"[package] {res.wheel.name} in {res.seconds:.1f}s (staged; dist/ after the gates)")
         return {**res.to_json(), "version": version, "dist": str(build_paths.dist)}
-    return Path(run_once(shared_dir, BUILD_RECORD, produce)["wheel"])
+    return Path(run_once(shared_dir, BUILD_RECORD, guarded("package", produce, build_paths.build_dir))["wheel"])
 
 
 class DistDecision:
@@ -220,13 +261,18 @@ class DistDecision:
         if shared is None:
             return
         records = {}
-        for key in ("source", *(k for k, _ in STEPS)):
+        for key in (*(k for k, _ in FIRST_STEPS), *(k for k, _ in STEPS)):
             f = shared / f"{key}.json"
             if f.exists():
                 records[key] = json.loads(f.read_text())
         if not records:
             return
         lines = _chain_lines(records)
+        for key, label in (*FIRST_STEPS, *STEPS):
+            rec = records.get(key) or {}
+            if rec.get("failed"):
+                config.stash[CHAIN_STOP_KEY] = f"{label} {'INTERRUPTED' if rec.get('interrupted') else 'failed'}"
+                break
         lines += _override_lines(harness_options(config))
         rec = records.get(BUILD_RECORD)
         if rec and not rec.get("failed"):
@@ -266,9 +312,9 @@ def _chain_lines(records: dict) -> list:
         lines.append(f"build chain: MXNet tree {src.get('root')} (commit {src.get('commit') or 'n/a'})")
         lines += [f"WARNING: {w}" for w in src.get("submodule_warnings", [])]
     times = []
-    for key, label in STEPS:
+    for key, label in (*FIRST_STEPS, *STEPS):
         rec = records.get(key)
-        if rec is None:
+        if rec is None or (key in dict(FIRST_STEPS) and not rec.get("failed")):
             continue
         if rec.get("interrupted"):
             times.append(f"{label} INTERRUPTED ({rec.get('error', '').split('] ', 1)[-1].split(';')[0]}; "

@@ -20,6 +20,8 @@ from .common import REPORT_LINES_KEY, RESULTS_KEY, harness_options, is_release_r
 CHAIN_STEPS = ("source", "cuda-root", "configure", "compile", "stage", "bundle", "package")
 #: How the session stop for a failed chain step starts, so the xdist controller can tell it from Ctrl-C.
 STOP_PREFIX = "build step failed"
+#: The node a failed build step is reported under (``chain::configure``).
+CHAIN_NODE = "chain"
 
 
 def pytest_configure(config):
@@ -61,6 +63,11 @@ def pytest_runtest_makereport(item, call):
         step = getattr(exc, "step", None) or ("source" if isinstance(exc, UsageError) else
                                               "wheel" if isinstance(exc, ProductFailed) else "build")
         item.session.shouldfail = f"{STOP_PREFIX} ({step}): the error above is the whole report"
+        if isinstance(exc, StepError):
+            # Filed under the step, not under whichever gate first asked for its product: the
+            # gate did not fail, it never ran ("ERROR at setup of build step configure").
+            report.nodeid = f"{CHAIN_NODE}::{step}"
+            report.location = (report.location[0], None, f"build step {step}")
     # A release run's skipped gate is a failed one. The verdict itself is filed by harness.ledger,
     # whose makereport wraps this one and so sees the converted outcome.
     if item.get_closest_marker("release") is None or not report.skipped or report.when == "teardown":

@@ -20,6 +20,7 @@ from build_steps import publish
 from build_steps.errors import UsageError
 
 from .common import fix_release_options, harness_options, is_release_run, is_worker
+from .chain import chain_stop
 from .ledger import produced_wheel
 
 #: tests/test_publish.py finds the plugin object by this name.
@@ -207,6 +208,11 @@ class PublishPlugin:
             verdict = "FAIL" if verdict == "PASS" else verdict
         wheel = (produced_wheel(config) or out.get("wheel") or self.wheel
                  or (str(opts.wheel) if opts.wheel else "no wheel"))
+        stopped = chain_stop(config)
+        if stopped and not produced_wheel(config):
+            # the gates that ran before the chain stopped are no tally of a release
+            tr.write_line(f"RELEASE no wheel: {stopped}; {published}", bold=True, red=True)
+            return
         tr.write_line(f"RELEASE {wheel}: {verdict} ({counted}); {published}",
                       bold=True, green=verdict == "PASS", red=verdict != "PASS")
 

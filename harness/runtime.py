@@ -20,6 +20,7 @@ from build_steps.once import run_once
 from build_steps.pinning import verify
 from build_steps.profiles import GATE_TEST_REQUIREMENTS
 
+from .chain import guarded
 from .common import add_report_lines, is_worker, shared_root
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
@@ -58,7 +59,7 @@ def release_venv(options, wheel_path, wheel_pin, shared_dir):
             no_deps=options.no_deps, no_index=options.no_index, log=log)
         return {**venv.to_dict(), "installed": installed, "log": str(log), "wheel": str(wheel_path)}
 
-    product = once.acquire(shared_dir, _VENV_KEY, make)
+    product = once.acquire(shared_dir, _VENV_KEY, guarded("install", make, root))
     yield venv_step.Venv.from_dict(product)
     cleanup = None if options.keep_venv else (lambda p: venv_step.remove_venv(Path(p["root"])))
     once.release(shared_dir, _VENV_KEY, cleanup)

@@ -52,7 +52,7 @@ def test_second_run_on_the_same_venv_dir_is_refused(pytester, tmp_path, selftest
         go.touch()
         out_first = first.communicate(timeout=120)[0]
     assert second.returncode == pytest.ExitCode.USAGE_ERROR, second.stdout + second.stderr
-    assert f"--venv-dir {venv_dir} is in use by another harness run (pid {first.pid})" in second.stderr
+    assert f"--venv-dir {venv_dir} is in use by another harness run (pid {first.pid}, started " in second.stderr
     assert first.returncode == 0, out_first
     # Once the first run is over the directory is free again.
     go.touch()

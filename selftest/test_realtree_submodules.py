@@ -144,7 +144,7 @@ def test_empty_submodule_is_refused_by_the_harness_before_configure(gates, fork_
     root = fork_copy(submodules="repos", edit=_empty("3rdparty/tvm"), commit=False)
     result = gates("-m", "release and build", f"--mxnet-src={root}", "--flavor=cpu", timeout=300)
     out = result.stdout.str() + result.stderr.str()
-    assert result.ret != 0
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
     assert "No SOURCES given to target: nnvm" in out, out[-3000:]
     assert not (root / "build-cpu" / "CMakeCache.txt").exists(), "nothing may be configured after the refusal"
 

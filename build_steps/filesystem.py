@@ -1,0 +1,119 @@
+"""The filesystem under the build: can it be written, how much is free, and a full disk in words.
+
+A full or read-only disk reaches the harness as ``OSError`` from its own records, as
+"No space left on device" in a compiler's output, or (worst) as a consequence that names
+something else: a CMake try-compile that could not write its object says "The Fortran compiler
+is not able to compile a simple test program". Each is said here one way: "no space left on
+<filesystem>", with the free space and the path.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+GIB = 1 << 30
+MIB = 1 << 20
+#: Below this much free space a failed configure or compile is taken to be the disk's doing
+#: (a try-compile's object, a log line or an archive member did not fit): compilers say so only
+#: in logs the harness does not show (CMakeConfigureLog.yaml) or not at all.
+NEARLY_FULL = 64 * MIB
+#: What compilers, CMake and ninja print on ENOSPC (strerror(ENOSPC) and glibc's spelling).
+NO_SPACE_TEXT = ("No space left on device", os.strerror(errno.ENOSPC))
+
+
+def existing(path: Path) -> Path:
+    """``path`` or its nearest existing ancestor (a build dir is made by configure)."""
+    path = Path(path).absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def mount_of(path: Path) -> tuple[str, str]:
+    """(mount point, filesystem type) of ``path``, from /proc/self/mounts (longest prefix)."""
+    target = os.path.realpath(existing(path))
+    best = ("/", "")
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return best
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        point = parts[1].replace("\\040", " ")
+        if (target == point or target.startswith(point.rstrip("/") + "/")) and len(point) >= len(best[0]):
+            best = (point, parts[2])
+    return best
+
+
+def free_bytes(path: Path) -> int:
+    return shutil.disk_usage(existing(path)).free
+
+
+def human(size: float) -> str:
+    return f"{size / GIB:.1f} GiB" if size >= GIB else f"{size / MIB:.1f} MiB"
+
+
+def filesystem_name(path: Path) -> str:
+    point, fstype = mount_of(path)
+    return f"{point} ({fstype})" if fstype else point
+
+
+def no_space(path: Path) -> str:
+    """The one sentence for a full disk under ``path``."""
+    return (f"no space left on {filesystem_name(path)}: {human(free_bytes(path))} free at {path}. "
+            "Free space there, or pass --build-dir=DIR on a larger filesystem; then re-run (the "
+            "finished steps are kept)")
+
+
+def is_no_space(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def is_read_only(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def says_no_space(text: str) -> bool:
+    return any(t in text for t in NO_SPACE_TEXT)
+
+
+def disk_was_full(path: Path, *texts: str) -> bool:
+    """Whether a failed step under ``path`` failed for lack of space: its output says so, or the
+    filesystem is (nearly) full now."""
+    try:
+        nearly_full = free_bytes(path) < NEARLY_FULL
+    except OSError:
+        nearly_full = False
+    return nearly_full or any(says_no_space(t) for t in texts)
+
+
+def writable(directory: Path) -> str | None:
+    """None when a file can be made in ``directory`` (or where it would be made), else why not.
+
+    Tried, not inferred from permission bits: for root ``access(W_OK)`` ignores the mode, and
+    the mode says nothing of a read-only mount."""
+    where = existing(directory)
+    try:
+        fd, name = tempfile.mkstemp(prefix=".harness-write-test-", dir=where)
+    except OSError as exc:
+        return f"{exc.strerror.lower() if exc.strerror else exc} ({filesystem_name(where)})"
+    os.close(fd)
+    os.unlink(name)
+    return None
+
+
+def tree_size(path: Path) -> int:
+    """Bytes in the files under ``path`` (what an existing build dir already holds)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue
+    return total
