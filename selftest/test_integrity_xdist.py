@@ -33,8 +33,9 @@ def test_report_under_xdist_equals_the_serial_one(gates, selftest_wheels, tmp_pa
     spread = gates(*args, "-n", "2", f"--provenance-json={tmp_path / 'xdist.json'}")
     assert serial.ret == spread.ret == pytest.ExitCode.TESTS_FAILED
 
-    serial_report = [ln.replace("serial.json", "X.json") for ln in _report(serial)]
-    spread_report = [ln.replace("xdist.json", "X.json") for ln in _report(spread)]
+    # the JSON and the review page beside it are named for the run; everything else must be equal
+    serial_report = [ln.replace("serial.json", "X.json").replace("serial.html", "X.html") for ln in _report(serial)]
+    spread_report = [ln.replace("xdist.json", "X.json").replace("xdist.html", "X.html") for ln in _report(spread)]
     assert any(ln.startswith("FAILED ") for ln in serial_report), serial_report
     assert any("Provenance report:" in ln for ln in serial_report), serial_report
     assert spread_report == serial_report

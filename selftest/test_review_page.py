@@ -235,7 +235,9 @@ def test_the_page_the_publish_gate_attaches_renders_from_a_real_run(gates, selft
     page = tmp_path / "release-page.html"
     assert open_page(browser, page) == []
     assert _text(browser, "#verdict .word") == "PASS"
-    assert len(_rows(browser, "#gates ul.passed li")) == 29
+    # every gate the run's table says passed is on the page (counted from the run, never hand-kept)
+    passed = [ln.split()[1] for ln in result.stdout.lines if ln.startswith("PASSED   tests/")]
+    assert passed and sorted(_rows(browser, "#gates ul.passed li")) == sorted(passed)
     assert all("present" in r for r in _rows(browser, "#archs tbody tr"))
 
 
