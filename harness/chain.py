@@ -26,7 +26,7 @@ from build_steps.once import run_once
 from build_steps.pinning import verify
 from build_steps.readers import cmake_cache, ninja_log
 
-from .common import (LIVE, RESULTS_KEY, add_report_lines, harness_options,
+from .common import (LIVE, harness_options, report_at_session_end,
                      is_release_run, is_worker, say, shared_root)
 from .ledger import ledger_of
 from .wheel_pin import load_pin
@@ -282,11 +282,7 @@ class DistDecision:
             except HarnessError as exc:  # a full disk, a swapped wheel, a released version: one block
                 lines.append(f"wheel NOT placed in dist/: {exc}")
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        add_report_lines(config, lines)
-        if not config.stash.get(RESULTS_KEY, None):
-            # the gate table (which prints report lines) is empty on an xdist controller
-            for line in lines:
-                say(line)
+        report_at_session_end(config, lines)
 
     def _place_wheel(self, config, wheel: Path, dist: Path) -> str:
         if self.failed:

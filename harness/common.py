@@ -89,6 +89,15 @@ def add_report_lines(config, lines) -> None:
     config.stash.setdefault(REPORT_LINES_KEY, []).extend(lines)
 
 
+def report_at_session_end(config, lines) -> None:
+    """Lines decided in pytest_sessionfinish: into the summary, and said at once on an xdist
+    controller, whose gate table (which prints the report lines) is empty."""
+    add_report_lines(config, lines)
+    if not config.stash.get(RESULTS_KEY, None):
+        for line in lines:
+            say(line)
+
+
 def _end_progress_line(config) -> bool:
     """Finish pytest's progress line (``tests/test_x.py ..``) before a live line is written, so
     build output starts on its own line instead of being spliced into the dots. True when a line

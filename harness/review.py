@@ -17,7 +17,7 @@ from build_steps import gpu_verify, review_page
 from build_steps.errors import HarnessError, UsageError
 from build_steps.overrides import broken_promises
 
-from .common import RESULTS_KEY, add_report_lines, harness_options, is_worker, say, shared_root
+from .common import harness_options, is_worker, report_at_session_end, shared_root
 from .ledger import ledger_of, produced_wheel
 from .release_set import release_set_of
 
@@ -197,10 +197,7 @@ def pytest_sessionfinish(session, exitstatus):
     except (HarnessError, UsageError) as exc:
         lines.append(f"review page NOT written: {exc}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    add_report_lines(config, lines)
-    if not config.stash.get(RESULTS_KEY, None):
-        for line in lines:
-            say(line)
+    report_at_session_end(config, lines)
 
 
 def publish_page(config, dest: Path, audit, verdicts: dict, pin) -> Path:
