@@ -90,8 +90,9 @@ def _check_at_end(session):
         problems.append(changed)
     # A built wheel's path is said once, where it now lies (dist/ or set aside, harness.chain);
     # its staging path here would be a second wheel path for the same bytes.
-    where = "" if produced_wheel(config) else f"{pin.source} "
-    lines = [f"wheel verified by this run: {where}(sha256 {pin.sha256}, {pin.size} bytes)"]
+    what = f"sha256 {pin.sha256}, {pin.size} bytes"
+    lines = [f"wheel verified by this run: {what}" if produced_wheel(config)
+             else f"wheel verified by this run: {pin.source} ({what})"]
     if problems:
         lines = ["WHEEL CHANGED DURING THE RUN: " + p for p in problems] + lines
         if session.exitstatus == pytest.ExitCode.OK:
