@@ -7,7 +7,6 @@ never limits them (timeout_func_only in pytest.ini): only gate bodies are timed.
 from __future__ import annotations
 
 import errno
-import json
 import re
 import shutil
 import sys
@@ -24,19 +23,13 @@ from build_steps.errors import BuildInterrupted, HarnessError, StepError, UsageE
 from build_steps.overrides import broken_promises, development_option_promises
 from build_steps.once import run_once
 from build_steps.pinning import verify
-from build_steps.readers import cmake_cache, ninja_log
+from build_steps.readers import ninja_log
 
-from .common import (LIVE, harness_options, report_at_session_end,
-                     is_release_run, is_worker, say, shared_root)
+from .common import (BUILD_RECORD, FIRST_STEPS, LIVE, STEPS, chain_records, harness_options,
+                     is_release_run, is_worker, report_at_session_end, say, shared_root)
 from .ledger import ledger_of
 from .wheel_pin import load_pin
 
-BUILD_RECORD = "built_wheel"
-#: The run-once records of the chain, in order, with the label the summary gives each.
-STEPS = (("configure", "configure"), ("compile", "compile"), ("stage", "stage+bundle"),
-         (BUILD_RECORD, "package"))
-#: Steps before those, named in the summary only when they failed or were interrupted.
-FIRST_STEPS = (("source", "source"), ("cuda_root", "CUDA root"))
 #: "configure failed" / "compile INTERRUPTED": the step that stopped this run's chain, if one did.
 CHAIN_STOP_KEY = pytest.StashKey[str]()
 
@@ -210,9 +203,9 @@ def staged_package(options, profile, shared_dir, build_paths, libmxnet) -> bundl
     """libmxnet.so + headers staged into python/mxnet, OpenCV closure bundled, RUNPATHs set."""
     def produce():
         start = time.monotonic()
-        toggle = options.cmake_defines.get("USE_OPENCV", profile.configure_flags.get("USE_OPENCV", "OFF"))
+        built_with = configure.expected_features(profile, options.cmake_defines)
         staged = bundle.stage_package(libmxnet.library, build_paths.src, profile,
-                                      wants_opencv=bool(cmake_cache.to_bool(toggle)))
+                                      wants_opencv=bool(built_with.get("USE_OPENCV")))
         say(f"[stage] {len(staged.bundle)} libraries bundled into {staged.package_dir / 'lib'}; "
             f"libmxnet RUNPATH {':'.join(staged.runpath)}")
         for w in staged.warnings:
@@ -260,11 +253,7 @@ class DistDecision:
         shared = None if is_worker(config) else shared_root(config)
         if shared is None:
             return
-        records = {}
-        for key in (*(k for k, _ in FIRST_STEPS), *(k for k, _ in STEPS)):
-            f = shared / f"{key}.json"
-            if f.exists():
-                records[key] = json.loads(f.read_text())
+        records = chain_records(shared)
         if not records:
             return
         lines = _chain_lines(records)

@@ -16,7 +16,7 @@ import pytest
 from build_steps import gpu_verify
 from build_steps.pinning import sha256_of
 
-from .common import harness_options, shared_root
+from .common import STEPS, chain_records, harness_options, shared_root
 from .ledger import failure_reason, produced_wheel, verdict_of
 
 _GPU_MARKS = ("gpu", "cublas")
@@ -109,22 +109,15 @@ def extra_sections(config, facts) -> dict:
         "gpus": list(gpus.values()),
         "gates": {nodeid: {k: v for k, v in r.items() if k != "wheel"} for nodeid, r in sorted(runs.items())},
     }
-    shared = shared_root(config)
-    record = shared / "compile.json" if shared is not None else None
-    if record is not None and record.exists():
-        result = json.loads(record.read_text()).get("result") or {}
-        if result.get("launcher"):
-            out["build"] = {"compiler_launcher": result["launcher"]}
-        if result.get("build_time"):
-            out.setdefault("build", {})["compile_time"] = {"wall_seconds": result.get("seconds"),
-                                                           **result["build_time"]}
-    if shared is not None:
-        steps = {}
-        for key in ("configure", "compile", "stage", "built_wheel"):
-            f = shared / f"{key}.json"
-            rec = json.loads(f.read_text()) if f.exists() else {}
-            if (rec.get("result") or {}).get("seconds") is not None:
-                steps[key] = round(rec["result"]["seconds"], 1)
-        if steps:
-            out.setdefault("build", {})["step_seconds"] = steps
+    records = chain_records(shared_root(config))
+    result = (records.get("compile") or {}).get("result") or {}
+    if result.get("launcher"):
+        out["build"] = {"compiler_launcher": result["launcher"]}
+    if result.get("build_time"):
+        out.setdefault("build", {})["compile_time"] = {"wall_seconds": result.get("seconds"),
+                                                       **result["build_time"]}
+    steps = {key: round(rec["result"]["seconds"], 1) for key, _label in STEPS
+             if (rec := records.get(key)) and (rec.get("result") or {}).get("seconds") is not None}
+    if steps:
+        out.setdefault("build", {})["step_seconds"] = steps
     return out

@@ -8,7 +8,6 @@ to ``--review-page PATH``, else into the build's ``harness-logs/review.html`` an
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -17,15 +16,15 @@ from build_steps import gpu_verify, review_page
 from build_steps.errors import HarnessError, UsageError
 from build_steps.overrides import broken_promises
 
-from .common import harness_options, is_worker, report_at_session_end, shared_root
+from .common import (FIRST_STEPS, STEPS, chain_records, harness_options, is_worker, report_at_session_end,
+                     shared_root)
 from .ledger import ledger_of, produced_wheel
 from .release_set import release_set_of
 
 #: The report document harness.audit built at the end of the session (the page renders it).
 DOC_KEY = pytest.StashKey[dict]()
-#: The build records of the chain (harness.chain's run-once records) the timeline reads, in order.
-_TIMED_STEPS = (("cuda_root", "CUDA root"), ("configure", "configure"), ("compile", "compile"),
-                ("stage", "stage+bundle"), ("built_wheel", "package"))
+#: The chain's steps the timeline shows, in order, with the summary's labels (all but the source check).
+_TIMED_STEPS = tuple((key, label) for key, label in (*FIRST_STEPS, *STEPS) if key != "source")
 
 
 def pytest_addoption(parser):
@@ -43,20 +42,6 @@ def pytest_configure(config):
     if reports is not None and not Path(reports).is_dir():
         raise pytest.UsageError(f"--gpu-reports {reports}: no such directory; pass the directory the "
                                 "GPU runners' --provenance-json reports were collected in")
-
-
-def _records(shared: Path | None) -> dict:
-    out = {}
-    if shared is None:
-        return out
-    for key in ("source", *(k for k, _ in _TIMED_STEPS)):
-        f = shared / f"{key}.json"
-        if f.exists():
-            try:
-                out[key] = json.loads(f.read_text())
-            except ValueError:
-                continue
-    return out
 
 
 def _timeline(records: dict) -> dict:
@@ -121,7 +106,7 @@ def review_section(config, exitstatus=None, verdicts: dict | None = None) -> dic
                  for n, e in sorted(ledger_of(config).entries.items()) if "release" in e.markers]
     else:
         gates = [{"nodeid": n, "verdict": v, "why": "", "markers": []} for n, v in sorted(verdicts.items())]
-    records = _records(shared_root(config))
+    records = chain_records(shared_root(config))
     source = (records.get("source") or {}).get("result") or {}
     development = bool(broken_promises(options.profile, options.cmake_defines) or options.allow_dirty)
     return {review_page.SECTION: {
@@ -152,7 +137,7 @@ def _destinations(config, records: dict) -> list[Path]:
 def wants_page(config) -> bool:
     """Whether this run writes a page (harness.audit builds the report document only then or for
     --provenance-json): a built wheel, --review-page or --provenance-json."""
-    return bool(_destinations(config, _records(shared_root(config))))
+    return bool(_destinations(config, chain_records(shared_root(config))))
 
 
 def merged_gpu_runs(config, doc: dict):
@@ -177,7 +162,7 @@ def pytest_sessionfinish(session, exitstatus):
     doc = config.stash.get(DOC_KEY, None)
     if doc is None:
         return
-    dests = _destinations(config, _records(shared_root(config)))
+    dests = _destinations(config, chain_records(shared_root(config)))
     if not dests:
         return
     from .wheel_pin import load_pin
