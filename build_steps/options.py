@@ -142,14 +142,14 @@ def make_options(raw: dict) -> RunOptions:
     if profile.macho is not None and wheel is None:
         raise UsageError(f"--flavor {profile.name} audits an existing wheel: pass --wheel=PATH of the "
                          "macOS wheel (it is built on a Mac by the fork's build script, not here)")
+    cmake_defines = parse_cmake_defines(raw.get("cmake_defines"))
     arch_text = raw.get("cuda_arch") or profile.cuda_arch or ""
     native_gpus = ()
     if arch_text.strip().lower() == "native":
-        arch_text, native_gpus = _native_arch(profile, raw)
+        arch_text, native_gpus = _native_arch(profile, wheel, cmake_defines)
     arch = parse_cuda_arch(arch_text) if arch_text else ArchSpec(sass=(), ptx=())
-    cmake_defines = parse_cmake_defines(raw.get("cmake_defines"))
     if raw.get("fast_compile"):
-        if raw.get("wheel"):
+        if wheel is not None:
             raise UsageError("--fast-compile changes how libmxnet is compiled; with --wheel nothing is "
                              "compiled. Drop it")
         clash = sorted(set(fast_compile_defines()) & set(cmake_defines))
@@ -217,14 +217,14 @@ def make_options(raw: dict) -> RunOptions:
     )
 
 
-def _native_arch(profile: Profile, raw: dict) -> tuple[str, tuple]:
+def _native_arch(profile: Profile, wheel: Path | None, cmake_defines: dict) -> tuple[str, tuple]:
     """``--cuda-arch=native`` resolved on this host: (MXNET_CUDA_ARCH text, the GPUs it came from)."""
-    if raw.get("wheel"):
+    if wheel is not None:
         raise UsageError("--cuda-arch=native chooses what to build; with --wheel nothing is built. "
                          "Drop it (a wheel's archs are read from its fatbin)")
     if not profile.is_cuda:
         raise UsageError(f"--cuda-arch=native: the {profile.name} flavor builds no CUDA code; drop it")
-    if "MXNET_CUDA_ARCH" in parse_cmake_defines(raw.get("cmake_defines")):
+    if "MXNET_CUDA_ARCH" in cmake_defines:
         raise UsageError("--cuda-arch=native and --cmake-define=MXNET_CUDA_ARCH=... both choose the "
                          "archs: keep one")
     gpus = host_gpus()
