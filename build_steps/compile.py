@@ -160,7 +160,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
     commands, incremental = ninja_log.read_commands(build_dir, log_before)
     # sccache runs the compilers under its own server, not below this process: their CPU time
     # cannot be counted here, so none is claimed.
-    via_server = launcher is not None and getattr(launcher, "name", None) == "sccache"
+    via_server = launcher is not None and launcher.name == "sccache"
     timing = ninja_log.build_time(commands, None if via_server else _children_cpu() - cpu_before,
                                   whole_log=not incremental) if commands else None
     print(f"[compile] {'no work to do (tree unchanged)' if no_work else f'{steps} steps'} "

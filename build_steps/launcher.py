@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import processes
 from .errors import UsageError
 from .once import JsonRecord
 
@@ -206,8 +207,7 @@ class Server:
 
     def processes(self) -> list[int]:
         """The live processes of this private server's build (server, clients, compilers)."""
-        from .processes import with_env
-        return with_env("SCCACHE_SERVER_PORT", self.env["SCCACHE_SERVER_PORT"]) if self.private else []
+        return processes.with_env("SCCACHE_SERVER_PORT", self.env["SCCACHE_SERVER_PORT"]) if self.private else []
 
     def stop(self) -> None:
         if not self.private:
@@ -216,7 +216,7 @@ class Server:
             stop_server(self.launcher, self.env)
         except (OSError, subprocess.TimeoutExpired):
             pass
-        if self.pid and _is_server(self.pid, self.env["SCCACHE_SERVER_PORT"]):
+        if self.pid and self.pid in _servers(self.env["SCCACHE_SERVER_PORT"]):
             try:
                 os.kill(self.pid, signal.SIGKILL)  # --stop-server waits for in-flight compiles
             except OSError:
@@ -230,20 +230,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _is_server(pid: int, port: str) -> bool:
-    try:
-        exe = Path(os.readlink(f"/proc/{pid}/exe")).name
-        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return exe == "sccache" and f"SCCACHE_SERVER_PORT={port}".encode() in environ
-
-
-def _server_pid(port: str) -> int | None:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and _is_server(int(entry.name), port):
-            return int(entry.name)
-    return None
+def _servers(port: str) -> list[int]:
+    """The sccache processes with ``port`` in their environment: right after ``--start-server``
+    the server alone; later, a live ``pid`` among them is still that server, not a reused pid."""
+    return processes.with_env("SCCACHE_SERVER_PORT", port, name="sccache")
 
 
 def default_sccache_dir() -> Path:
@@ -269,7 +259,7 @@ def private_server(launcher: Launcher | None, env: dict | None = None) -> Server
         _run_tool([launcher.path, "--start-server"], {**(env or {}), **own})
     except (OSError, RuntimeError, subprocess.TimeoutExpired):
         return server  # the first compile starts it; the counters will say if it cannot run
-    server.pid = _server_pid(own["SCCACHE_SERVER_PORT"])
+    server.pid = next(iter(_servers(own["SCCACHE_SERVER_PORT"])), None)
     return server
 
 

@@ -79,16 +79,19 @@ def stop_tree(proc: subprocess.Popen | None, extra_roots=(), extra=(), grace: fl
             pass
 
 
-def with_env(key: str, value: str) -> list[int]:
+def with_env(key: str, value: str, name: str | None = None) -> list[int]:
     """This user's live processes whose environment has ``key=value`` (a build's private marker:
-    whatever inherited it belongs to that build, whoever its parent is now)."""
+    whatever inherited it belongs to that build, whoever its parent is now); with ``name``, only
+    those running that executable."""
     needle = f"{key}={value}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            if entry.stat().st_uid == os.getuid() and needle in (entry / "environ").read_bytes().split(b"\0"):
+            if (entry.stat().st_uid == os.getuid()
+                    and needle in (entry / "environ").read_bytes().split(b"\0")
+                    and (name is None or Path(os.readlink(entry / "exe")).name == name)):
                 found.append(int(entry.name))
         except OSError:
             continue
