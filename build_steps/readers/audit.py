@@ -15,7 +15,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from . import cmake_cache, gitstate
-from .elf import NotElfError, find_strings, is_elf, normalize_origin, uses_origin
+from .elf import find_strings, is_elf, normalize_origin, uses_origin
 from ..errors import HarnessError
 from .loader import Closure, ObjectInfo, object_info, reached_dirs, read_by_inode, resolve_closure
 from .loadability import Loadability, collect_loadability, elf_members

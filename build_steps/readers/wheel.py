@@ -174,54 +174,41 @@ def _raw_chunks(fh, wheel, info, offset):
 def _inflated_chunks(fh, wheel, info, offset, state: dict):
     """Inflated pieces of a deflated member, never more than its declared size. With ISA-L the
     inflater computes the CRC-32 as it goes (``state["crc"]``): no second pass over the output."""
-    if _igzip is not None:
-        yield from _igzip_chunks(fh, wheel, info, offset, state)
-        return
-    inflater = _inflate_lib.decompressobj(-15)
-    produced = 0
-    limit = info.file_size
-    try:
-        for chunk in _raw_chunks(fh, wheel, info, offset):
-            data = chunk
-            while data:
-                out = inflater.decompress(data, _OUT)
-                data = inflater.unconsumed_tail
-                if out:
-                    produced += len(out)
-                    if produced > limit:
-                        raise _corrupt(wheel, info.filename,
-                                       f"inflates beyond its declared {limit} bytes")
-                    yield out
-        out = inflater.flush()
+    pieces = (_igzip_pieces(fh, wheel, info, offset, state) if _igzip is not None
+              else _zlib_pieces(fh, wheel, info, offset))
+    produced, limit = 0, info.file_size
+    for out in pieces:
         if out:
             produced += len(out)
             if produced > limit:
                 raise _corrupt(wheel, info.filename, f"inflates beyond its declared {limit} bytes")
             yield out
+
+
+def _zlib_pieces(fh, wheel, info, offset):
+    inflater = _inflate_lib.decompressobj(-15)
+    try:
+        for chunk in _raw_chunks(fh, wheel, info, offset):
+            data = chunk
+            while data:
+                yield inflater.decompress(data, _OUT)
+                data = inflater.unconsumed_tail
+        yield inflater.flush()
     except (zlib.error, _inflate_lib.error) as exc:
         raise _corrupt(wheel, info.filename, f"deflate stream error: {exc}") from exc
     if not inflater.eof:
         raise _corrupt(wheel, info.filename, "the deflate stream ends early")
 
 
-def _igzip_chunks(fh, wheel, info, offset, state: dict):
+def _igzip_pieces(fh, wheel, info, offset, state: dict):
     # DECOMP_GZIP_NO_HDR: a raw deflate stream (what a zip member is) with the gzip CRC-32 kept;
     # the zip's CRC-32 is the same function.
     inflater = _igzip.IgzipDecompressor(flag=_igzip.DECOMP_GZIP_NO_HDR)
-    produced = 0
-    limit = info.file_size
     try:
         for chunk in _raw_chunks(fh, wheel, info, offset):
-            out = inflater.decompress(chunk, _OUT)
-            while True:
-                if out:
-                    produced += len(out)
-                    if produced > limit:
-                        raise _corrupt(wheel, info.filename, f"inflates beyond its declared {limit} bytes")
-                    yield out
-                if inflater.eof or inflater.needs_input:
-                    break
-                out = inflater.decompress(b"", _OUT)
+            yield inflater.decompress(chunk, _OUT)
+            while not (inflater.eof or inflater.needs_input):
+                yield inflater.decompress(b"", _OUT)
             if inflater.eof:
                 break
     except _igzip.IsalError as exc:
