@@ -16,6 +16,13 @@ With ``--wheel`` the archs to verify are read from the wheel's own fatbins (ever
 has one), not from what the reports say the wheel promised. Each report must be a harness report
 (REPORT_SCHEMA) no bigger than MAX_REPORT_BYTES; anything else is a usage error (exit 2) naming
 the file. Two reports of one GPU (the same host and GPU UUID) count once.
+
+An arch is verified only when the runs on GPUs of that arch passed, between them, every GPU gate of
+the release set (the cuda manifest's ``gpu_gates``, build_steps.release_manifest) and none failed
+one: a runner that selected a few GPU gates (``-m gpu``, ``-k``, ``--shards``) or whose gates
+skipped or ran out of time leaves its arch INCOMPLETE, naming what did not pass. The GPU lane may
+be split across runners of one arch; an acceptance shard the fork's own script would not run on
+the runner's tree (the report's ``excused``) counts as done, as it does for publish.
 """
 from __future__ import annotations
 
@@ -32,6 +39,7 @@ import jsonschema
 from .errors import HarnessError, UsageError
 from .pinning import sha256_of
 from .profiles import RELEASE_CUDA_ARCH, parse_cuda_arch
+from .release_manifest import load_manifest
 
 SECTION = "gpu_verification"
 
@@ -57,6 +65,7 @@ REPORT_SCHEMA = {
         SECTION: {"type": ["object", "null"], "properties": {
             "host": {"type": "string"},
             "gpus": {"type": "array", "items": _GPU},
+            "excused": {"type": "object", "additionalProperties": {"type": "string"}},
             "gates": {"type": "object", "additionalProperties": {
                 "type": "object", "required": ["verdict"],
                 "properties": {"verdict": {"type": "string"}, "message": {"type": ["string", "null"]},
@@ -97,6 +106,9 @@ class RunVerdict:
     gpu: dict
     outcome: str               # "passed" (>= 1 gpu gate passed, none failed), "failed", "skipped"
     detail: str = ""
+    #: the GPU gates that passed in this run, and those it excused (shards not on its tree)
+    passed: frozenset = frozenset()
+    excused: frozenset = frozenset()
 
 
 @dataclass
@@ -109,10 +121,29 @@ class Merged:
     extra_archs: dict = field(default_factory=dict)
     #: where the archs came from ("the wheel's fatbins", "--cuda-arch", "the reports")
     archs_from: str = ""
+    #: the GPU gates the runs of one arch must have passed between them
+    required: tuple = ()
+
+    def missing(self, arch: str) -> list:
+        """The required GPU gates no run on ``arch`` passed (or excused)."""
+        done = set()
+        for r in self.per_arch.get(arch, []):
+            done |= r.passed | r.excused
+        return [g for g in self.required if g not in done]
+
+    def state(self, arch: str) -> str:
+        """"verified", "failed", "incomplete" (passed, but not the whole GPU set) or "not verified"."""
+        runs = self.per_arch.get(arch, [])
+        if any(r.outcome == "failed" for r in runs):
+            return "failed"
+        if not any(r.outcome == "passed" for r in runs):
+            return "not verified"
+        return "incomplete" if self.missing(arch) else "verified"
 
     @property
     def unverified(self) -> list:
-        return [a for a in self.archs if not any(r.outcome == "passed" for r in self.per_arch.get(a, []))]
+        return [a for a in self.archs
+                if not any(r.outcome == "passed" for r in self.per_arch.get(a, [])) or self.missing(a)]
 
     @property
     def failed(self) -> list:
@@ -187,13 +218,22 @@ def _run_verdict(path: Path, doc: dict) -> RunVerdict | None:
         outcome = "skipped"
         detail = next((g.get("message", "") for g in gates.values()), "")
     return RunVerdict(report=path.name, host=section.get("host", "?"), gpu=gpu, outcome=outcome,
-                      detail=detail[:200])
+                      detail=detail[:200],
+                      passed=frozenset(n for n, g in gates.items() if g.get("verdict") == "passed"),
+                      excused=frozenset(section.get("excused") or {}))
+
+
+def required_gpu_gates() -> tuple:
+    """Every GPU gate of the cuda flavor's release set (its committed manifest)."""
+    return load_manifest("cuda").gpu_gates
 
 
 def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
-          cuda_arch: str | None = None, wheel_archs: list | None = None) -> Merged:
+          cuda_arch: str | None = None, wheel_archs: list | None = None,
+          required: tuple | None = None) -> Merged:
     """``wheel_archs`` (the wheel's own fatbins, wheel_sass_archs) wins over ``cuda_arch``, which
-    wins over the arch list the reports say they expected."""
+    wins over the arch list the reports say they expected. ``required``: the GPU gates each arch
+    needs passed (default: the release set's, required_gpu_gates)."""
     ignored, by_sha = [], {}
     for path, doc in reports:
         sha = ((doc.get("wheel") or {}).get("sha256"))
@@ -226,7 +266,8 @@ def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
                              "pass --wheel=W (its fatbins say) or --cuda-arch")
         cuda_arch = wanted.pop() if wanted else RELEASE_CUDA_ARCH
         archs, source = [f"sm_{a}" for a in parse_cuda_arch(cuda_arch).sass], "the reports (pass --wheel to read the wheel)"
-    merged = Merged(wheel_sha256=wheel_sha256, archs=archs, runs=[], ignored=ignored, archs_from=source)
+    merged = Merged(wheel_sha256=wheel_sha256, archs=archs, runs=[], ignored=ignored, archs_from=source,
+                    required=tuple(required if required is not None else required_gpu_gates()))
     seen: dict = {}   # (host, GPU) -> RunVerdict counted
     for path, doc in mine:
         run = _run_verdict(path, doc)
@@ -239,6 +280,10 @@ def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
             # One GPU, two reports: counted once; a failure in either is the GPU's verdict.
             if run.outcome == "failed" and first.outcome != "failed":
                 first.outcome, first.detail = "failed", f"{run.report}: {run.detail}"
+            elif run.outcome == "passed" and first.outcome == "skipped":
+                first.outcome, first.detail = "passed", run.detail
+            # ... and the GPU gates either passed count (a GPU set run in parts on one GPU)
+            first.passed, first.excused = first.passed | run.passed, first.excused | run.excused
             merged.ignored.append((path.name, f"the same GPU as {first.report} (host {run.host}, GPU "
                                    f"{run.gpu.get('uuid') or run.gpu.get('name')}): counted once"))
             continue
@@ -266,11 +311,16 @@ def summary_lines(m: Merged) -> list[str]:
         if not runs:
             lines.append(f"  {arch:<7} NOT VERIFIED: no GPU of this arch ran the GPU gates")
             continue
-        state = "FAILED" if any(r.outcome == "failed" for r in runs) else (
-            "verified" if any(r.outcome == "passed" for r in runs) else "NOT VERIFIED")
+        missing, state = m.missing(arch), m.state(arch)
+        state = state if state == "verified" else state.upper()
         who = "; ".join(f"{r.gpu.get('name')} on {r.host} ({r.report}): {r.outcome}"
                         + (f" - {r.detail}" if r.outcome != "passed" else "") for r in runs)
         lines.append(f"  {arch:<7} {state}: {who}")
+        if missing and state != "FAILED":
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            lines.append(f"          {len(missing)} of the release set's {len(m.required)} GPU gates did not "
+                         f"pass on {arch}: {shown}; run them there (pytest -m \"gpu or cublas\" --wheel=W "
+                         "--mxnet-src=<its fork tree>: the whole GPU set, no -k, --shards or --lanes)")
     for arch, runs in sorted(m.extra_archs.items()):
         lines.append(f"  {arch:<7} not a release arch of this wheel: "
                      + "; ".join(f"{r.gpu.get('name')} ({r.report}): {r.outcome}" for r in runs))
@@ -282,7 +332,10 @@ def summary_lines(m: Merged) -> list[str]:
         parts = []
         if m.failed:
             parts.append(f"GPU gates failed on {', '.join(m.failed)}")
-        missing = [a for a in m.unverified if a not in m.failed]
+        incomplete = [a for a in m.archs if m.state(a) == "incomplete"]
+        if incomplete:
+            parts.append(f"the GPU gates did not all pass on {', '.join(incomplete)}")
+        missing = [a for a in m.unverified if a not in m.failed and a not in incomplete]
         if missing:
             parts.append(f"no GPU verified {', '.join(missing)}")
         lines.append("strict verdict: FAIL - " + "; ".join(parts))

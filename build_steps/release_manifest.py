@@ -8,8 +8,10 @@ listed by the refusal. The files are generated from the gate modules' markers
 (``python -m harness.release_set --write``); ``--check`` (a selftest) fails when a gate module
 and its manifest disagree.
 
-Each manifest holds the flavor's gate ids (the publish gate excluded: it is the one that checks)
-and the full acceptance shard list (id and lane) the shard gates were generated from.
+Each manifest holds the flavor's gate ids (the publish gate excluded: it is the one that checks),
+the ids of those that need a GPU (what a GPU runner must have passed before its arch counts as
+verified, build_steps.gpu_verify) and the full acceptance shard list (id and lane) the shard gates
+were generated from.
 """
 from __future__ import annotations
 
@@ -49,11 +51,14 @@ class Manifest:
     gates: tuple
     #: the acceptance shards the shard gates come from: ({"id", "lane"}, ...)
     shards: tuple
+    #: the gates among ``gates`` that run on a GPU (GPU_MARKERS), sorted
+    gpu_gates: tuple = ()
 
     def to_json(self) -> dict:
         return {"schema": SCHEMA, "flavor": self.flavor,
                 "generated_by": "python -m harness.release_set --write",
-                "gates": list(self.gates), "shards": [dict(s) for s in self.shards]}
+                "gates": list(self.gates), "gpu_gates": list(self.gpu_gates),
+                "shards": [dict(s) for s in self.shards]}
 
 
 def manifest_path(flavor: str, root: Path | None = None) -> Path:
@@ -69,10 +74,11 @@ def load_manifest(flavor: str, root: Path | None = None) -> Manifest:
     try:
         data = json.loads(path.read_text())
         gates, shards = tuple(data["gates"]), tuple(data["shards"])
+        gpu_gates = tuple(data["gpu_gates"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"release manifest {path} cannot be read ({exc}); regenerate it with "
                          "python -m harness.release_set --write") from None
-    return Manifest(flavor=flavor, gates=gates, shards=shards)
+    return Manifest(flavor=flavor, gates=gates, shards=shards, gpu_gates=gpu_gates)
 
 
 def release_gates(flavor: str) -> tuple:
@@ -85,7 +91,8 @@ def build_manifest(flavor: str, profile, gate_markers: dict, shards) -> Manifest
     and the full shard list (objects with ``id`` and ``lane``)."""
     gates = sorted(n for n, marks in gate_markers.items()
                    if "publish" not in marks and left_out_by_flavor(marks, profile) is None)
-    return Manifest(flavor=flavor, gates=tuple(gates),
+    gpu = [n for n in gates if set(gate_markers[n]) & set(GPU_MARKERS)]
+    return Manifest(flavor=flavor, gates=tuple(gates), gpu_gates=tuple(gpu),
                     shards=tuple({"id": s.id, "lane": s.lane} for s in shards))
 
 
@@ -96,6 +103,10 @@ def differences(committed: Manifest, generated: Manifest) -> list:
         out.append(f"{committed.flavor}: gate {gate} is in the gate modules but not in the manifest")
     for gate in sorted(set(committed.gates) - set(generated.gates)):
         out.append(f"{committed.flavor}: gate {gate} is in the manifest but no gate module has it")
+    if list(committed.gpu_gates) != list(generated.gpu_gates):
+        changed = sorted(set(committed.gpu_gates) ^ set(generated.gpu_gates))
+        out.append(f"{committed.flavor}: the GPU gates differ from the gate modules' markers "
+                   f"({', '.join(changed) or 'order'})")
     if list(committed.shards) != list(generated.shards):
         have = {s["id"]: s.get("lane") for s in committed.shards}
         want = {s["id"]: s.get("lane") for s in generated.shards}

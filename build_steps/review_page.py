@@ -122,7 +122,7 @@ class ArchRow:
     sass: bool | None      # SASS for it in libmxnet.so's fatbin (None: the fatbin was not read)
     ptx_wanted: bool
     ptx: bool | None
-    verified: str          # "verified" / "failed" / "not verified" / "no GPU reports"
+    verified: str          # "verified" / "failed" / "incomplete" / "not verified" / "no GPU reports"
     runs: list             # "H100 on host-a (a.json): passed"
 
 
@@ -136,14 +136,7 @@ def arch_matrix(cuda_arch: str | None, fatbin: dict | None, merged=None) -> list
     for a in spec.sass:
         name = f"sm_{a}"
         runs = (merged.per_arch.get(name, []) if merged is not None else [])
-        if merged is None:
-            state = "no GPU reports"
-        elif any(r.outcome == "failed" for r in runs):
-            state = "failed"
-        elif any(r.outcome == "passed" for r in runs):
-            state = "verified"
-        else:
-            state = "not verified"
+        state = "no GPU reports" if merged is None else merged.state(name)
         rows.append(ArchRow(
             arch=name, family=ARCH_GPU_FAMILIES.get(a, ""),
             sass=(a in sass) if fatbin else None, ptx_wanted=a in spec.ptx,

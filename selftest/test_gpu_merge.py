@@ -199,3 +199,76 @@ def test_a_real_gpu_runners_report_verifies_its_arch(report, tmp_path):
     r = _merge_cli(d)
     arch = gpus[0]["arch"]
     assert f"verified: {gpus[0]['name']}" in _row(r.stdout, arch), r.stdout
+
+
+def _narrowed(doc: dict, keep) -> dict:
+    """``doc`` as a runner that ran only the GPU gates for which ``keep(nodeid)`` is true."""
+    doc = json.loads(json.dumps(doc))
+    gates = doc["gpu_verification"]["gates"]
+    doc["gpu_verification"]["gates"] = {n: g for n, g in gates.items() if keep(n)}
+    return doc
+
+
+def test_a_narrowed_gpu_run_leaves_its_arch_incomplete(tmp_path):
+    """The regression: a runner that ran -m "gpu" -k smoke (4 GPU gates, all passed) verified its
+    arch, though the GPU acceptance shards and the cuBLAS checks never ran on it."""
+    d = tmp_path / "reports"
+    d.mkdir()
+    doc = json.loads((REPORTS / "a100.json").read_text())
+    (d / "a100.json").write_text(json.dumps(_narrowed(doc, lambda n: "test_gpu_smoke" in n)))
+    r = _merge_cli(d, "--cuda-arch=8.0")
+    assert r.returncode == 1, r.stdout + r.stderr
+    row = _row(r.stdout, "sm_80")
+    assert row.split()[1] == "INCOMPLETE:", r.stdout
+    required = gpu_verify.required_gpu_gates()
+    assert f"{len(required) - 3} of the release set's {len(required)} GPU gates did not pass on sm_80" in r.stdout
+    assert "tests/test_acceptance.py::test_shard[gpu_amp]" in r.stdout
+    assert r.stdout.strip().splitlines()[-1] == "strict verdict: FAIL - the GPU gates did not all pass on sm_80"
+    # a gate that skipped (ran out of GPU, or was not applicable) did not pass either
+    doc_skip = json.loads(json.dumps(doc))
+    doc_skip["gpu_verification"]["gates"]["tests/test_cublas.py::test_cublas_preflight"]["verdict"] = "skipped"
+    (d / "a100.json").write_text(json.dumps(doc_skip))
+    merged = gpu_verify.merge(gpu_verify.load_reports(d), cuda_arch="8.0")
+    assert merged.missing("sm_80") == ["tests/test_cublas.py::test_cublas_preflight"] and not merged.ok
+    # the whole set passed: verified
+    (d / "a100.json").write_text(json.dumps(doc))
+    assert _merge_cli(d, "--cuda-arch=8.0").returncode == 0
+
+
+def test_the_gpu_set_may_be_split_across_runners_of_one_arch(tmp_path):
+    """Two A100 runners, each with half of the GPU gates, verify sm_80 together; a failure on
+    either fails it; an excused shard (not on the runner's tree) counts as done."""
+    d = tmp_path / "reports"
+    d.mkdir()
+    doc = json.loads((REPORTS / "a100.json").read_text())
+    first = _narrowed(doc, lambda n: "test_acceptance" in n)
+    second = _narrowed(doc, lambda n: "test_acceptance" not in n)
+    for g in second["gpu_verification"]["gates"].values():
+        g["gpu"] = {**g["gpu"], "uuid": "GPU-second"}
+    second["gpu_verification"]["host"] = "gpu-a100-2"
+    (d / "first.json").write_text(json.dumps(first))
+    (d / "second.json").write_text(json.dumps(second))
+    r = _merge_cli(d, "--cuda-arch=8.0")
+    assert r.returncode == 0 and _row(r.stdout, "sm_80").split()[1] == "verified:", r.stdout
+
+    shard = "tests/test_acceptance.py::test_shard[gpu_fp16_batchdot]"
+    del first["gpu_verification"]["gates"][shard]
+    (d / "first.json").write_text(json.dumps(first))
+    assert _merge_cli(d, "--cuda-arch=8.0").returncode == 1
+    first["gpu_verification"]["excused"] = {shard: "tests/python/gpu/test_fp16_batch_dot.py is absent"}
+    (d / "first.json").write_text(json.dumps(first))
+    assert _merge_cli(d, "--cuda-arch=8.0").returncode == 0
+
+    second["gpu_verification"]["gates"]["tests/test_gpu_smoke.py::test_gpu_visible"]["verdict"] = "failed"
+    (d / "second.json").write_text(json.dumps(second))
+    r = _merge_cli(d, "--cuda-arch=8.0")
+    assert r.returncode == 1 and _row(r.stdout, "sm_80").split()[1] == "FAILED:", r.stdout
+
+
+def test_the_manifest_names_every_gpu_gate_of_the_cuda_flavor():
+    from build_steps.release_manifest import load_manifest
+    cuda, cpu = load_manifest("cuda"), load_manifest("cpu")
+    assert set(cuda.gpu_gates) <= set(cuda.gates) and not cpu.gpu_gates
+    assert "tests/test_gpu_smoke.py::test_gpu_visible" in cuda.gpu_gates
+    assert "tests/test_acceptance.py::test_shard[gpu_operator_numpy]" in cuda.gpu_gates
+    assert not any("test_shard[cpu_" in g for g in cuda.gpu_gates)
