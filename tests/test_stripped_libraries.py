@@ -57,8 +57,8 @@ def test_libraries_carry_no_debug_info(audit, extracted_wheel):
             continue  # an unreadable ELF is the loadability gates' fault, said once there
         if found:
             total = sum(found.values())
-            unstripped.append(f"{member}: {', '.join(sorted(found))} ({total / 1e6:.1f} MB of debug info in "
-                              f"{path.stat().st_size / 1e6:.1f} MB)")
+            unstripped.append(f"{member}: {', '.join(sorted(found))} ({total:,} bytes of debug info, "
+                              f"{100 * total / path.stat().st_size:.0f}% of the file)")
     if unstripped:
         pytest.fail(f"{len(unstripped)} librar{'y is' if len(unstripped) == 1 else 'ies are'} not stripped of "
                     "debug information:\n  " + "\n  ".join(unstripped[:20])
