@@ -191,6 +191,15 @@ def compile_textrel(d: Path) -> Path:
     return d / "textrel.o"
 
 
+def compile_debug(d: Path) -> Path:
+    """An object compiled with gcc -g, as a RelWithDebInfo build compiles: DWARF in the library it joins."""
+    d.mkdir(parents=True, exist_ok=True)
+    src = d / "debug.c"
+    src.write_text("int mxnet_selftest_debug(int x) { int y = x * 3; return y + 1; }\n")
+    _run(["gcc", "-g", "-O2", "-c", "-fPIC", "-o", d / "debug.o", src])
+    return d / "debug.o"
+
+
 def build_newer_glibc(d: Path) -> tuple:
     """(object, link-only libc.so.6) such that linking both records a need for GLIBC_2.40, as a
     link on a newer host than the reference (glibc 2.39) does: the stub defines a symbol under that
@@ -435,6 +444,8 @@ def build_selftest_wheels(work: Path) -> dict:
                                       cuda_libs + opencv, ["-Wl,-z,notext"])
     L["cuda_glibc240"] = link_libmxnet(libs / "cuda_glibc240/libmxnet.so", [stamp, k_full, newer_obj],
                                        [newer_libc] + cuda_libs + opencv)
+    L["cuda_debug"] = link_libmxnet(libs / "cuda_debug/libmxnet.so", [stamp, k_full, compile_debug(extra)],
+                                    cuda_libs + opencv)
     # Issue 20: what the loader, pip and the driver see and the audit did not.
     i20 = work / "issue20"
     old_majors = build_unversioned_stubs(i20 / "cuda11", ("libcudart.so.11.0", "libcudnn.so.8"))
@@ -578,6 +589,8 @@ def build_selftest_wheels(work: Path) -> dict:
     variant("exec_stack", "cuda", lib_swap("cuda_execstack", cuda_rp))
     variant("text_relocations", "cuda", lib_swap("cuda_textrel", cuda_rp))
     variant("glibc_too_new", "cuda", lib_swap("cuda_glibc240", cuda_rp))
+    # Issue 22: libmxnet.so with DWARF in it, as a build with -g makes it (the stripped-library gate).
+    variant("unstripped", "cuda", lib_swap("cuda_debug", cuda_rp))
     variant("bundled_absolute_runpath", "cuda", leaf_swap(leaf_runpath(["$ORIGIN", "/usr/local/lib"])))
     variant("wrong_class", "cuda", leaf_swap(leaf_32bit))
     variant("stale_lib", "cuda", add_member("mxnet/lib/libmxnet_selftest_stale.so.1",

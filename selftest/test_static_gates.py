@@ -36,6 +36,7 @@ ALL_GATES = {
     "test_bundle_stale.py": ("test_no_unneeded_bundled_libraries", "test_one_content_per_soname"),
     "test_glibc_floor.py": ("test_symbol_versions_within_floor",),
     "test_bundle_once.py": ("test_no_duplicate_libraries",),
+    "test_stripped_libraries.py": ("test_libraries_carry_no_debug_info",),
 }
 N_GATES = sum(len(v) for v in ALL_GATES.values())
 
@@ -142,6 +143,8 @@ REGRESSIONS = {
                       "mxnet/libmxnet.so needs GLIBC_2.40 (from libc.so.6); the floor is GLIBC_2.39"),
     "duplicate_copy": ("cuda", "test_no_duplicate_libraries",
                        "mxnet/lib/libopencv_core.so.4.6.0 = mxnet/lib/libopencv_core.so.406"),
+    "unstripped": ("cuda", "test_libraries_carry_no_debug_info",
+                   "1 library is not stripped of debug information:\n  mxnet/libmxnet.so: .debug_abbrev, "),
     # Issue 20: the loader's, pip's and the driver's rules.
     "cuda11_majors": ("cuda", "test_every_needed_resolves",
                       "libcudart.so.11.0 has major 11, but the cuda profile accepts only libcudart.so.13"),

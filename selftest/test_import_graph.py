@@ -1,0 +1,148 @@
+"""The import graph of the harness's own code has no circle and no back-arrow (issue 22).
+
+Every module of build_steps/ (readers included), harness/ and the root conftest.py is parsed with
+``ast``; every import counts, at any level, function-local lazy imports included (a lazy import is
+an edge the moment the function runs). Only edges between these modules are kept: the standard
+library and third-party packages are not the harness's layering.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from selftest.conftest import HARNESS_ROOT
+
+#: The layers, one row each: (who imports, what it must never import, why). Names are dotted
+#: module names; a name covers its submodules (``harness`` is every harness.* module).
+LAYERS = (
+    ("build_steps", "harness", "the steps and readers are plain functions; pytest plugins sit on top of them"),
+    ("build_steps", "conftest", "the root conftest registers the plugins; nothing below it imports it"),
+    ("build_steps.profiles", "build_steps.readers", "profiles are data the readers are judged against, "
+                                                    "so the readers may read profiles, never the reverse"),
+)
+
+#: Where the graph's modules live: directory (relative to the harness root) -> package name.
+PACKAGES = {"build_steps": "build_steps", "harness": "harness"}
+TOP_LEVEL = ("conftest.py",)
+
+
+def _module_name(rel: Path) -> str:
+    parts = list(rel.with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def harness_modules() -> dict:
+    """dotted module name -> source file, for every module of the graph."""
+    out = {}
+    for directory in PACKAGES:
+        for path in sorted((HARNESS_ROOT / directory).rglob("*.py")):
+            out[_module_name(path.relative_to(HARNESS_ROOT))] = path
+    for name in TOP_LEVEL:
+        out[_module_name(Path(name))] = HARNESS_ROOT / name
+    return out
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The absolute name ``from <node.module>`` names, as seen from ``module``."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _known(name: str, modules: dict) -> str | None:
+    """The graph module that ``name`` is, or lives in (``pkg.mod.attr`` -> ``pkg.mod``)."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports_of(module: str, path: Path, modules: dict) -> set:
+    """Every graph module ``module`` imports, wherever in the file the import statement is."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_package = path.name == "__init__.py"
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, is_package, node)
+            # `from pkg import mod` imports the submodule; `from mod import name` the module itself
+            names = [f"{base}.{alias.name}" if base else alias.name for alias in node.names] + [base]
+        else:
+            continue
+        found.update(hit for hit in (_known(n, modules) for n in names) if hit and hit != module)
+    return found
+
+
+def import_graph() -> dict:
+    modules = harness_modules()
+    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+
+
+def _covers(prefix: str, module: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def find_cycle(graph: dict) -> list | None:
+    """One import circle as a path [a, b, ..., a], or None (iterative DFS, white/grey/black)."""
+    state = dict.fromkeys(graph, 0)
+    for start in sorted(graph):
+        if state[start]:
+            continue
+        stack = [(start, iter(sorted(graph[start])))]
+        path = [start]
+        state[start] = 1
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+            elif state[child] == 1:
+                return path[path.index(child):] + [child]
+            elif state[child] == 0:
+                state[child] = 1
+                path.append(child)
+                stack.append((child, iter(sorted(graph[child]))))
+    return None
+
+
+def test_every_module_is_parsed():
+    graph = import_graph()
+    assert {"conftest", "harness.audit", "build_steps.profiles", "build_steps.readers.elf"} <= set(graph)
+    # a lazy import inside a function is an edge too (audit.py reads the fatbin lazily)
+    assert "build_steps.readers.fatbin" in graph["build_steps.readers.audit"]
+
+
+def test_cycle_finder_names_the_circle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_no_import_cycle():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+@pytest.mark.parametrize("importer, forbidden, why", LAYERS, ids=[f"{a}-not-{b}" for a, b, _ in LAYERS])
+def test_layering(importer, forbidden, why):
+    back = sorted(f"{mod} imports {dep}" for mod, deps in import_graph().items() if _covers(importer, mod)
+                  for dep in deps if _covers(forbidden, dep))
+    assert not back, f"back-arrow ({why}):\n  " + "\n  ".join(back)
+
+
+@pytest.mark.xfail(strict=True, reason="renamed in issue22-steps branch")
+def test_no_module_name_shared_between_packages():
+    stems = {package: {path.stem for name, path in harness_modules().items()
+                       if _covers(package, name) and path.stem != "__init__"} for package in PACKAGES.values()}
+    shared = sorted(set.intersection(*stems.values()))
+    assert not shared, f"module names in both {' and '.join(PACKAGES)}/: {', '.join(shared)}"
