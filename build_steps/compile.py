@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import launcher as compiler_cache
 from . import filesystem, processes
-from .configure import record_step
+from .step_record import record_step
 from .errors import BuildInterrupted, StepError, log_excerpt
 from .once import JsonRecord
 from .readers import ninja_log

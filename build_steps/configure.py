@@ -21,6 +21,7 @@ from .readers import cmake_cache
 from .errors import StepError, log_excerpt
 from .profiles import CMAKE_FEATURES, parse_cuda_arch
 from .once import JsonRecord
+from .step_record import record_step
 
 #: Toggles refreshed on every configure (the fork's partial reconfigure set, plus the CPU's).
 REFRESH_KEYS = ("USE_CUDA", "USE_CUDNN", "USE_NCCL", "USE_ONEDNN", "USE_OPENCV", "USE_OPENMP")
@@ -36,9 +37,6 @@ FOUND_EVIDENCE = {
 }
 #: Optional CUDA extras that stay ON in the cache when not found: reported, never fatal.
 OPTIONAL_KEYS = ("USE_NVML", "USE_NVTX", "USE_CUTENSOR")
-
-STEP_LOG = ".harness-steps.log"
-
 
 @dataclass
 class ConfigureResult(JsonRecord):
@@ -58,12 +56,6 @@ def read_cache(path: Path) -> dict:
 
 def _found(value: str | None) -> bool:
     return bool(value) and not value.upper().endswith("NOTFOUND") and value.upper() not in ("OFF", "FALSE")
-
-
-def record_step(build_dir: Path, step: str, detail: str = "") -> None:
-    """Append one line per executed step: how the selftests count configure/compile runs."""
-    with open(Path(build_dir) / STEP_LOG, "a") as fh:
-        fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {step} {detail}\n")
 
 
 def configure_command(src: Path, build_dir: Path, profile, arch_text: str, first_time: bool,

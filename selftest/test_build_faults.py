@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import configure as configure_step
-from build_steps import run_lock
+from build_steps import run_lock, step_record
 from build_steps.compile import compile_mxnet
 from build_steps.errors import BuildInterrupted, StepError
 from build_steps.profiles import PROFILES
@@ -422,7 +422,7 @@ def test_full_disk_in_the_harness_own_records_is_one_sentence(small_fs):
     small_fs.fill(fs, 0)
 
     def produce():
-        configure_step.record_step(fs, "compile", "jobs=2")  # the harness's own step log
+        step_record.record_step(fs, "compile", "jobs=2")  # the harness's own step log
     with pytest.raises(StepError) as caught:
         guarded("compile", produce, fs)()
     assert str(caught.value).startswith(f"[compile] no space left on {fs} (tmpfs): ")
