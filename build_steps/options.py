@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .errors import UsageError
 from .host_gpus import host_gpus, native_arch_list
-from .profiles import (ArchSpec, Profile, fast_compile_defines, flavor_for_wheel, get_profile, parse_cuda_arch,
+from .profiles import (PLATFORM_FLAVORS, ArchSpec, Profile, fast_compile_defines, get_profile, parse_cuda_arch,
                        validate_version)
 from .readers.symbol_floor import parse_floor
 from .readers.wheel_name import WheelNameError, parse_wheel_name
@@ -132,6 +132,17 @@ def parse_cmake_defines(values) -> dict:
                              "USE_CUDNN=OFF), one definition per option")
         defines[key] = val
     return defines
+
+
+def flavor_for_wheel(filename: str) -> str | None:
+    """The flavor a wheel's platform tag implies (``macosx_*`` -> macos), or None (no opinion)."""
+    try:
+        tags = parse_wheel_name(filename).tags
+    except WheelNameError:
+        return None
+    found = {flavor for t in tags for prefix, flavor in PLATFORM_FLAVORS.items()
+             if t.platform.startswith(prefix)}
+    return found.pop() if len(found) == 1 else None
 
 
 def make_options(raw: dict) -> RunOptions:

@@ -335,18 +335,6 @@ PROFILES = {
 PLATFORM_FLAVORS = {"macosx_": "macos"}
 
 
-def flavor_for_wheel(filename: str) -> str | None:
-    """The flavor a wheel's platform tag implies (``macosx_*`` -> macos), or None (no opinion)."""
-    from .readers.wheel_name import WheelNameError, parse_wheel_name
-    try:
-        tags = parse_wheel_name(filename).tags
-    except WheelNameError:
-        return None
-    found = {flavor for t in tags for prefix, flavor in PLATFORM_FLAVORS.items()
-             if t.platform.startswith(prefix)}
-    return found.pop() if len(found) == 1 else None
-
-
 def get_profile(flavor: str) -> Profile:
     try:
         return PROFILES[flavor]
