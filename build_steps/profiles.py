@@ -126,6 +126,8 @@ class Profile:
     soname_majors: dict = field(default_factory=dict)
     #: free space a build dir of the fork needs for this profile, in GiB (measured: see profiles.toml); 0: not checked
     build_space_gib: float = 0.0
+    #: cuda_arch, parsed (NO_ARCH without one)
+    release_arch: "ArchSpec" = None
 
     @property
     def binary_format(self) -> str:
@@ -150,6 +152,50 @@ def baseline_group(soname: str, profile: "Profile") -> str | None:
         if _BASELINE_RE[group].match(soname):
             return group
     return None
+
+
+@dataclass(frozen=True)
+class ArchSpec:
+    """A parsed MXNET_CUDA_ARCH list: SASS archs as ints (80, 120) and the PTX archs, and the list
+    as it was written (what CMake is given and messages quote; not compared: "9.0" == "90")."""
+    sass: tuple
+    ptx: tuple
+    text: str = field(default="", compare=False)
+
+    @property
+    def gencode_flags(self) -> list:
+        flags = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in self.sass]
+        flags += [f"-gencode=arch=compute_{a},code=compute_{a}" for a in self.ptx]
+        return flags
+
+
+def parse_cuda_arch(value: str) -> ArchSpec:
+    """Parse ``"8.0;8.6;9.0;12.0+PTX"`` (also accepts ``,`` or spaces as separators, and ``90``).
+
+    ``X+PTX`` means SASS for X plus PTX for X, as MXNet's select_compute_arch.cmake reads it.
+    """
+    sass, ptx = [], []
+    items = [i for i in re.split(r"[;,\s]+", value.strip()) if i]
+    if not items:
+        raise UsageError("--cuda-arch is empty: give e.g. '8.0;8.6;8.9;9.0;10.0;12.0+PTX'")
+    for item in items:
+        m = re.fullmatch(r"(\d+)(?:\.(\d))?(\+PTX)?", item, flags=re.IGNORECASE)
+        if not m:
+            raise UsageError(
+                f"--cuda-arch entry {item!r} is not an arch: use forms like '9.0', '12.0+PTX'")
+        major, minor, with_ptx = m.group(1), m.group(2), m.group(3)
+        arch = int(major) * 10 + int(minor) if minor is not None else int(major)
+        if arch < 30 or arch > 200:
+            raise UsageError(f"--cuda-arch entry {item!r} is not a CUDA compute capability")
+        if arch not in sass:
+            sass.append(arch)
+        if with_ptx and arch not in ptx:
+            ptx.append(arch)
+    return ArchSpec(sass=tuple(sass), ptx=tuple(ptx), text=value)
+
+
+#: No CUDA arch at all: a CPU profile's.
+NO_ARCH = ArchSpec(sass=(), ptx=())
 
 
 #: The data file the profiles are loaded from (schema: PROFILES_SCHEMA).
@@ -271,6 +317,7 @@ def _profile(path: Path, name: str, raw: dict, data: dict, macho: dict) -> Profi
                        _pick(path, data["soname_majors"], majors, f"{where} soname_majors").items()}
         if majors else {},
         build_space_gib=float(raw.get("build_space_gib", 0.0)),
+        release_arch=parse_cuda_arch(cuda_arch) if cuda_arch is not None else NO_ARCH,
     )
 
 
@@ -339,47 +386,52 @@ def get_profile(flavor: str) -> Profile:
 
 
 @dataclass(frozen=True)
-class ArchSpec:
-    """A parsed MXNET_CUDA_ARCH list: SASS archs as ints (80, 120) and the PTX archs."""
-    sass: tuple
-    ptx: tuple
+class Arch:
+    """The CUDA archs of one run, made once from ``--cuda-arch`` (or ``native``) and any
+    ``--cmake-define=MXNET_CUDA_ARCH`` override (options.make_options), and carried to preflight,
+    configure, the override judgement, the gates and the report. Nothing parses arch text after it.
+    """
+    #: what the run asks for: --cuda-arch (``native`` resolved on this host), else the profile's
+    #: release list; NO_ARCH for a CPU profile. What the gates hold the wheel to.
+    requested: ArchSpec = NO_ARCH
+    #: the --cmake-define=MXNET_CUDA_ARCH override (a development build), None without one
+    override: ArchSpec | None = None
+    #: --cuda-arch=native: the GPUs it was resolved from ("NVIDIA H200 (9.0)"); empty otherwise
+    native_gpus: tuple = ()
 
     @property
-    def gencode_flags(self) -> list:
-        flags = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in self.sass]
-        flags += [f"-gencode=arch=compute_{a},code=compute_{a}" for a in self.ptx]
-        return flags
+    def built(self) -> ArchSpec:
+        """The list CMake builds: the override wins over the request."""
+        return self.override if self.override is not None else self.requested
+
+    @property
+    def is_release_choice(self) -> bool:
+        """Neither an override nor ``native`` chose the list (those are declared development builds)."""
+        return self.override is None and not self.native_gpus
 
 
-def parse_cuda_arch(value: str) -> ArchSpec:
-    """Parse ``"8.0;8.6;9.0;12.0+PTX"`` (also accepts ``,`` or spaces as separators, and ``90``).
-
-    ``X+PTX`` means SASS for X plus PTX for X, as MXNet's select_compute_arch.cmake reads it.
-    """
-    sass, ptx = [], []
-    items = [i for i in re.split(r"[;,\s]+", value.strip()) if i]
-    if not items:
-        raise UsageError("--cuda-arch is empty: give e.g. '8.0;8.6;8.9;9.0;10.0;12.0+PTX'")
-    for item in items:
-        m = re.fullmatch(r"(\d+)(?:\.(\d))?(\+PTX)?", item, flags=re.IGNORECASE)
-        if not m:
-            raise UsageError(
-                f"--cuda-arch entry {item!r} is not an arch: use forms like '9.0', '12.0+PTX'")
-        major, minor, with_ptx = m.group(1), m.group(2), m.group(3)
-        arch = int(major) * 10 + int(minor) if minor is not None else int(major)
-        if arch < 30 or arch > 200:
-            raise UsageError(f"--cuda-arch entry {item!r} is not a CUDA compute capability")
-        if arch not in sass:
-            sass.append(arch)
-        if with_ptx and arch not in ptx:
-            ptx.append(arch)
-    return ArchSpec(sass=tuple(sass), ptx=tuple(ptx))
+def make_arch(profile: Profile, requested: str | None, cmake_defines: dict, native=None) -> Arch:
+    """The run's Arch: ``requested`` (--cuda-arch text, or None for the profile's list) and the
+    MXNET_CUDA_ARCH of ``cmake_defines``. ``native``: (text, GPUs) of --cuda-arch=native."""
+    native_gpus = ()
+    if native is not None:
+        requested, native_gpus = native
+    text = requested or profile.cuda_arch or ""
+    # a CPU profile builds no CUDA code: its MXNET_CUDA_ARCH define reaches CMake and means nothing
+    override = cmake_defines.get("MXNET_CUDA_ARCH") if profile.is_cuda else None
+    if override is not None:
+        try:
+            override = parse_cuda_arch(override)
+        except UsageError as exc:
+            raise UsageError(f"--cmake-define=MXNET_CUDA_ARCH={override}: {exc}") from None
+    return Arch(requested=parse_cuda_arch(text) if text else NO_ARCH, override=override,
+                native_gpus=native_gpus)
 
 
 def missing_release_archs(profile: Profile, arch: ArchSpec) -> list[str]:
     """The profile's release archs (SASS, each with its GPU family, and PTX) that ``arch`` leaves
     out: the GPUs a build with ``arch`` would give no kernel image."""
-    release = parse_cuda_arch(profile.cuda_arch)
+    release = profile.release_arch
     missing = [f"sm_{a} ({ARCH_GPU_FAMILIES.get(a, 'unknown GPUs')})" for a in release.sass if a not in arch.sass]
     return missing + [f"compute_{a} PTX" for a in release.ptx if a not in arch.ptx]
 

@@ -108,13 +108,13 @@ def review_section(config, exitstatus=None, verdicts: dict | None = None) -> dic
         gates = [{"nodeid": n, "verdict": v, "why": "", "markers": []} for n, v in sorted(verdicts.items())]
     records = chain_records(shared_root(config))
     source = (records.get("source") or {}).get("result") or {}
-    development = bool(broken_promises(options.profile, options.cmake_defines) or options.allow_dirty)
+    development = bool(broken_promises(options) or options.allow_dirty)
     return {review_page.SECTION: {
         "verdict": _verdict(config, gates, exitstatus),
         "gates": gates,
         "timeline": _timeline(records),
         "overrides": {"cmake_defines": dict(options.cmake_defines),
-                      "broken": broken_promises(options.profile, options.cmake_defines),
+                      "broken": broken_promises(options),
                       "allow_dirty": options.allow_dirty, "development": development},
         "warnings": list(source.get("submodule_warnings") or ()),
     }}

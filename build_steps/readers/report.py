@@ -78,7 +78,7 @@ def provenance_document(audit, verdicts: dict, options) -> dict:
         "schema": 1,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "profile": options.profile.name,
-        "expected": {"package_version": options.package_version, "cuda_arch": options.cuda_arch_text,
+        "expected": {"package_version": options.package_version, "cuda_arch": options.cuda_arch.requested.text,
                      "features": dict(options.profile.features)},
         "passed": bool(gates) and all(g["verdict"] == "passed" for g in gates.values()),
         "gates": gates,
