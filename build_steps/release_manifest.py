@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
+from .profiles import PROFILES
 
 MANIFEST_DIR = Path(__file__).resolve().parent / "release_sets"
-FLAVORS = ("cuda", "cpu", "macos")
+#: every flavor of profiles.toml, each with its release set in release_sets/<flavor>.json
+FLAVORS = tuple(PROFILES)
 SCHEMA = 1
 #: The markers a gate's flavor membership depends on (kept in the manifest beside each id).
 GPU_MARKERS = ("gpu", "cublas")

@@ -23,7 +23,7 @@ import jinja2
 
 from . import gpu_reports
 from .atomic import write_atomic
-from .profiles import ARCH_GPU_FAMILIES, RELEASE_CUDA_ARCH, parse_cuda_arch
+from .profiles import ARCH_GPU_FAMILIES, PROFILES, RELEASE_CUDA_ARCH, parse_cuda_arch
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 TEMPLATE = "review_page.html.j2"
@@ -220,7 +220,8 @@ def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
     wheel = doc.get("wheel") or {}
     cuda_arch = (doc.get("expected") or {}).get("cuda_arch")
     fatbin = facts.get("fatbin")
-    is_cuda = doc.get("profile") not in ("cpu", "macos")
+    profile = PROFILES.get(doc.get("profile"))
+    is_cuda = profile.is_cuda if profile is not None else True  # an unknown profile: shown as CUDA
     closure = None
     if parts and not parts.get("error"):
         closure = bars(parts["bundled"], "bytes")
