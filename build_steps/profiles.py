@@ -92,8 +92,12 @@ class MachoPolicy:
 #: libomp/libiomp5/libgomp: the OpenMP runtimes libmxnet may link (the fork's pattern).
 OPENMP_RUNTIME_RE = re.compile(r"^lib(?:omp|iomp5|gomp)\b")
 
+
 @dataclass(frozen=True)
 class Profile:
+    """One flavor's promises, as load_profiles builds it from its [profiles.<name>] table: the
+    derived attributes (features and configure_flags from one toggle, runpath, setup_env,
+    onnx_hard, needs_libcuda, release_arch) are never written in the data file."""
     name: str
     #: expected CMake toggle per key of CMAKE_FEATURES (True = ON)
     features: dict
