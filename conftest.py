@@ -12,6 +12,7 @@ import pytest
 
 from build_steps.errors import UsageError
 from build_steps.options import RunOptions, make_options
+from build_steps.profiles import PROFILES
 from harness.common import (HARNESS_PLUGINS_KEY, OPTIONS_KEY, disabled_harness_plugins,
                             disabled_plugins_message, harness_options, shared_root)
 
@@ -40,7 +41,7 @@ _OPTION_DESTS: list = []
 def pytest_addoption(parser):
     g = parser.getgroup("mxnet-release", "MXNet CUDA 13 release harness")
     g.addoption("--wheel", metavar="PATH", help="audit/install this existing wheel instead of building one")
-    g.addoption("--flavor", choices=("cuda", "cpu", "macos"), default=None,
+    g.addoption("--flavor", choices=tuple(PROFILES), default=None,
                 help="release profile (default: macos for a macosx_* --wheel, else cuda)")
     g.addoption("--package-version", metavar="V", help="expected wheel version (default: --wheel-version when building)")
     g.addoption("--cmake-cache", metavar="PATH", help="CMakeCache.txt of the build the wheel came from")

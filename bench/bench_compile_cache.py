@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from build_steps import compile as compile_step  # noqa: E402
 from build_steps import configure, cuda_root as cuda_root_step, launcher as compiler_cache  # noqa: E402
-from build_steps.profiles import RELEASE_CUDA_ARCH, get_profile  # noqa: E402
+from build_steps.profiles import RELEASE_CUDA_ARCH, get_profile, make_arch  # noqa: E402
 
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "mxnet-fork-3f13890.tar.xz"
 WORK = ROOT / ".tmp" / "bench"
@@ -83,7 +83,7 @@ def cache_env(name: str, cache_dir: Path) -> dict:
 def configure_tree(src: Path, build: Path, launcher, cuda_root, logs: Path) -> float:
     profile = get_profile("cuda")
     defs = {**cuda_root.cmake_args, **compiler_cache.cmake_defines(launcher)}
-    res = configure.configure(src, build, profile, RELEASE_CUDA_ARCH, logs, extra_defs=defs,
+    res = configure.configure(src, build, profile, make_arch(profile, None, {}), logs, extra_defs=defs,
                               env=cuda_root.env)
     return res.seconds
 

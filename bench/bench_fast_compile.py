@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_compile_cache import unpack_fork  # noqa: E402
 from build_steps import configure  # noqa: E402
-from build_steps.profiles import fast_compile_defines, get_profile  # noqa: E402
+from build_steps.profiles import Arch, fast_compile_defines, get_profile  # noqa: E402
 
 WORK = ROOT / ".tmp" / "bench-fast"
 #: a heavy operator object (the tensor/numpy operator files dominate a build's C++ half), a
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     for level, defs in LEVELS.items():
         build = WORK / f"build{level.split()[-1]}"
         shutil.rmtree(build, ignore_errors=True)
-        res = configure.configure(src, build, profile, "", WORK / "logs" / level.split()[-1],
+        res = configure.configure(src, build, profile, Arch(), WORK / "logs" / level.split()[-1],
                                   overrides={**QUIET, **defs})
         print(f"configured {level}: {build} ({res.seconds:.1f}s)", flush=True)
         builds[level] = build

@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import launcher as compiler_cache
+from .launcher import Server, diff, private_server, snapshot
 from . import filesystem, processes
-from .configure import record_step
+from .step_record import record_step
 from .errors import BuildInterrupted, StepError, log_excerpt
 from .once import JsonRecord
 from .readers import ninja_log
@@ -45,7 +45,7 @@ def _progress_stream():
     return sys.__stderr__ or sys.stderr
 
 
-def stop_build(proc: subprocess.Popen, build_dir: Path, server: "compiler_cache.Server | None" = None,
+def stop_build(proc: subprocess.Popen, build_dir: Path, server: "Server | None" = None,
                grace: float = processes.STOP_GRACE) -> None:
     """Stop ``cmake --build`` and everything it started: ninja, the compilers, and the compiles a
     compiler-cache server runs for this build.
@@ -92,7 +92,7 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
     out = progress or _progress_stream()
     targets = [target] if isinstance(target, str) else list(target)
     cmd = ["cmake", "--build", str(build_dir), "--target", *targets, "--parallel", str(jobs)]
-    server = compiler_cache.private_server(launcher, env)
+    server = private_server(launcher, env)
     if server is not None:
         env = {**(env or {}), **server.env}
     try:
@@ -103,7 +103,7 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
 
 
 def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher, server) -> CompileResult:
-    before = compiler_cache.snapshot(launcher, env) if launcher else None
+    before = snapshot(launcher, env) if launcher else None
     log_before = ninja_log.log_position(build_dir)
     cpu_before = _children_cpu()
     start = time.monotonic()
@@ -156,7 +156,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
     if not library.is_file():
         raise StepError("compile", f"{library} missing after the build", log=log,
                         tail=log_excerpt(log, since=first_line))
-    stats = compiler_cache.diff(launcher, before, compiler_cache.snapshot(launcher, env)) if launcher else None
+    stats = diff(launcher, before, snapshot(launcher, env)) if launcher else None
     commands, incremental = ninja_log.read_commands(build_dir, log_before)
     # sccache runs the compilers under its own server, not below this process: their CPU time
     # cannot be counted here, so none is claimed.

@@ -19,8 +19,9 @@ from pathlib import Path
 from . import filesystem, processes
 from .readers import cmake_cache
 from .errors import StepError, log_excerpt
-from .profiles import CMAKE_FEATURES, parse_cuda_arch
+from .profiles import CMAKE_FEATURES, Arch, ArchSpec, parse_cuda_arch
 from .once import JsonRecord
+from .step_record import record_step
 
 #: Toggles refreshed on every configure (the fork's partial reconfigure set, plus the CPU's).
 REFRESH_KEYS = ("USE_CUDA", "USE_CUDNN", "USE_NCCL", "USE_ONEDNN", "USE_OPENCV", "USE_OPENMP")
@@ -36,9 +37,6 @@ FOUND_EVIDENCE = {
 }
 #: Optional CUDA extras that stay ON in the cache when not found: reported, never fatal.
 OPTIONAL_KEYS = ("USE_NVML", "USE_NVTX", "USE_CUTENSOR")
-
-STEP_LOG = ".harness-steps.log"
-
 
 @dataclass
 class ConfigureResult(JsonRecord):
@@ -60,20 +58,15 @@ def _found(value: str | None) -> bool:
     return bool(value) and not value.upper().endswith("NOTFOUND") and value.upper() not in ("OFF", "FALSE")
 
 
-def record_step(build_dir: Path, step: str, detail: str = "") -> None:
-    """Append one line per executed step: how the selftests count configure/compile runs."""
-    with open(Path(build_dir) / STEP_LOG, "a") as fh:
-        fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {step} {detail}\n")
-
-
-def configure_command(src: Path, build_dir: Path, profile, arch_text: str, first_time: bool,
+def configure_command(src: Path, build_dir: Path, profile, arch: Arch, first_time: bool,
                       extra: dict | None = None, overrides: dict | None = None) -> list[str]:
     """The cmake command line. ``extra`` are the harness's own definitions (the CUDA root);
-    ``overrides`` the user's ``--cmake-define``s, applied last on every configure so they win."""
+    ``overrides`` the user's ``--cmake-define``s, applied last on every configure so they win
+    (an MXNET_CUDA_ARCH among them is ``arch.override``)."""
     defs = dict(profile.configure_flags) if first_time else {
         k: profile.configure_flags[k] for k in REFRESH_KEYS if k in profile.configure_flags}
     if profile.is_cuda:
-        defs["MXNET_CUDA_ARCH"] = arch_text
+        defs["MXNET_CUDA_ARCH"] = arch.requested.text
     for k, v in (extra or {}).items():
         # Changing the CUDA compiler of an existing cache makes CMake wipe it: first time only.
         if k == "CMAKE_CUDA_COMPILER" and not first_time:
@@ -87,7 +80,7 @@ def configure_command(src: Path, build_dir: Path, profile, arch_text: str, first
     return cmd
 
 
-def configure(src: Path, build_dir: Path, profile, arch_text: str, log_dir: Path,
+def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
               extra_defs: dict | None = None, env: dict | None = None,
               overrides: dict | None = None) -> ConfigureResult:
     """Configure (or refresh) ``build_dir`` and verify the cache against the profile.
@@ -102,7 +95,7 @@ def configure(src: Path, build_dir: Path, profile, arch_text: str, log_dir: Path
     build_dir.mkdir(parents=True, exist_ok=True)
     cache_file = build_dir / "CMakeCache.txt"
     first_time = not cache_file.exists()
-    cmd = configure_command(src, build_dir, profile, arch_text, first_time, extra_defs, overrides)
+    cmd = configure_command(src, build_dir, profile, arch, first_time, extra_defs, overrides)
     log = log_dir / "configure.log"
     start = time.monotonic()
     with open(log, "w") as fh:
@@ -124,8 +117,7 @@ def configure(src: Path, build_dir: Path, profile, arch_text: str, log_dir: Path
     result = ConfigureResult(build_dir=build_dir, first_time=first_time, seconds=seconds, log=log,
                              cache=read_cache(cache_file))
     result.gencode = emitted_gencode(log, build_dir)
-    verify_cache(result, profile, overrides.get("MXNET_CUDA_ARCH", arch_text),
-                 expected_features(profile, overrides))
+    verify_cache(result, profile, arch.built, expected_features(profile, overrides))
     return result
 
 
@@ -201,9 +193,10 @@ def _gencode_flags(text: str) -> list[str]:
     return flags
 
 
-def verify_cache(result: ConfigureResult, profile, arch_text: str, features: dict | None = None) -> None:
+def verify_cache(result: ConfigureResult, profile, built: ArchSpec, features: dict | None = None) -> None:
     """Fail (StepError 'configure') on every way the cache disagrees with the profile
-    (``features``: the profile's toggles with the run's overrides applied)."""
+    (``built``: the arch list this run builds, Arch.built; ``features``: the profile's toggles
+    with the run's overrides applied)."""
     cache, problems = result.cache, []
     features = profile.features if features is None else features
     for key in CMAKE_FEATURES:
@@ -234,18 +227,17 @@ def verify_cache(result: ConfigureResult, profile, arch_text: str, features: dic
                 problems.append(f"build.ninja compiles with -D{macro}=0 although {key} is wanted ON: "
                                 f"CMake dropped it; install {FOUND_EVIDENCE[key][1]} and reconfigure")
     if profile.is_cuda:
-        requested = parse_cuda_arch(arch_text)
         cached = cache.get("MXNET_CUDA_ARCH")
-        try:
-            same = cached is not None and parse_cuda_arch(cached) == requested
+        try:  # the cache's text, as CMake kept it
+            same = cached is not None and parse_cuda_arch(cached) == built
         except Exception:
             same = False
         if not same:
-            problems.append(f"MXNET_CUDA_ARCH is {cached!r} in the cache, requested {arch_text!r}")
-        elif result.gencode and set(result.gencode) != set(requested.gencode_flags):
+            problems.append(f"MXNET_CUDA_ARCH is {cached!r} in the cache, requested {built.text!r}")
+        elif result.gencode and set(result.gencode) != set(built.gencode_flags):
             problems.append(
-                f"CMake emitted {' '.join(result.gencode)} for MXNET_CUDA_ARCH={arch_text}, expected "
-                f"{' '.join(requested.gencode_flags)}")
+                f"CMake emitted {' '.join(result.gencode)} for MXNET_CUDA_ARCH={built.text}, expected "
+                f"{' '.join(built.gencode_flags)}")
         elif not result.gencode:
             problems.append("CMake emitted no -gencode flags (is CMAKE_CUDA_ARCHITECTURES forced "
                             "OFF and MXNET_CUDA_ARCH honoured?)")

@@ -13,8 +13,7 @@ from pathlib import Path
 
 from .errors import UsageError
 from .host_gpus import host_gpus, native_arch_list
-from .profiles import (ArchSpec, Profile, fast_compile_defines, flavor_for_wheel, get_profile, parse_cuda_arch,
-                       validate_version)
+from .profiles import PLATFORM_FLAVORS, Arch, Profile, fast_compile_defines, get_profile, make_arch, validate_version
 from .readers.symbol_floor import parse_floor
 from .readers.wheel_name import WheelNameError, parse_wheel_name
 from .venv import check_pass_env
@@ -23,8 +22,8 @@ from .venv import check_pass_env
 @dataclass(frozen=True)
 class RunOptions:
     profile: Profile
-    cuda_arch: ArchSpec
-    cuda_arch_text: str
+    #: the CUDA archs: as requested, any MXNET_CUDA_ARCH override, and the GPUs of --cuda-arch=native
+    cuda_arch: Arch
     wheel: Path | None = None
     package_version: str | None = None
     cmake_cache: Path | None = None
@@ -56,8 +55,6 @@ class RunOptions:
     glibc_floor: dict | None = None
     #: --pass-env NAME: variables the wheel's code gets beside the allow-list (build_steps.venv)
     pass_env: tuple = ()
-    #: --cuda-arch=native: the GPUs it was resolved from ("NVIDIA H200 (9.0)"); empty otherwise
-    native_gpus: tuple = ()
     #: --fast-compile: host code built at profiles.FAST_COMPILE_LEVEL instead of the release's -O3
     fast_compile: bool = False
 
@@ -71,8 +68,9 @@ class RunOptions:
     def development_options(self) -> tuple:
         """The shorthand development options of this run, as written on the command line."""
         opts = []
-        if self.native_gpus:
-            opts.append(f"--cuda-arch=native ({self.cuda_arch_text}: {', '.join(self.native_gpus)})")
+        if self.cuda_arch.native_gpus:
+            opts.append(f"--cuda-arch=native ({self.cuda_arch.requested.text}: "
+                        f"{', '.join(self.cuda_arch.native_gpus)})")
         if self.fast_compile:
             opts.append("--fast-compile")
         return tuple(opts)
@@ -134,6 +132,17 @@ def parse_cmake_defines(values) -> dict:
     return defines
 
 
+def flavor_for_wheel(filename: str) -> str | None:
+    """The flavor a wheel's platform tag implies (``macosx_*`` -> macos), or None (no opinion)."""
+    try:
+        tags = parse_wheel_name(filename).tags
+    except WheelNameError:
+        return None
+    found = {flavor for t in tags for prefix, flavor in PLATFORM_FLAVORS.items()
+             if t.platform.startswith(prefix)}
+    return found.pop() if len(found) == 1 else None
+
+
 def make_options(raw: dict) -> RunOptions:
     """Validate the raw option values (as given on the command line) into RunOptions."""
     wheel = check_wheel_path(raw["wheel"]) if raw.get("wheel") else None
@@ -143,11 +152,10 @@ def make_options(raw: dict) -> RunOptions:
         raise UsageError(f"--flavor {profile.name} audits an existing wheel: pass --wheel=PATH of the "
                          "macOS wheel (it is built on a Mac by the fork's build script, not here)")
     cmake_defines = parse_cmake_defines(raw.get("cmake_defines"))
-    arch_text = raw.get("cuda_arch") or profile.cuda_arch or ""
-    native_gpus = ()
-    if arch_text.strip().lower() == "native":
-        arch_text, native_gpus = _native_arch(profile, wheel, cmake_defines)
-    arch = parse_cuda_arch(arch_text) if arch_text else ArchSpec(sass=(), ptx=())
+    requested = raw.get("cuda_arch")
+    native = (_native_arch(profile, wheel, cmake_defines)
+              if requested and requested.strip().lower() == "native" else None)
+    arch = make_arch(profile, requested, cmake_defines, native)
     if raw.get("fast_compile"):
         if wheel is not None:
             raise UsageError("--fast-compile changes how libmxnet is compiled; with --wheel nothing is "
@@ -184,7 +192,6 @@ def make_options(raw: dict) -> RunOptions:
     return RunOptions(
         profile=profile,
         cuda_arch=arch,
-        cuda_arch_text=arch_text,
         wheel=wheel,
         package_version=package_version,
         cmake_cache=cmake_cache,
@@ -212,7 +219,6 @@ def make_options(raw: dict) -> RunOptions:
         compiler_launcher=raw.get("compiler_launcher") or "auto",
         glibc_floor=parse_floor(raw["glibc_floor"]) if raw.get("glibc_floor") else None,
         pass_env=check_pass_env(raw.get("pass_env")),
-        native_gpus=native_gpus,
         fast_compile=bool(raw.get("fast_compile")),
     )
 

@@ -8,8 +8,7 @@ so the run can build but cannot publish.
 from __future__ import annotations
 
 from .readers import cmake_cache
-from .errors import UsageError
-from .profiles import FAST_COMPILE_LEVEL, RELEASE_HOST_OPT, ArchSpec, missing_release_archs, parse_cuda_arch
+from .profiles import FAST_COMPILE_LEVEL, RELEASE_HOST_OPT, missing_release_archs
 
 #: What the wheel promises its users when a toggle of the profile is ON, in their words.
 TOGGLE_PROMISES = {
@@ -22,25 +21,16 @@ TOGGLE_PROMISES = {
 }
 
 
-def arch_override(cmake_defines: dict) -> ArchSpec | None:
-    """The arch list an ``MXNET_CUDA_ARCH`` override builds, or None without one."""
-    value = cmake_defines.get("MXNET_CUDA_ARCH")
-    if value is None:
-        return None
-    try:
-        return parse_cuda_arch(value)
-    except UsageError as exc:
-        raise UsageError(f"--cmake-define=MXNET_CUDA_ARCH={value}: {exc}") from None
-
-
-def broken_promises(profile, cmake_defines: dict) -> list[str]:
-    """One sentence per override that contradicts the profile: the define and the promise."""
+def broken_promises(options) -> list[str]:
+    """One sentence per ``--cmake-define`` override of the run (``options``: RunOptions) that
+    contradicts the profile: the define and the promise."""
     broken = []
-    for key, value in cmake_defines.items():
+    profile = options.profile
+    for key, value in options.cmake_defines.items():
         if key == "MXNET_CUDA_ARCH":
             if not profile.is_cuda:
                 continue
-            left_out = missing_release_archs(profile, arch_override(cmake_defines))
+            left_out = missing_release_archs(profile, options.cuda_arch.override)
             if left_out:
                 broken.append(f"-DMXNET_CUDA_ARCH={value} leaves out {', '.join(left_out)}: breaks the "
                               f"promise of kernels for every GPU of the release list {profile.cuda_arch}")
@@ -65,10 +55,11 @@ def development_option_promises(options) -> list[str]:
     installs but cannot publish."""
     broken = []
     profile = options.profile
-    if options.native_gpus:
-        left_out = missing_release_archs(profile, options.cuda_arch) if profile.cuda_arch else []
-        broken.append(f"--cuda-arch=native built {options.cuda_arch_text} only (for "
-                      f"{', '.join(options.native_gpus)})"
+    arch = options.cuda_arch
+    if arch.native_gpus:
+        left_out = missing_release_archs(profile, arch.requested) if profile.cuda_arch else []
+        broken.append(f"--cuda-arch=native built {arch.requested.text} only (for "
+                      f"{', '.join(arch.native_gpus)})"
                       + (f", leaving out {', '.join(left_out)}" if left_out else "")
                       + f": breaks the promise of kernels for every GPU of the release list {profile.cuda_arch}")
     if options.fast_compile:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import atomic, filesystem, processes, reproducible
-from .configure import record_step
+from .step_record import record_step
 from .errors import HarnessError, StepError, log_tail
 from .once import JsonRecord
 from .venv import clean_env

@@ -16,8 +16,7 @@ from pathlib import Path
 from . import filesystem, source
 from .cuda_root import find_nvcc_home
 from .errors import HarnessError
-from .overrides import arch_override
-from .profiles import ArchSpec, missing_release_archs
+from .profiles import Arch, ArchSpec, missing_release_archs
 
 
 def nvcc_for_build(cmake_defines: dict) -> Path | None:
@@ -83,12 +82,13 @@ def build_dir_refusals(build_dir: Path, profile) -> list[str]:
             "there, or pass --build-dir=DIR on a larger filesystem"]
 
 
-def refusals(src: Path, profile, arch: ArchSpec, cmake_defines: dict, *, release: bool,
-             allow_dirty: bool, native_arch: bool = False, build_dir: Path | None = None) -> list[str]:
+def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bool,
+             allow_dirty: bool, build_dir: Path | None = None) -> list[str]:
     """Every reason not to start this build, as sentences naming the fix (empty: go ahead).
 
-    ``native_arch``: the arch list came from --cuda-arch=native, a declared development build
-    (its gate fails and it cannot publish), so the release-matrix refusal does not apply.
+    ``arch``: the run's archs. One chosen by an MXNET_CUDA_ARCH override or --cuda-arch=native is a
+    declared development build (its gate fails and it cannot publish), so the release-matrix
+    refusal does not apply; nvcc is asked about the list that is built.
     ``build_dir``: checked for writability and free space (build_dir_refusals)."""
     problems = []
     # An empty submodule is refused dirty or not: nothing can build it, and git sees an emptied
@@ -111,13 +111,12 @@ def refusals(src: Path, profile, arch: ArchSpec, cmake_defines: dict, *, release
                 "development build (the run then cannot publish)")
         problems += source.mismatch_refusals(src)
     if profile.is_cuda:
-        built = arch_override(cmake_defines) or arch
-        if release and arch_override(cmake_defines) is None and not native_arch:
-            missing = missing_release_archs(profile, arch)
+        if release and arch.is_release_choice:
+            missing = missing_release_archs(profile, arch.requested)
             if missing:
                 problems.append(
                     f"the arch list leaves out {', '.join(missing)} of the {profile.name} release list "
                     f"{profile.cuda_arch}: those GPUs would get no kernel image. Drop --cuda-arch, or for "
                     "a development build pass --cmake-define=MXNET_CUDA_ARCH=LIST (the run then cannot publish)")
-        problems += unsupported_archs(built, nvcc_for_build(cmake_defines))
+        problems += unsupported_archs(arch.built, nvcc_for_build(cmake_defines))
     return problems

@@ -1,34 +1,24 @@
-"""Release profiles: everything a flavor promises, as data, in one place.
+"""Release profiles: everything a flavor promises, loaded from ``profiles.toml`` beside this module.
 
 The build steps and the gates both read these, so a build cannot be configured one way and
-checked another. Values follow the fork's release recipe and its build script; where the script was wrong the fix
-is noted (the gaps are listed in docs/background.md).
+checked another. The data file states each fact once (a toggle, a reason, a RUNPATH entry); this
+module checks it against PROFILES_SCHEMA and derives the rest (configure flags, features, setup
+switches, RUNPATH) into frozen :class:`Profile` objects. The CUDA arch rules and the host-library
+policy stay here as code.
 """
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 
+import jsonschema
+from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
-from .errors import UsageError
-
-#: The release arch matrix: Ampere, Ada, Hopper, both Blackwell families, PTX only on the top arch.
-RELEASE_CUDA_ARCH = "8.0;8.6;8.9;9.0;10.0;12.0+PTX"
-
-#: Free space a build of the fork needs where its build dir is, in GiB (Profile.build_space_gib;
-#: preflight refuses less). Measured 2026-12-03 on the fork at 3f13890 (issue 21): configured with
-#: the cuda profile, its ``mxnet`` target is 1317 Ninja steps making 243 .cu, 619 .cc and 535
-#: oneDNN .cpp objects. A random sample of them (seed 21) was compiled for real: 3 six-arch .cu
-#: objects of 1.3, 1.8 and 4.4 MB (mean 2.5 MB), 8 .cc of 0.06-7.5 MB (mean 1.14 MB), 8 .cpp of
-#: 1 KB-832 KB (mean 0.23 MB). Extrapolated: 0.61 GB of .cu + 0.71 GB of .cc + 0.12 GB of .cpp
-#: (and again in libdnnl.a) + libmxnet.so, ~1 GB (the fork's own figure, and about the sum of the
-#: objects it links) = 2.6 GB; staging and packaging add a copy of the library with its bundled
-#: libraries and the ~454 MB wheel, ~1.5 GB: 4.1 GB. With 1.5x for the sample's spread (one .cc
-#: in 8 was 7.5 MB): 6 GiB. The cpu profile has no .cu objects and a smaller library: 4 GiB,
-#: estimated from the same figures (not compiled separately).
-BUILD_SPACE_GIB = {"cuda": 6.0, "cpu": 4.0}
+from .errors import HarnessError, UsageError
 
 #: CMake feature toggles the gates compare (cache key -> runtime Features name).
 CMAKE_FEATURES = {
@@ -40,21 +30,6 @@ CMAKE_FEATURES = {
     "USE_OPENMP": "OPENMP",
 }
 
-BASE_REQUIREMENTS = (
-    "numpy>=1.17,<2",
-    "requests>=2.20.0,<3",
-    "graphviz<0.9.0,>=0.8.1",
-    "packaging>=20.0",
-    "scipy-openblas32>=0.3.33,<0.4",
-)
-#: cuBLAS is pinned by cuBLAS version (13.5 fixes the syrk crash of 13.1.1.3; needs an R590+ driver).
-CUDA_REQUIREMENTS = (
-    "nvidia-cudnn-cu13>=9.22,<10",
-    "nvidia-nccl-cu13>=2.28,<3",
-    "nvidia-cublas>=13.5,<14",
-)
-OPENCV_REQUIREMENTS = ("opencv-python>=4,<5",)
-ONNX_REQUIREMENT = "onnx>=1.7.0,<1.22"
 #: What the runtime gates install beside the wheel: onnxruntime runs the exported model; it is a
 #: test-only dependency, never one of the wheel's. No upper pin: a newer
 #: runtime reads the IR versions of every onnx the wheel allows.
@@ -75,16 +50,21 @@ HOST_LIBRARIES = (
     "libcufft", "libcusolver", "libcusparse", "libcurand", "libnvJitLink", "libnvToolsExt",
     "libnvidia",
 )
-_HOST_RE = re.compile(
-    r"^(?:" + "|".join(re.escape(n) for n in sorted(HOST_LIBRARIES, key=len, reverse=True))
-    + r")(?:\.so|-|$)"
-)
 
 #: Libraries that must never be inside a wheel, whatever the flavor, and why.
 NEVER_BUNDLE = {
     "libcuda.so": "libcuda.so.1 is the NVIDIA driver's; a bundled copy breaks every other driver version",
     "libquadmath.so": "libquadmath is GPL and must not be redistributed in the wheel",
 }
+
+
+def _prefix_re(names) -> re.Pattern:
+    """Whole-name SONAME prefixes (``libc`` matches libc.so.6, not libcharls.so)."""
+    return re.compile(r"^(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+                      + r")(?:\.so|-|$)")
+
+
+_HOST_RE = _prefix_re(HOST_LIBRARIES)
 
 
 def is_host_library(soname: str) -> bool:
@@ -112,19 +92,12 @@ class MachoPolicy:
 #: libomp/libiomp5/libgomp: the OpenMP runtimes libmxnet may link (the fork's pattern).
 OPENMP_RUNTIME_RE = re.compile(r"^lib(?:omp|iomp5|gomp)\b")
 
-MACOS_POLICY = MachoPolicy(
-    arch="arm64",
-    libmxnet="mxnet/libmxnet.dylib",
-    system_prefixes=("/usr/lib/", "/System/"),
-    build_host_prefixes=("/usr/local/", "/opt/homebrew/", "/opt/local/", "/Users/", "/private/",
-                         "/tmp/", "/var/folders/"),
-    bundled_runtimes={"libomp": "macOS has no system OpenMP runtime: libomp.dylib must ship in "
-                                "mxnet/lib/ (a host copy from Homebrew is another build, if any)"},
-)
-
 
 @dataclass(frozen=True)
 class Profile:
+    """One flavor's promises, as load_profiles builds it from its [profiles.<name>] table: the
+    derived attributes (features and configure_flags from one toggle, runpath, setup_env,
+    onnx_hard, needs_libcuda, release_arch) are never written in the data file."""
     name: str
     #: expected CMake toggle per key of CMAKE_FEATURES (True = ON)
     features: dict
@@ -148,15 +121,17 @@ class Profile:
     needs_libcuda: bool = False
     #: the Mach-O promises of a macOS wheel (None: the wheel's libraries are ELF)
     macho: MachoPolicy | None = None
-    #: groups of HOST_BASELINE a user's machine provides (what a NEEDED may be left to)
+    #: groups of HOST_BASELINE ([host_baseline] of profiles.toml) a user's machine provides (what a NEEDED may be left to)
     host_baseline: tuple = ()
-    #: the highest symbol versions the wheel may require (family -> version), see SYMBOL_FLOORS
+    #: the highest symbol versions the wheel may require (family -> version), from [symbol_floors]
     symbol_floor: dict = field(default_factory=dict)
     #: SONAME majors a NEEDED left to the host or to pip may have: prefix -> (majors, what they are);
-    #: see SONAME_MAJORS_CUDA13
+    #: from [soname_majors]
     soname_majors: dict = field(default_factory=dict)
-    #: free space a build dir of the fork needs for this profile, in GiB (BUILD_SPACE_GIB); 0: not checked
+    #: free space a build dir of the fork needs for this profile, in GiB (measured: see profiles.toml); 0: not checked
     build_space_gib: float = 0.0
+    #: cuda_arch, parsed (NO_ARCH without one)
+    release_arch: "ArchSpec" = None
 
     @property
     def binary_format(self) -> str:
@@ -175,41 +150,6 @@ class Profile:
         return re.compile(re.escape(self.version_prefix) + r"\.(\d{8})(?:\.(\d+))?$")
 
 
-#: What a user's Linux machine provides, by group, in the spirit of auditwheel's policy files: a
-#: NEEDED of any ELF in the wheel that is neither bundled nor pip-provided must be one of these
-#: (whole-name prefixes, matched like HOST_LIBRARIES). A profile lists the groups it relies on.
-HOST_BASELINE = {
-    # glibc itself (every Linux host)
-    "glibc": ("ld-linux", "ld-linux-x86-64", "libc", "libm", "libdl", "libpthread", "librt",
-              "libutil", "libnsl", "libresolv", "libanl", "libmvec"),
-    # the GCC runtimes. libgomp: libmxnet's own OpenMP runtime, left to the host on purpose (two
-    # copies in one process fight; the fork's clean-room CI installs libgomp1). libquadmath:
-    # libgfortran's dependency, never bundled (NEVER_BUNDLE), so it is the host's by policy.
-    "gcc-runtime": ("libstdc++", "libgcc_s", "libatomic", "libgomp", "libquadmath"),
-    # the NVIDIA driver: installed with the GPU, never bundled
-    "nvidia-driver": ("libcuda", "libnvidia"),
-    # the CUDA toolkit libraries the recipe takes from the system toolkit at /usr/local/cuda
-    # (only cuDNN, NCCL and cuBLAS come from pip)
-    "cuda-toolkit": ("libcudart", "libcufft", "libcusolver", "libcusparse", "libcurand",
-                     "libnvrtc", "libnvJitLink", "libnvToolsExt"),
-}
-
-#: Symbol-version ceilings of a reference host: the newest GLIBC_/GLIBCXX_/CXXABI_ version its
-#: glibc and libstdc++ define. Ubuntu 24.04 (the recipe's reference host): glibc 2.39 and the
-#: libstdc++ of GCC 14 (GLIBCXX_3.4.33, CXXABI_1.3.15).
-SYMBOL_FLOORS = {
-    "ubuntu-24.04": {"GLIBC": "2.39", "GLIBCXX": "3.4.33", "CXXABI": "1.3.15"},
-}
-
-
-def _prefix_re(names) -> re.Pattern:
-    return re.compile(r"^(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-                      + r")(?:\.so|-|$)")
-
-
-_BASELINE_RE = {group: _prefix_re(names) for group, names in HOST_BASELINE.items()}
-
-
 def baseline_group(soname: str, profile: "Profile") -> str | None:
     """The HOST_BASELINE group of ``profile`` that provides ``soname``, or None."""
     for group in profile.host_baseline:
@@ -218,147 +158,13 @@ def baseline_group(soname: str, profile: "Profile") -> str | None:
     return None
 
 
-#: The SONAME major versions of the CUDA 13 stack (libcudart.so.13, libcudnn.so.9 ...). A prefix
-#: alone would take libcudart.so.11.0 (the real mxnet-cu112 wheel's) as "the CUDA toolkit": the
-#: loader asks for that exact file name, which a CUDA 13 host or the cu13 pip wheels do not have.
-#: Majors from the CUDA 13.0 toolkit's and NVIDIA's pip wheels' SONAMEs (the libraries keep their
-#: own numbering: cuFFT 12, cuRAND 10).
-SONAME_MAJORS_CUDA13 = {
-    "libcuda": (("1",), "the NVIDIA driver API"),
-    "libcudart": (("13",), "the CUDA 13 runtime"),
-    "libcublas": (("13",), "cuBLAS 13"),
-    "libcublasLt": (("13",), "cuBLASLt 13"),
-    "libcufft": (("12",), "cuFFT of CUDA 13"),
-    "libcurand": (("10",), "cuRAND of CUDA 13"),
-    "libcusolver": (("12",), "cuSOLVER of CUDA 13"),
-    "libcusparse": (("12",), "cuSPARSE of CUDA 13"),
-    "libnvrtc": (("13",), "NVRTC of CUDA 13"),
-    "libnvJitLink": (("13",), "nvJitLink of CUDA 13"),
-    "libnvToolsExt": (("1",), "NVTX 1"),
-    "libcudnn": (("9",), "cuDNN 9"),
-    "libnccl": (("2",), "NCCL 2"),
-}
-
-_CUDA_PIP = {
-    "libcudnn": "$ORIGIN/../nvidia/cudnn/lib",
-    "libnccl": "$ORIGIN/../nvidia/nccl/lib",
-    "libcublas": "$ORIGIN/../nvidia/cu13/lib",
-    "libcublasLt": "$ORIGIN/../nvidia/cu13/lib",
-    "libscipy_openblas": "$ORIGIN/../scipy_openblas32/lib",
-}
-
-PROFILES = {
-    "cuda": Profile(
-        name="cuda",
-        features={"USE_CUDA": True, "USE_CUDNN": True, "USE_NCCL": True,
-                  "USE_ONEDNN": True, "USE_OPENCV": True, "USE_OPENMP": True},
-        onnx_hard=True,
-        cuda_arch=RELEASE_CUDA_ARCH,
-        runpath=("$ORIGIN/lib", "$ORIGIN/../scipy_openblas32/lib", "$ORIGIN/../nvidia/cudnn/lib",
-                 "$ORIGIN/../nvidia/nccl/lib", "$ORIGIN/../nvidia/cu13/lib"),
-        setup_env={"MXNET_SETUP_ENABLE_CUDA_DEPS": "1", "MXNET_SETUP_ENABLE_OPENCV_DEPS": "1",
-                   "MXNET_SETUP_ENABLE_ONNX_DEPS": "1"},
-        hard_requirements=BASE_REQUIREMENTS + CUDA_REQUIREMENTS + OPENCV_REQUIREMENTS
-        + (ONNX_REQUIREMENT,),
-        forbidden_hard={},
-        build_dir="build",
-        version_prefix="2.0.0+cu13.bw",
-        configure_flags={
-            "CMAKE_BUILD_TYPE": "Release", "USE_CUDA": "ON", "USE_CUDNN": "ON", "USE_NCCL": "ON",
-            "USE_ONEDNN": "ON", "USE_OPENMP": "ON", "USE_F16C": "ON", "USE_OPENCV": "ON",
-            "USE_LAPACK": "ON", "USE_BLAS": "open", "USE_DIST_KVSTORE": "OFF",
-            "BUILD_CPP_EXAMPLES": "OFF", "MXNET_CUDA_ARCH": RELEASE_CUDA_ARCH,
-        },
-        pip_libraries=dict(_CUDA_PIP),
-        needs_libcuda=True,
-        host_baseline=("glibc", "gcc-runtime", "nvidia-driver", "cuda-toolkit"),
-        symbol_floor=dict(SYMBOL_FLOORS["ubuntu-24.04"]),
-        soname_majors=dict(SONAME_MAJORS_CUDA13),
-        build_space_gib=BUILD_SPACE_GIB["cuda"],
-    ),
-    "cpu": Profile(
-        name="cpu",
-        features={"USE_CUDA": False, "USE_CUDNN": False, "USE_NCCL": False,
-                  "USE_ONEDNN": True, "USE_OPENCV": True, "USE_OPENMP": True},
-        onnx_hard=False,
-        cuda_arch=None,
-        runpath=("$ORIGIN/lib", "$ORIGIN/../scipy_openblas32/lib"),
-        setup_env={"MXNET_SETUP_ENABLE_CUDA_DEPS": "0", "MXNET_SETUP_ENABLE_OPENCV_DEPS": "1",
-                   "MXNET_SETUP_ENABLE_ONNX_DEPS": "0"},
-        hard_requirements=BASE_REQUIREMENTS + OPENCV_REQUIREMENTS,
-        forbidden_hard={"onnx": "the CPU wheel keeps onnx as the optional [onnx] extra",
-                        "nvidia-cudnn-cu13": "a CPU wheel must not pull CUDA runtime wheels",
-                        "nvidia-nccl-cu13": "a CPU wheel must not pull CUDA runtime wheels",
-                        "nvidia-cublas": "a CPU wheel must not pull CUDA runtime wheels"},
-        build_dir="build-cpu",
-        version_prefix="2.0.0+cpu.linux",
-        configure_flags={
-            "CMAKE_BUILD_TYPE": "Release", "USE_CUDA": "OFF", "USE_CUDNN": "OFF", "USE_NCCL": "OFF",
-            "USE_ONEDNN": "ON", "USE_OPENMP": "ON", "USE_F16C": "ON", "USE_OPENCV": "ON",
-            "USE_LAPACK": "ON", "USE_BLAS": "open", "USE_DIST_KVSTORE": "OFF",
-            "BUILD_CPP_EXAMPLES": "OFF",
-        },
-        pip_libraries={"libscipy_openblas": "$ORIGIN/../scipy_openblas32/lib"},
-        needs_libcuda=False,
-        host_baseline=("glibc", "gcc-runtime"),
-        symbol_floor=dict(SYMBOL_FLOORS["ubuntu-24.04"]),
-        build_space_gib=BUILD_SPACE_GIB["cpu"],
-    ),
-    # Apple-silicon CPU wheel, built on a Mac by the fork's build script (Accelerate BLAS, hermetic
-    # LLVM libomp, OpenCV from Homebrew/MacPorts bundled); audited here from its Mach-O files.
-    "macos": Profile(
-        name="macos",
-        features={"USE_CUDA": False, "USE_CUDNN": False, "USE_NCCL": False,
-                  "USE_ONEDNN": True, "USE_OPENCV": True, "USE_OPENMP": True},
-        onnx_hard=True,
-        cuda_arch=None,
-        runpath=(),
-        setup_env={"MXNET_SETUP_ENABLE_CUDA_DEPS": "0", "MXNET_SETUP_ENABLE_OPENCV_DEPS": "1",
-                   "MXNET_SETUP_ENABLE_ONNX_DEPS": "1"},
-        hard_requirements=BASE_REQUIREMENTS + OPENCV_REQUIREMENTS + (ONNX_REQUIREMENT,),
-        forbidden_hard={"nvidia-cudnn-cu13": "a CPU wheel must not pull CUDA runtime wheels",
-                        "nvidia-nccl-cu13": "a CPU wheel must not pull CUDA runtime wheels",
-                        "nvidia-cublas": "a CPU wheel must not pull CUDA runtime wheels"},
-        build_dir="build",
-        version_prefix="2.0.0+cpu.macos",
-        configure_flags={
-            "CMAKE_BUILD_TYPE": "Release", "CMAKE_OSX_ARCHITECTURES": "arm64", "USE_CUDA": "OFF",
-            "USE_CUDNN": "OFF", "USE_NCCL": "OFF", "USE_ONEDNN": "ON", "USE_OPENMP": "ON",
-            "USE_OPENCV": "ON", "USE_BLAS": "apple", "USE_LAPACK": "ON", "USE_DIST_KVSTORE": "OFF",
-            "USE_SSE": "OFF", "USE_F16C": "OFF", "BUILD_CPP_EXAMPLES": "OFF",
-        },
-        macho=MACOS_POLICY,
-    ),
-}
-
-#: Wheel platform tag prefix -> the flavor a wheel so tagged is audited as (when --flavor is not given).
-PLATFORM_FLAVORS = {"macosx_": "macos"}
-
-
-def flavor_for_wheel(filename: str) -> str | None:
-    """The flavor a wheel's platform tag implies (``macosx_*`` -> macos), or None (no opinion)."""
-    from .readers.wheel_name import WheelNameError, parse_wheel_name
-    try:
-        tags = parse_wheel_name(filename).tags
-    except WheelNameError:
-        return None
-    found = {flavor for t in tags for prefix, flavor in PLATFORM_FLAVORS.items()
-             if t.platform.startswith(prefix)}
-    return found.pop() if len(found) == 1 else None
-
-
-def get_profile(flavor: str) -> Profile:
-    try:
-        return PROFILES[flavor]
-    except KeyError:
-        raise UsageError(f"unknown flavor {flavor!r}: use one of {', '.join(sorted(PROFILES))}") from None
-
-
 @dataclass(frozen=True)
 class ArchSpec:
-    """A parsed MXNET_CUDA_ARCH list: SASS archs as ints (80, 120) and the PTX archs."""
+    """A parsed MXNET_CUDA_ARCH list: SASS archs as ints (80, 120) and the PTX archs, and the list
+    as it was written (what CMake is given and messages quote; not compared: "9.0" == "90")."""
     sass: tuple
     ptx: tuple
+    text: str = field(default="", compare=False)
 
     @property
     def gencode_flags(self) -> list:
@@ -389,13 +195,247 @@ def parse_cuda_arch(value: str) -> ArchSpec:
             sass.append(arch)
         if with_ptx and arch not in ptx:
             ptx.append(arch)
-    return ArchSpec(sass=tuple(sass), ptx=tuple(ptx))
+    return ArchSpec(sass=tuple(sass), ptx=tuple(ptx), text=value)
+
+
+#: No CUDA arch at all: a CPU profile's.
+NO_ARCH = ArchSpec(sass=(), ptx=())
+
+
+#: The data file the profiles are loaded from (schema: PROFILES_SCHEMA).
+PROFILES_FILE = Path(__file__).resolve().with_name("profiles.toml")
+
+
+class ProfileDataError(HarnessError):
+    """The profiles data file breaks its schema or names something it does not define."""
+
+
+def _table(values: dict, *, required=(), additional=None) -> dict:
+    """A JSON-schema object: exactly these keys (``additional``: the schema of any other key)."""
+    return {"type": "object", "properties": values, "required": list(required),
+            "additionalProperties": additional if additional is not None else False}
+
+
+_STR = {"type": "string", "minLength": 1}
+_STRS = {"type": "array", "items": _STR}
+_KEYED_STRS = {"type": "object", "additionalProperties": _STR}
+_CMAKE_VALUE = {"type": ["boolean", "string"]}
+
+#: The shape of profiles.toml (JSON Schema, checked with jsonschema): every table is closed, so an
+#: unknown or misspelt key is an error naming it.
+PROFILES_SCHEMA = _table({
+    "reasons": {"type": "object", "additionalProperties": _STR},
+    "requirements": {"type": "object", "additionalProperties": _table(
+        {"specs": _STRS, "setup_switch": _STR}, required=("specs",))},
+    "pip_libraries": {"type": "object", "additionalProperties": _table(
+        {"runpath": _STR, "distribution": _STR}, required=("runpath", "distribution"))},
+    "host_baseline": {"type": "object", "additionalProperties": _STRS},
+    "symbol_floors": {"type": "object", "additionalProperties": _KEYED_STRS},
+    "soname_majors": {"type": "object", "additionalProperties": {
+        "type": "object", "additionalProperties": _table({"majors": _STRS, "what": _STR},
+                                                         required=("majors", "what"))}},
+    "macho": {"type": "object", "additionalProperties": _table(
+        {"arch": _STR, "libmxnet": _STR, "system_prefixes": _STRS, "build_host_prefixes": _STRS,
+         "bundled_runtimes": _KEYED_STRS, "install_name_prefix": _STR},
+        required=("arch", "libmxnet", "system_prefixes", "build_host_prefixes", "bundled_runtimes"))},
+    "profiles": {"type": "object", "minProperties": 1, "additionalProperties": _table({
+        "cuda_arch": _STR,
+        "requirements": _STRS,
+        "forbidden": _KEYED_STRS,
+        "forbidden_names": _KEYED_STRS,
+        "build_dir": _STR,
+        "version_prefix": _STR,
+        "runpath": _STRS,
+        "pip_libraries": _STRS,
+        "host_baseline": _STRS,
+        "symbol_floor": _STR,
+        "soname_majors": _STR,
+        "macho": _STR,
+        "build_space_gib": {"type": "number", "minimum": 0},
+        "platform_tag": _STR,
+        "cmake": {"type": "object", "additionalProperties": _CMAKE_VALUE,
+                  "required": list(CMAKE_FEATURES),
+                  "properties": {key: {"type": "boolean"} for key in CMAKE_FEATURES}},
+    }, required=("requirements", "build_dir", "version_prefix", "cmake"))},
+}, required=("reasons", "requirements", "pip_libraries", "host_baseline", "symbol_floors",
+             "soname_majors", "macho", "profiles"))
+
+
+def _cmake_value(value) -> str:
+    """A profile's CMake setting as configure passes it: a toggle (true/false) is ON/OFF."""
+    if isinstance(value, bool):
+        return "ON" if value else "OFF"
+    return value
+
+
+def _pick(path: Path, table: dict, key: str, where: str):
+    """``table[key]``, or a ProfileDataError naming the missing key, where it was named, and the file."""
+    try:
+        return table[key]
+    except KeyError:
+        raise ProfileDataError(f"{path}: {where} names {key!r}, which is not defined there "
+                               f"(defined: {', '.join(sorted(table)) or 'none'})") from None
+
+
+def _profile(path: Path, name: str, raw: dict, data: dict, macho: dict) -> Profile:
+    where = f"[profiles.{name}]"
+    groups = {g: _pick(path, data["requirements"], g, f"{where} requirements") for g in raw["requirements"]}
+    forbidden = {req_name: _pick(path, data["reasons"], reason, f"{where} forbidden_names")
+                 for req_name, reason in raw.get("forbidden_names", {}).items()}
+    for group, reason in raw.get("forbidden", {}).items():
+        why = _pick(path, data["reasons"], reason, f"{where} forbidden")
+        for spec in _pick(path, data["requirements"], group, f"{where} forbidden")["specs"]:
+            forbidden[Requirement(spec).name] = why
+    pip = {lib: _pick(path, data["pip_libraries"], lib, f"{where} pip_libraries")["runpath"]
+           for lib in raw.get("pip_libraries", ())}
+    for group in raw.get("host_baseline", ()):
+        _pick(path, data["host_baseline"], group, f"{where} host_baseline")
+    cmake = raw["cmake"]
+    cuda_arch = raw.get("cuda_arch")
+    if cuda_arch is not None and not cmake["USE_CUDA"]:
+        raise ProfileDataError(f"{path}: {where} has a cuda_arch but USE_CUDA = false")
+    flags = {key: _cmake_value(value) for key, value in cmake.items()}
+    if cuda_arch is not None:
+        flags["MXNET_CUDA_ARCH"] = cuda_arch
+    floor = raw.get("symbol_floor")
+    majors = raw.get("soname_majors")
+    return Profile(
+        name=name,
+        features={key: cmake[key] for key in CMAKE_FEATURES},
+        onnx_hard="onnx" in groups,
+        cuda_arch=cuda_arch,
+        runpath=tuple(dict.fromkeys([*raw.get("runpath", ()), *pip.values()])),
+        setup_env={g["setup_switch"]: "1" if key in groups else "0"
+                   for key, g in data["requirements"].items() if "setup_switch" in g},
+        hard_requirements=tuple(spec for g in groups.values() for spec in g["specs"]),
+        forbidden_hard=forbidden,
+        build_dir=raw["build_dir"],
+        version_prefix=raw["version_prefix"],
+        configure_flags=flags,
+        pip_libraries=pip,
+        needs_libcuda=bool(cmake["USE_CUDA"]),
+        macho=_pick(path, macho, raw["macho"], f"{where} macho") if "macho" in raw else None,
+        host_baseline=tuple(raw.get("host_baseline", ())),
+        symbol_floor=dict(_pick(path, data["symbol_floors"], floor, f"{where} symbol_floor")) if floor else {},
+        soname_majors={prefix: (tuple(m["majors"]), m["what"]) for prefix, m in
+                       _pick(path, data["soname_majors"], majors, f"{where} soname_majors").items()}
+        if majors else {},
+        build_space_gib=float(raw.get("build_space_gib", 0.0)),
+        release_arch=parse_cuda_arch(cuda_arch) if cuda_arch is not None else NO_ARCH,
+    )
+
+
+@dataclass(frozen=True)
+class ProfileData:
+    """profiles.toml, loaded and checked: the profiles and the shared tables they refer to."""
+    profiles: dict
+    host_baseline: dict
+    symbol_floors: dict
+    soname_majors: dict
+    macho: dict
+    #: SONAME prefix -> the pip distribution that ships it
+    pip_distributions: dict
+    #: wheel platform-tag prefix -> the flavor a wheel so tagged is audited as
+    platform_flavors: dict
+
+
+def load_profiles(path: Path = PROFILES_FILE) -> ProfileData:
+    """Read ``path``, check it against PROFILES_SCHEMA and its cross-references, and build the
+    frozen profiles. A ProfileDataError names the offending key and the file."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileDataError(f"{path}: not valid TOML: {exc}") from None
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(PROFILES_SCHEMA).iter_errors(data))
+    if error is not None:
+        at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+        raise ProfileDataError(f"{path}: {at or 'top level'}: {error.message}")
+    macho = {key: MachoPolicy(**{**value, "system_prefixes": tuple(value["system_prefixes"]),
+                                 "build_host_prefixes": tuple(value["build_host_prefixes"])})
+             for key, value in data["macho"].items()}
+    return ProfileData(
+        profiles={name: _profile(path, name, raw, data, macho) for name, raw in data["profiles"].items()},
+        host_baseline={group: tuple(names) for group, names in data["host_baseline"].items()},
+        symbol_floors=data["symbol_floors"],
+        soname_majors={prefix: (tuple(m["majors"]), m["what"])
+                       for table in data["soname_majors"].values() for prefix, m in table.items()},
+        macho=macho,
+        pip_distributions={lib: value["distribution"] for lib, value in data["pip_libraries"].items()},
+        platform_flavors={raw["platform_tag"]: name for name, raw in data["profiles"].items()
+                          if "platform_tag" in raw},
+    )
+
+
+_DATA = load_profiles()
+PROFILES = _DATA.profiles
+#: The release arch matrix (the cuda profile's cuda_arch).
+RELEASE_CUDA_ARCH = PROFILES["cuda"].cuda_arch
+HOST_BASELINE = _DATA.host_baseline
+SYMBOL_FLOORS = _DATA.symbol_floors
+SONAME_MAJORS_CUDA13 = PROFILES["cuda"].soname_majors
+MACOS_POLICY = _DATA.macho["macos"]
+#: Which pip distribution ships a pip-provided library (SONAME prefix -> distribution name), so the
+#: closure check can demand that the wheel declares it in Requires-Dist.
+PIP_LIBRARY_DISTRIBUTIONS = _DATA.pip_distributions
+#: Wheel platform tag prefix -> the flavor a wheel so tagged is audited as (when --flavor is not given).
+PLATFORM_FLAVORS = _DATA.platform_flavors
+_BASELINE_RE = {group: _prefix_re(names) for group, names in HOST_BASELINE.items()}
+
+def get_profile(flavor: str) -> Profile:
+    try:
+        return PROFILES[flavor]
+    except KeyError:
+        raise UsageError(f"unknown flavor {flavor!r}: use one of {', '.join(sorted(PROFILES))}") from None
+
+
+@dataclass(frozen=True)
+class Arch:
+    """The CUDA archs of one run, made once from ``--cuda-arch`` (or ``native``) and any
+    ``--cmake-define=MXNET_CUDA_ARCH`` override (options.make_options), and carried to preflight,
+    configure, the override judgement, the gates and the report. Nothing parses arch text after it.
+    """
+    #: what the run asks for: --cuda-arch (``native`` resolved on this host), else the profile's
+    #: release list; NO_ARCH for a CPU profile. What the gates hold the wheel to.
+    requested: ArchSpec = NO_ARCH
+    #: the --cmake-define=MXNET_CUDA_ARCH override (a development build), None without one
+    override: ArchSpec | None = None
+    #: --cuda-arch=native: the GPUs it was resolved from ("NVIDIA H200 (9.0)"); empty otherwise
+    native_gpus: tuple = ()
+
+    @property
+    def built(self) -> ArchSpec:
+        """The list CMake builds: the override wins over the request."""
+        return self.override if self.override is not None else self.requested
+
+    @property
+    def is_release_choice(self) -> bool:
+        """Neither an override nor ``native`` chose the list (those are declared development builds)."""
+        return self.override is None and not self.native_gpus
+
+
+def make_arch(profile: Profile, requested: str | None, cmake_defines: dict, native=None) -> Arch:
+    """The run's Arch: ``requested`` (--cuda-arch text, or None for the profile's list) and the
+    MXNET_CUDA_ARCH of ``cmake_defines``. ``native``: (text, GPUs) of --cuda-arch=native."""
+    native_gpus = ()
+    if native is not None:
+        requested, native_gpus = native
+    text = requested or profile.cuda_arch or ""
+    # a CPU profile builds no CUDA code: its MXNET_CUDA_ARCH define reaches CMake and means nothing
+    override = cmake_defines.get("MXNET_CUDA_ARCH") if profile.is_cuda else None
+    if override is not None:
+        try:
+            override = parse_cuda_arch(override)
+        except UsageError as exc:
+            raise UsageError(f"--cmake-define=MXNET_CUDA_ARCH={override}: {exc}") from None
+    return Arch(requested=parse_cuda_arch(text) if text else NO_ARCH, override=override,
+                native_gpus=native_gpus)
 
 
 def missing_release_archs(profile: Profile, arch: ArchSpec) -> list[str]:
     """The profile's release archs (SASS, each with its GPU family, and PTX) that ``arch`` leaves
     out: the GPUs a build with ``arch`` would give no kernel image."""
-    release = parse_cuda_arch(profile.cuda_arch)
+    release = profile.release_arch
     missing = [f"sm_{a} ({ARCH_GPU_FAMILIES.get(a, 'unknown GPUs')})" for a in release.sass if a not in arch.sass]
     return missing + [f"compute_{a} PTX" for a in release.ptx if a not in arch.ptx]
 
@@ -430,16 +470,6 @@ def fast_compile_defines(level: str = FAST_COMPILE_LEVEL) -> dict:
     """The CMake definitions ``--fast-compile`` adds at configure."""
     return {f"CMAKE_{lang}_FLAGS_RELEASE": f"{level} -DNDEBUG" for lang in ("C", "CXX", "CUDA")}
 
-
-#: Which pip distribution ships a pip-provided library (SONAME prefix -> distribution name), so the
-#: closure check can demand that the wheel declares it in Requires-Dist.
-PIP_LIBRARY_DISTRIBUTIONS = {
-    "libcudnn": "nvidia-cudnn-cu13",
-    "libnccl": "nvidia-nccl-cu13",
-    "libcublas": "nvidia-cublas",
-    "libcublasLt": "nvidia-cublas",
-    "libscipy_openblas": "scipy-openblas32",
-}
 
 #: SASS arch -> the GPUs that lose native code when the arch is missing from the fatbin.
 ARCH_GPU_FAMILIES = {

@@ -10,7 +10,7 @@ and its manifest disagree.
 
 Each manifest holds the flavor's gate ids (the publish gate excluded: it is the one that checks),
 the ids of those that need a GPU (what a GPU runner must have passed before its arch counts as
-verified, build_steps.gpu_verify) and the full acceptance shard list (id and lane) the shard gates
+verified, build_steps.gpu_reports) and the full acceptance shard list (id and lane) the shard gates
 were generated from.
 """
 from __future__ import annotations
@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
+from .profiles import PROFILES
 
 MANIFEST_DIR = Path(__file__).resolve().parent / "release_sets"
-FLAVORS = ("cuda", "cpu", "macos")
+#: every flavor of profiles.toml, each with its release set in release_sets/<flavor>.json
+FLAVORS = tuple(PROFILES)
 SCHEMA = 1
 #: The markers a gate's flavor membership depends on (kept in the manifest beside each id).
 GPU_MARKERS = ("gpu", "cublas")

@@ -4,19 +4,16 @@ A release engineer reviews a release by looking: the verdict, which gates passed
 wheel carries and on which GPU each was verified, what it bundles and how big each part is, where
 the build's time went. This module turns the run's JSON report (``--provenance-json``'s document,
 with its ``review`` section) plus the wheel file and, when given, the GPU runners' reports
-(``build_steps.gpu_verify``) into that page: a jinja2 template with inline SVG charts, no script,
+(``build_steps.gpu_reports``) into that page: a jinja2 template with inline SVG charts, no script,
 no network asset, readable printed.
 
-    python -m build_steps.review_page REPORT.json [--wheel=W] [--gpu-reports=DIR] [--out=PAGE.html]
+    python -m tools.review_page REPORT.json [--wheel=W] [--gpu-reports=DIR] [--out=PAGE.html]
 
 re-renders the page of a finished run, e.g. in CI's merge job once every GPU runner's report is in.
 Functions take paths and plain data and return products; nothing here knows about pytest.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import zipfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -24,10 +21,9 @@ from pathlib import Path
 
 import jinja2
 
-from . import gpu_verify
+from . import gpu_reports
 from .atomic import write_atomic
-from .errors import HarnessError, UsageError
-from .profiles import ARCH_GPU_FAMILIES, RELEASE_CUDA_ARCH, parse_cuda_arch
+from .profiles import ARCH_GPU_FAMILIES, PROFILES, RELEASE_CUDA_ARCH, parse_cuda_arch
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 TEMPLATE = "review_page.html.j2"
@@ -128,7 +124,7 @@ class ArchRow:
 
 def arch_matrix(cuda_arch: str | None, fatbin: dict | None, merged=None) -> list[ArchRow]:
     """Release archs x (SASS present, PTX, verified on which GPU). ``fatbin`` is the audit's
-    ``facts.fatbin``; ``merged`` a ``gpu_verify.Merged`` (None: no GPU runner's report given)."""
+    ``facts.fatbin``; ``merged`` a ``gpu_reports.Merged`` (None: no GPU runner's report given)."""
     spec = parse_cuda_arch(cuda_arch or RELEASE_CUDA_ARCH)
     sass = set((fatbin or {}).get("sass_archs") or ())
     ptx = set((fatbin or {}).get("ptx_archs") or ())
@@ -147,9 +143,9 @@ def arch_matrix(cuda_arch: str | None, fatbin: dict | None, merged=None) -> list
 
 def own_gpu_runs(doc: dict, sha256: str | None, cuda_arch: str | None):
     """This run's own GPU gates as a merge of one report (None when no GPU gate ran here)."""
-    if not ((doc.get(gpu_verify.SECTION) or {}).get("gates")) or not sha256:
+    if not ((doc.get(gpu_reports.SECTION) or {}).get("gates")) or not sha256:
         return None
-    return gpu_verify.merge([(Path("this run"), doc)], sha256, cuda_arch)
+    return gpu_reports.merge([(Path("this run"), doc)], sha256, cuda_arch)
 
 
 # ---- the page ----------------------------------------------------------------------------------
@@ -217,7 +213,8 @@ def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
     wheel = doc.get("wheel") or {}
     cuda_arch = (doc.get("expected") or {}).get("cuda_arch")
     fatbin = facts.get("fatbin")
-    is_cuda = doc.get("profile") not in ("cpu", "macos")
+    profile = PROFILES.get(doc.get("profile"))
+    is_cuda = profile.is_cuda if profile is not None else True  # an unknown profile: shown as CUDA
     closure = None
     if parts and not parts.get("error"):
         closure = bars(parts["bundled"], "bytes")
@@ -259,50 +256,3 @@ def write_page(dest: Path, doc: dict, wheel: Path | None = None, merged=None) ->
     parts = wheel_parts(wheel) if wheel is not None and Path(wheel).is_file() else None
     html = render(page_view(doc, parts, merged)).encode()
     return write_atomic(Path(dest), lambda fh: fh.write(html), needed=len(html))
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m build_steps.review_page",
-                                 description="Render the release review page of a run's JSON report.")
-    ap.add_argument("report", type=Path, help="the run's --provenance-json report")
-    ap.add_argument("--wheel", type=Path, help="the wheel the report is of (its parts and sizes)")
-    ap.add_argument("--gpu-reports", type=Path, metavar="DIR",
-                    help="GPU runners' reports (as for python -m build_steps.gpu_verify): the arch matrix's "
-                         "verified column")
-    ap.add_argument("--out", type=Path, help="where to write the page (default: REPORT with .html)")
-    args = ap.parse_args(argv)
-    try:
-        try:
-            doc = json.loads(args.report.read_text())
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"{args.report}: not a readable JSON report ({exc}); write one with "
-                             "pytest ... --provenance-json=PATH") from None
-        sha = (doc.get("wheel") or {}).get("sha256")
-        if args.wheel is not None:
-            if not args.wheel.is_file():
-                raise UsageError(f"--wheel {args.wheel}: no such file")
-            from .pinning import sha256_of
-            if sha and sha256_of(args.wheel) != sha:
-                raise UsageError(f"--wheel {args.wheel} is not the wheel of {args.report} (another sha256): "
-                                 "pass the wheel the report was written for")
-        arch = (doc.get("expected") or {}).get("cuda_arch")
-        merged = own_gpu_runs(doc, sha, arch)
-        if args.gpu_reports is not None:
-            reports = gpu_verify.load_reports(args.gpu_reports)
-            # The report itself counts when it ran GPU gates, once (it may lie in that directory).
-            if merged is not None and args.report.resolve() not in {p.resolve() for p, _ in reports}:
-                reports.append((args.report, doc))
-            merged = gpu_verify.merge(reports, sha, arch)
-        out = write_page(args.out or args.report.with_suffix(".html"), doc, args.wheel, merged)
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 4
-    except HarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"review page written to {out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

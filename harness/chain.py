@@ -65,7 +65,6 @@ def pytest_collection_modifyitems(config, items):
         root = source.resolve_source(options.mxnet_src, Path(config.invocation_params.dir))
         refused = preflight.refusals(root, options.profile, options.cuda_arch, options.cmake_defines,
                                      release=is_release_run(config), allow_dirty=options.allow_dirty,
-                                     native_arch=bool(options.native_gpus),
                                      build_dir=BuildPaths(options, root).build_dir)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -172,7 +171,7 @@ def configured_tree(options, profile, shared_dir, build_paths, cuda_root,
             say(f"[configure] development option {opt}")
         for key, value in options.build_defines.items():
             say(f"[configure] override -D{key}={value}")
-        res = configure.configure(build_paths.src, build_paths.build_dir, profile, options.cuda_arch_text,
+        res = configure.configure(build_paths.src, build_paths.build_dir, profile, options.cuda_arch,
                                   build_paths.logs, extra_defs={**(cuda_root.cmake_args if cuda_root else {}),
                                                                 **compiler_cache.cmake_defines(compiler_launcher)},
                                   env=cuda_root.env if cuda_root else None, overrides=options.build_defines)
@@ -327,7 +326,7 @@ def _override_lines(options) -> list:
     """The development switches of this run, each with the promise it breaks (if any)."""
     if not options.cmake_defines and not options.allow_dirty and not options.development_options:
         return []
-    broken = development_option_promises(options) + broken_promises(options.profile, options.cmake_defines)
+    broken = development_option_promises(options) + broken_promises(options)
     lines = []
     if options.development_options:
         lines.append("development options: " + " ".join(options.development_options))

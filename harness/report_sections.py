@@ -1,6 +1,6 @@
 """What the JSON report carries beyond the static gates: the wheel's identity (sha256), the
 GPU gates' verdicts with the GPU each ran on (so reports of several GPU runners can be merged
-per arch, ``build_steps.gpu_verify``), and the build's compiler-cache counters.
+per arch, ``build_steps.gpu_reports``), and the build's compiler-cache counters.
 
 Each GPU gate's report gets the GPU in ``user_properties`` where the test runs (an xdist worker
 sends it to the controller with the report); the controller collects them here.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import gpu_verify
+from build_steps import gpu_reports
 from build_steps.pinning import sha256_of
 
 from .common import STEPS, chain_records, harness_options, shared_root
@@ -35,7 +35,7 @@ def pytest_runtest_makereport(item, call):
         funcargs = getattr(item, "funcargs", {})
         wheel = funcargs.get("wheel_path")
         report.user_properties.append((_PROP, {
-            "gpu": gpu_verify.gpu_identity(funcargs.get("cuda_preflight")),
+            "gpu": gpu_reports.gpu_identity(funcargs.get("cuda_preflight")),
             "wheel": str(wheel) if wheel else None}))
     return report
 
@@ -106,12 +106,12 @@ def extra_sections(config, facts) -> dict:
     from .acceptance import inapplicable_shard_gates
     runs = config.stash.get(GPU_RUNS_KEY, {})
     gpus = {json.dumps(r["gpu"], sort_keys=True): r["gpu"] for r in runs.values() if r.get("gpu")}
-    out[gpu_verify.SECTION] = {
+    out[gpu_reports.SECTION] = {
         "host": socket.gethostname(),
         "gpus": list(gpus.values()),
         "gates": {nodeid: {k: v for k, v in r.items() if k != "wheel"} for nodeid, r in sorted(runs.items())},
-        # GPU shards the fork's own script would not run on this tree: gpu_verify counts them done
-        "excused": inapplicable_shard_gates(config, gpu_verify.required_gpu_gates()),
+        # GPU shards the fork's own script would not run on this tree: tools.gpu_verify counts them done
+        "excused": inapplicable_shard_gates(config, gpu_reports.required_gpu_gates()),
     }
     records = chain_records(shared_root(config))
     result = (records.get("compile") or {}).get("result") or {}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import gpu_verify, review_page
+from build_steps import gpu_reports, review_page
 from build_steps.errors import HarnessError, UsageError
 from build_steps.overrides import broken_promises
 
@@ -34,7 +34,7 @@ def pytest_addoption(parser):
                      "harness-logs/review.html, and beside --provenance-json as .html)")
     g.addoption("--gpu-reports", metavar="DIR", type=Path,
                 help="GPU runners' --provenance-json reports: the review page's arch matrix shows which "
-                     "GPU verified each arch (as python -m build_steps.gpu_verify DIR merges them)")
+                     "GPU verified each arch (as python -m tools.gpu_verify DIR merges them)")
 
 
 def pytest_configure(config):
@@ -108,13 +108,13 @@ def review_section(config, exitstatus=None, verdicts: dict | None = None) -> dic
         gates = [{"nodeid": n, "verdict": v, "why": "", "markers": []} for n, v in sorted(verdicts.items())]
     records = chain_records(shared_root(config))
     source = (records.get("source") or {}).get("result") or {}
-    development = bool(broken_promises(options.profile, options.cmake_defines) or options.allow_dirty)
+    development = bool(broken_promises(options) or options.allow_dirty)
     return {review_page.SECTION: {
         "verdict": _verdict(config, gates, exitstatus),
         "gates": gates,
         "timeline": _timeline(records),
         "overrides": {"cmake_defines": dict(options.cmake_defines),
-                      "broken": broken_promises(options.profile, options.cmake_defines),
+                      "broken": broken_promises(options),
                       "allow_dirty": options.allow_dirty, "development": development},
         "warnings": list(source.get("submodule_warnings") or ()),
     }}
@@ -144,13 +144,13 @@ def merged_gpu_runs(config, doc: dict):
     """This run's own GPU gates plus --gpu-reports, merged per arch (None: neither exists)."""
     sha = (doc.get("wheel") or {}).get("sha256")
     arch = (doc.get("expected") or {}).get("cuda_arch")
-    reports = [(Path("this run"), doc)] if (doc.get(gpu_verify.SECTION) or {}).get("gates") else []
+    reports = [(Path("this run"), doc)] if (doc.get(gpu_reports.SECTION) or {}).get("gates") else []
     directory = config.getoption("gpu_reports", None)
     if directory is not None:
-        reports = [*gpu_verify.load_reports(directory), *reports]
+        reports = [*gpu_reports.load_reports(directory), *reports]
     if not reports or not sha:
         return None
-    return gpu_verify.merge(reports, sha, arch)
+    return gpu_reports.merge(reports, sha, arch)
 
 
 # Not tryfirst: harness.audit (tryfirst) builds the report document first; this still runs before

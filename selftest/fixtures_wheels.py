@@ -667,6 +667,7 @@ def _inputs_key() -> str:
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
     for rel in ("selftest/fixtures_wheels.py", "build_steps/bundle.py", "build_steps/profiles.py",
+                "build_steps/profiles.toml",
                 "build_steps/readers/elf.py"):
         h.update((root / rel).read_bytes())
     return h.hexdigest()[:16]

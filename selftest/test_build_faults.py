@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from build_steps import configure as configure_step
-from build_steps import run_lock
+from build_steps import run_lock, step_record
 from build_steps.compile import compile_mxnet
 from build_steps.errors import BuildInterrupted, StepError
-from build_steps.profiles import PROFILES
+from build_steps.profiles import PROFILES, Arch
 from harness.chain import guarded
 from selftest.conftest import HARNESS_ROOT
 from selftest.fixtures_realtree import git
@@ -395,7 +395,7 @@ def test_full_disk_at_configure_is_said_as_no_space_not_as_a_compiler_failure(sa
     (fs / "build").mkdir()
     small_fs.fill(fs, 16)
     with pytest.raises(StepError) as caught:  # as the chain runs the step (harness.chain.guarded)
-        guarded("configure", lambda: configure_step.configure(src, fs / "build", CPU, "",
+        guarded("configure", lambda: configure_step.configure(src, fs / "build", CPU, Arch(),
                                                               fs / "build" / "harness-logs"), fs / "build")()
     text = str(caught.value).splitlines()[0]
     assert caught.value.step == "configure"
@@ -408,7 +408,7 @@ def test_full_disk_during_compile_is_said_as_no_space(sample_tree, small_fs):
     src = sample_tree()
     fs = small_fs()
     build = fs / "build"
-    configure_step.configure(src, build, CPU, "", build / "harness-logs")
+    configure_step.configure(src, build, CPU, Arch(), build / "harness-logs")
     small_fs.fill(fs, 32)
     with pytest.raises(StepError) as caught, open(os.devnull, "w") as quiet:
         guarded("compile", lambda: compile_mxnet(build, 2, build / "harness-logs", progress=quiet), build)()
@@ -422,7 +422,7 @@ def test_full_disk_in_the_harness_own_records_is_one_sentence(small_fs):
     small_fs.fill(fs, 0)
 
     def produce():
-        configure_step.record_step(fs, "compile", "jobs=2")  # the harness's own step log
+        step_record.record_step(fs, "compile", "jobs=2")  # the harness's own step log
     with pytest.raises(StepError) as caught:
         guarded("compile", produce, fs)()
     assert str(caught.value).startswith(f"[compile] no space left on {fs} (tmpfs): ")

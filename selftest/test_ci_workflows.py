@@ -123,7 +123,7 @@ def test_each_job_selects_the_markers_the_readme_states():
     assert recipe_mismatches(WORKFLOW.read_text(), (ROOT / "README.md").read_text()) == []
     jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
     runs = " ".join(s.get("run", "") for s in jobs["merge"]["steps"])
-    assert "-m build_steps.gpu_verify" in runs  # the README's merge command
+    assert "-m tools.gpu_verify" in runs  # the README's merge command
 
 
 def test_recipe_check_catches_a_workflow_that_drifted_from_the_readme():

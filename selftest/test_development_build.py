@@ -19,7 +19,7 @@ from build_steps.errors import UsageError
 from build_steps.host_gpus import HostGpu, host_gpus, native_arch_list
 from build_steps.options import make_options
 from build_steps.overrides import development_option_promises
-from build_steps.profiles import fast_compile_defines, parse_cuda_arch
+from build_steps.profiles import Arch, fast_compile_defines, parse_cuda_arch
 from build_steps.readers import ninja_log
 from selftest.conftest import HARNESS_ROOT, run_gates
 from selftest.fixtures_build import copy_sample_tree
@@ -76,8 +76,8 @@ def test_native_arch_list_is_each_capability_once_sass_only():
 def test_override_gate_names_both_development_options():
     options = make_options(_raw(fast_compile=True))
     assert options.build_defines == fast_compile_defines()
-    native = dataclasses.replace(options, native_gpus=("NVIDIA H200 (9.0)",), cuda_arch=parse_cuda_arch("9.0"),
-                                 cuda_arch_text="9.0")
+    native = dataclasses.replace(options, cuda_arch=Arch(requested=parse_cuda_arch("9.0"),
+                                                         native_gpus=("NVIDIA H200 (9.0)",)))
     reasons = development_option_promises(native)
     assert len(reasons) == 2, reasons
     assert reasons[0].startswith("--cuda-arch=native built 9.0 only (for NVIDIA H200 (9.0))")

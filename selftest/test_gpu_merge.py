@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import gpu_verify
+from build_steps import gpu_reports
 from build_steps.pinning import sha256_of
 from build_steps.errors import UsageError
 
@@ -25,7 +25,7 @@ SHA = json.loads((REPORTS / "a100.json").read_text())["wheel"]["sha256"]
 
 
 def _merge_cli(*args):
-    return subprocess.run([sys.executable, "-m", "build_steps.gpu_verify", *map(str, args)], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "tools.gpu_verify", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -61,7 +61,7 @@ def test_a_report_of_another_wheel_never_verifies_an_arch(tmp_path):
     # without --wheel, mixed wheels are refused, naming both and the fix
     r = _merge_cli(d)
     assert r.returncode == 2 and "2 different wheels" in r.stderr and "--wheel=W" in r.stderr, r.stderr
-    merged = gpu_verify.merge(gpu_verify.load_reports(d), wheel_sha256=SHA)
+    merged = gpu_reports.merge(gpu_reports.load_reports(d), wheel_sha256=SHA)
     assert "sm_86" in merged.unverified, "the A10 ran another wheel: sm_86 is not verified for this one"
     assert ("a10-other-wheel.json", "another wheel (sha256 9c8b7a6f5e4d…)") in merged.ignored
 
@@ -112,7 +112,7 @@ def test_release_archs_come_from_the_wheels_fatbins(tmp_path, fatbin_lib):
 def test_a_duplicated_report_counts_once(tmp_path):
     d = _copy(tmp_path, "a100.json", "l40s.json")
     shutil.copy(d / "l40s.json", d / "l40s-copy.json")
-    merged = gpu_verify.merge(gpu_verify.load_reports(d))
+    merged = gpu_reports.merge(gpu_reports.load_reports(d))
     assert [r.report for r in merged.per_arch["sm_89"]] == ["l40s-copy.json"], merged.per_arch
     assert len(merged.runs) == 2
     assert any(n == "l40s.json" and "the same GPU as l40s-copy.json" in why for n, why in merged.ignored)
@@ -122,7 +122,7 @@ def test_a_duplicated_report_counts_once(tmp_path):
         for g in doc["gpu_verification"]["gates"].values():
             g["gpu"]["uuid"] = uuid
         (d / name).write_text(json.dumps(doc))
-    merged = gpu_verify.merge(gpu_verify.load_reports(d))
+    merged = gpu_reports.merge(gpu_reports.load_reports(d))
     assert len(merged.per_arch["sm_89"]) == 2 and len(merged.runs) == 3
 
 
@@ -180,12 +180,12 @@ def test_bad_input_is_named(tmp_path):
 def test_gpu_identity_reads_the_preflights_first_device():
     pre = {"driver": {"gpus": [{"index": 0, "name": "NVIDIA H200", "compute_capability": "9.0"},
                                {"index": 1, "name": "NVIDIA H200", "compute_capability": "9.0"}]}}
-    assert gpu_verify.gpu_identity(pre) == {"name": "NVIDIA H200", "compute_capability": "9.0",
+    assert gpu_reports.gpu_identity(pre) == {"name": "NVIDIA H200", "compute_capability": "9.0",
                                             "arch": "sm_90", "visible": 2}
-    assert gpu_verify.gpu_identity({"driver": {"gpus": []}}) is None
-    assert gpu_verify.sm_name("12.0") == "sm_120"
+    assert gpu_reports.gpu_identity({"driver": {"gpus": []}}) is None
+    assert gpu_reports.sm_name("12.0") == "sm_120"
     with pytest.raises(UsageError):
-        gpu_verify.merge([(Path("x.json"), {"schema": 1})])
+        gpu_reports.merge([(Path("x.json"), {"schema": 1})])
 
 
 @pytest.mark.parametrize("report", sorted(REPORTS.glob("real-*.json")), ids=lambda p: p.name)
@@ -220,7 +220,7 @@ def test_a_narrowed_gpu_run_leaves_its_arch_incomplete(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     row = _row(r.stdout, "sm_80")
     assert row.split()[1] == "INCOMPLETE:", r.stdout
-    required = gpu_verify.required_gpu_gates()
+    required = gpu_reports.required_gpu_gates()
     assert f"{len(required) - 3} of the release set's {len(required)} GPU gates did not pass on sm_80" in r.stdout
     assert "tests/test_acceptance.py::test_shard[gpu_amp]" in r.stdout
     assert r.stdout.strip().splitlines()[-1] == "strict verdict: FAIL - the GPU gates did not all pass on sm_80"
@@ -228,7 +228,7 @@ def test_a_narrowed_gpu_run_leaves_its_arch_incomplete(tmp_path):
     doc_skip = json.loads(json.dumps(doc))
     doc_skip["gpu_verification"]["gates"]["tests/test_cublas.py::test_cublas_preflight"]["verdict"] = "skipped"
     (d / "a100.json").write_text(json.dumps(doc_skip))
-    merged = gpu_verify.merge(gpu_verify.load_reports(d), cuda_arch="8.0")
+    merged = gpu_reports.merge(gpu_reports.load_reports(d), cuda_arch="8.0")
     assert merged.missing("sm_80") == ["tests/test_cublas.py::test_cublas_preflight"] and not merged.ok
     # the whole set passed: verified
     (d / "a100.json").write_text(json.dumps(doc))

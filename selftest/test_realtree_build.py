@@ -22,7 +22,7 @@ from build_steps.compile import compile_mxnet
 from build_steps.readers.elf import is_elf
 from build_steps.errors import StepError
 from build_steps.readers.fatbin import read_fatbin
-from build_steps.profiles import PROFILES, RELEASE_CUDA_ARCH, parse_cuda_arch
+from build_steps.profiles import PROFILES, RELEASE_CUDA_ARCH, make_arch, parse_cuda_arch
 from selftest.conftest import HARNESS_CACHE
 from selftest.fixtures_realtree import git
 
@@ -43,7 +43,7 @@ def wheels_cuda_root():
 
 
 def _configure(tree: Path, build: Path, arch: str, root) -> configure_step.ConfigureResult:
-    return configure_step.configure(tree, build, CUDA, arch, build / "harness-logs",
+    return configure_step.configure(tree, build, CUDA, make_arch(CUDA, arch, {}), build / "harness-logs",
                                     extra_defs=root.cmake_args, env=root.env)
 
 
@@ -67,12 +67,12 @@ def test_real_fork_configures_with_the_cuda_profile_and_wheel_toolkit(fork_tree,
     assert sorted(res.gencode) == sorted(want) and len(want) == 7, res.gencode
     # the verification is the one the chain runs: this cache passes it again, and fails it on the
     # regressions it exists for (an arch CMake did not emit, a library it did not find)
-    configure_step.verify_cache(res, CUDA, RELEASE_CUDA_ARCH)
+    configure_step.verify_cache(res, CUDA, parse_cuda_arch(RELEASE_CUDA_ARCH))
     with pytest.raises(StepError, match="expected"):
-        configure_step.verify_cache(replace(res, gencode=res.gencode[1:], notes=[]), CUDA, RELEASE_CUDA_ARCH)
+        configure_step.verify_cache(replace(res, gencode=res.gencode[1:], notes=[]), CUDA, parse_cuda_arch(RELEASE_CUDA_ARCH))
     lost = {**res.cache, "CUDNN_LIBRARY": "CUDNN_LIBRARY-NOTFOUND"}
     with pytest.raises(StepError, match="USE_CUDNN"):
-        configure_step.verify_cache(replace(res, cache=lost, notes=[]), CUDA, RELEASE_CUDA_ARCH)
+        configure_step.verify_cache(replace(res, cache=lost, notes=[]), CUDA, parse_cuda_arch(RELEASE_CUDA_ARCH))
     # configure writes nothing tracked into the tree (a release run refuses a dirty tree)
     assert git(fork_tree, "status", "--porcelain", "--untracked-files=no").stdout == ""
 

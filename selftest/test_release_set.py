@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from build_steps.release_manifest import FLAVORS, load_manifest, release_gates
+from build_steps.release_manifest import load_manifest, release_gates
 from selftest.conftest import HARNESS_ROOT
 from selftest.fixtures_publish import other_gates_source
 
@@ -62,7 +62,7 @@ def test_check_fails_when_a_gate_module_and_the_manifest_disagree(tmp_path):
 
 
 def test_each_flavor_holds_only_its_own_gates():
-    cuda, cpu, macos = (set(release_gates(f)) for f in FLAVORS)
+    cuda, cpu, macos = (set(release_gates(f)) for f in ("cuda", "cpu", "macos"))
     assert not any("test_macho_" in g for g in cuda | cpu)
     assert "tests/test_gpu_smoke.py::test_gpu_visible" in cuda and not any(
         g.startswith(("tests/test_gpu_smoke.py", "tests/test_cublas.py")) for g in cpu)

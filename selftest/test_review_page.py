@@ -131,7 +131,7 @@ def test_console_check_catches_a_page_that_loads_a_network_asset(browser, tmp_pa
 
 
 def test_arch_matrix_names_the_gpu_that_verified_each_arch(browser, tmp_path):
-    """The GPU runners' reports merged (build_steps.gpu_verify): the verified column says which GPU
+    """The GPU runners' reports merged (build_steps.gpu_reports): the verified column says which GPU
     ran which arch, which failed, and which no GPU verified."""
     d = tmp_path / "reports"
     d.mkdir()
@@ -139,7 +139,7 @@ def test_arch_matrix_names_the_gpu_that_verified_each_arch(browser, tmp_path):
         shutil.copy(REPORTS / name, d / name)
     report = d / "a100.json"
     out = tmp_path / "page.html"
-    r = subprocess.run([sys.executable, "-m", "build_steps.review_page", str(report),
+    r = subprocess.run([sys.executable, "-m", "tools.review_page", str(report),
                         f"--gpu-reports={d}", f"--out={out}"], cwd=ROOT, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
@@ -177,7 +177,7 @@ def test_timeline_shows_the_slowest_compile_steps_or_says_not_measured(tmp_path)
 def test_review_page_cli_refuses_a_report_that_is_not_json(tmp_path):
     bad = tmp_path / "r.json"
     bad.write_text("not json")
-    r = subprocess.run([sys.executable, "-m", "build_steps.review_page", str(bad)], cwd=ROOT,
+    r = subprocess.run([sys.executable, "-m", "tools.review_page", str(bad)], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 4 and "not a readable JSON report" in r.stderr
     assert not bad.with_suffix(".html").exists()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import gpu_verify
+from build_steps import gpu_reports
 from build_steps.pinning import sha256_of
 from selftest.fixtures_runtime import runtime_args
 
@@ -48,7 +48,7 @@ def test_release_run_turns_gpu_skips_into_failures(gates, mxnet191_wheel, mxnet1
     section = doc["gpu_verification"]
     assert len(section["gates"]) == 12 and section["gpus"] == [], section
     assert not any(g["verdict"] == "passed" or g["gpu"] for g in section["gates"].values()), section
-    merged = gpu_verify.merge(gpu_verify.load_reports(tmp_path))
+    merged = gpu_reports.merge(gpu_reports.load_reports(tmp_path))
     assert merged.unverified == ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"] and not merged.ok
 
 

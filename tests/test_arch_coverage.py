@@ -54,14 +54,14 @@ def test_sass_for_every_requested_arch(audit, libmxnet_info, options, profile):
     problems = []
     for member, fat in libs.items():
         names = fat["sass"]
-        missing = [a for a in options.cuda_arch.sass
+        missing = [a for a in options.cuda_arch.requested.sass
                    if not any(sass_keeps_promise(*split_sass_name(n), a) for n in names)]
         if missing:
             lost = "; ".join(f"sm_{a}: {_gpus(a)}{_why_not(names, a)}" for a in missing)
             problems.append(f"{member} has no SASS for {', '.join(f'sm_{a}' for a in missing)} (it carries "
                             f"{' '.join(names) or 'none'}): these GPUs lose native code ({lost})")
     if problems:
-        pytest.fail("\n".join(problems) + f"\nfix: rebuild with MXNET_CUDA_ARCH={options.cuda_arch_text!r} "
+        pytest.fail("\n".join(problems) + f"\nfix: rebuild with MXNET_CUDA_ARCH={options.cuda_arch.requested.text!r} "
                     "(generic targets, no 'a' suffix; reconfigure: the cache may hold an older arch list)",
                     pytrace=False)
 
@@ -71,14 +71,14 @@ def test_ptx_for_ptx_archs(audit, libmxnet_info, options, profile):
     problems = []
     for member, fat in libs.items():
         generic = {split_sass_name(n)[0] for n in fat["ptx"] if not split_sass_name(n)[1]}
-        missing = [a for a in options.cuda_arch.ptx if a not in generic]
+        missing = [a for a in options.cuda_arch.requested.ptx if a not in generic]
         if missing:
             problems.append(f"{member} has no PTX for {', '.join(f'compute_{a}' for a in missing)} (it carries "
                             f"{' '.join(fat['ptx']) or 'no PTX'}): GPUs newer than sm_{max(missing)} cannot JIT "
                             "its kernels and fail with 'no kernel image'")
     if problems:
         pytest.fail("\n".join(problems) + "\nfix: rebuild with '+PTX' on the top arch of MXNET_CUDA_ARCH "
-                    f"({options.cuda_arch_text!r}); suffixed PTX (compute_120a/f) is not portable", pytrace=False)
+                    f"({options.cuda_arch.requested.text!r}); suffixed PTX (compute_120a/f) is not portable", pytrace=False)
     if not profile.is_cuda:
         assert not any(f["ptx"] for f in libs.values()), "the CPU wheel carries PTX"
 
@@ -93,7 +93,7 @@ def test_fatbin_containers_consistent(audit, libmxnet_info, options):
     objs = dict(audit._fatbin_objs or ({LIBMXNET: audit._fatbin_obj} if audit._fatbin_obj else {}))
     problems = []
     for member, report in objs.items():
-        required = set(options.cuda_arch.sass) & set(report.sass_archs)
+        required = set(options.cuda_arch.requested.sass) & set(report.sass_archs)
         bad = report.containers_missing(required)
         if bad:
             per = report.container_sass()

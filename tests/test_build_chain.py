@@ -51,9 +51,9 @@ def test_nvcc_gencode_flags_match_requested_arch(configured_tree, options, profi
     if not profile.is_cuda:
         assert not configured_tree.gencode, f"a CPU build emitted -gencode flags {configured_tree.gencode}"
         return
-    want = set(options.cuda_arch.gencode_flags)
+    want = set(options.cuda_arch.requested.gencode_flags)
     have = set(configured_tree.gencode)
-    assert have == want, (f"CMake emitted -gencode {sorted(have)} but MXNET_CUDA_ARCH={options.cuda_arch_text} "
+    assert have == want, (f"CMake emitted -gencode {sorted(have)} but MXNET_CUDA_ARCH={options.cuda_arch.requested.text} "
                           f"asks for {sorted(want)}: missing {sorted(want - have)}; check that "
                           "CMAKE_CUDA_ARCHITECTURES is OFF and reconfigure")
 
@@ -118,7 +118,7 @@ def test_requested_arch_covers_the_release_arch_list(configured_tree, options, p
     promises the profile's list, so every GPU family of it must be in the build."""
     if not profile.is_cuda:
         return
-    missing = missing_release_archs(profile, options.cuda_arch)
+    missing = missing_release_archs(profile, options.cuda_arch.requested)
     assert not missing, (
         "this build leaves out " + ", ".join(missing) + f" of the {profile.name} release list {profile.cuda_arch}: those GPUs would get no kernel "
         f"image; rebuild with --cuda-arch '{profile.cuda_arch}'")

@@ -11,7 +11,7 @@ pytestmark = [pytest.mark.release, pytest.mark.build, pytest.mark.elf]
 
 
 def test_no_development_override(mxnet_source, options, profile):
-    reasons = development_option_promises(options) + broken_promises(profile, options.cmake_defines)
+    reasons = development_option_promises(options) + broken_promises(options)
     if options.allow_dirty and mxnet_source.dirty_paths:
         reasons.append(f"--allow-dirty: built with {len(mxnet_source.dirty_paths)} uncommitted tracked "
                        "change(s): the wheel is not the build of any commit")

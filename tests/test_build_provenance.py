@@ -44,16 +44,16 @@ def test_cmake_features(audit, profile):
 def test_cmake_cuda_arch(audit, options, profile):
     cache = _cache(audit)
     if not profile.is_cuda:
-        assert not options.cuda_arch.sass, "--cuda-arch given for a CPU profile"
+        assert not options.cuda_arch.requested.sass, "--cuda-arch given for a CPU profile"
         return
     raw = cache["cuda_arch"]
     if raw is None:
         pytest.fail(f"CMake cache {cache['path']} has no MXNET_CUDA_ARCH; reconfigure with "
-                    f"-DMXNET_CUDA_ARCH={options.cuda_arch_text!r}", pytrace=False)
-    if parse_cuda_arch(raw) != options.cuda_arch:
-        pytest.fail(f"CMake cache MXNET_CUDA_ARCH={raw!r}, expected {options.cuda_arch_text!r}: the build "
+                    f"-DMXNET_CUDA_ARCH={options.cuda_arch.requested.text!r}", pytrace=False)
+    if parse_cuda_arch(raw) != options.cuda_arch.requested:
+        pytest.fail(f"CMake cache MXNET_CUDA_ARCH={raw!r}, expected {options.cuda_arch.requested.text!r}: the build "
                     f"used another arch list (the CMake default lacks 10.0); reconfigure with "
-                    f"-DMXNET_CUDA_ARCH={options.cuda_arch_text!r} and rebuild", pytrace=False)
+                    f"-DMXNET_CUDA_ARCH={options.cuda_arch.requested.text!r} and rebuild", pytrace=False)
 
 
 def test_commit_stamp(audit):

@@ -301,7 +301,7 @@ def _build_provenance(audit: Audit, options, lib_path: Path | None, strings=find
 
 def _collect_macho(extracted, options) -> Audit:
     """The macOS flavor: the format-neutral facts as for ELF, the libraries read as Mach-O."""
-    from .macho import find_strings as macho_strings
+    from . import macho
     from .macho_audit import collect_macho, tag_warnings
     policy = options.profile.macho
     members = list(extracted.members)
@@ -317,5 +317,5 @@ def _collect_macho(extracted, options) -> Audit:
     audit.warnings += tag_warnings(facts)
     readable = policy.libmxnet in facts.images
     _build_provenance(audit, options, Path(extracted.root) / policy.libmxnet if readable else None,
-                      macho_strings)
+                      macho.find_strings)
     return audit

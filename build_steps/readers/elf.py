@@ -13,18 +13,21 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
+from elftools.common.exceptions import ELFError, ELFParseError
 from elftools.common.utils import struct_parse
+from elftools.construct.core import ConstructError
 from elftools.elf.elffile import ELFFile
 
 from ..errors import WheelError
 
 ELF_MAGIC = b"\x7fELF"
 
-# pyelftools signals malformed input with several exception types (its own, struct's, construct's);
-# we translate all of them into one message.
-_PARSE_ERRORS = (ELFError, ValueError, KeyError, IndexError, AttributeError, TypeError, EOFError,
-                 OSError, Exception)  # construct's errors have no common public base: catch broadly
+# What pyelftools raises on malformed input, and nothing else (a bug of ours stays a traceback):
+# its own ELFError (ELFParseError is one: struct_parse wraps construct's errors in it), construct's
+# ConstructError where a parse is not wrapped, ValueError and OSError from seeking the file to an
+# offset a garbled header gives (an offset past 2**63, a negative one). Found by reading 20000
+# truncated and byte-flipped copies of system libraries through read_dynamic: nothing else escaped.
+_PARSE_ERRORS = (ELFError, ELFParseError, ConstructError, ValueError, OSError)
 
 # Chunk size for scanning section contents: big enough that Python overhead is negligible,
 # small enough that peak memory stays flat on a 1 GB library.

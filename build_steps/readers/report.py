@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..atomic import write_json
-from .loadability import summary_lines as loadability_lines
+from . import loadability, macho_audit
 
 
 def summary_lines(audit, verdicts: dict) -> list:
@@ -15,8 +15,7 @@ def summary_lines(audit, verdicts: dict) -> list:
     lines = [f"wheel: {audit.filename} (profile {audit.profile})"]
     macho = getattr(audit, "macho", None)
     if macho is not None:
-        from .macho_audit import summary_lines as macho_lines
-        lines += macho_lines(macho)
+        lines += macho_audit.summary_lines(macho)
     else:
         lines += _elf_lines(audit)
     hard = ", ".join(f"{n}{s}" for n, s in sorted(audit.requirements.hard.items()))
@@ -69,7 +68,7 @@ def _elf_lines(audit) -> list:
     unresolved = audit.closure.unresolved()
     lines.append(f"bundled closure: {len(audit.closure.resolutions)} NEEDED entries resolved, "
                  f"{len(unresolved)} unresolved")
-    lines += loadability_lines(getattr(audit, "loadability", None))
+    lines += loadability.summary_lines(getattr(audit, "loadability", None))
     return lines
 
 
@@ -79,7 +78,7 @@ def provenance_document(audit, verdicts: dict, options) -> dict:
         "schema": 1,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "profile": options.profile.name,
-        "expected": {"package_version": options.package_version, "cuda_arch": options.cuda_arch_text,
+        "expected": {"package_version": options.package_version, "cuda_arch": options.cuda_arch.requested.text,
                      "features": dict(options.profile.features)},
         "passed": bool(gates) and all(g["verdict"] == "passed" for g in gates.values()),
         "gates": gates,

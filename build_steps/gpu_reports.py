@@ -3,12 +3,10 @@
 One GPU checks one arch, the wheel promises six. Each GPU runner runs the GPU gates on the same
 wheel and writes its JSON report (``--provenance-json``); the report carries the wheel's sha256
 and, per GPU gate, its verdict and the GPU gpu(0) was (name, compute capability). This module
-merges a directory of such reports:
-
-    python -m build_steps.gpu_verify DIR [--wheel=W] [--cuda-arch LIST]
-
-prints one row per release SASS arch (verified by which report and GPU, failed, or no GPU) and
-exits 1 naming the archs no GPU verified (or on which a GPU failed). Reports of another wheel
+merges a directory of such reports (the command line is tools/gpu_verify.py:
+``python -m tools.gpu_verify DIR [--wheel=W] [--cuda-arch LIST]``) into one row per release SASS
+arch (verified by which report and GPU, failed, or no GPU); the strict verdict names the archs no
+GPU verified (or on which a GPU failed). Reports of another wheel
 (another sha256) are never counted: with ``--wheel`` only that wheel's reports are, without it
 the reports must all be of one wheel.
 
@@ -26,18 +24,15 @@ the runner's tree (the report's ``excused``) counts as done, as it does for publ
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import jsonschema
 
-from .errors import HarnessError, UsageError
-from .pinning import sha256_of
+from .errors import UsageError
 from .profiles import RELEASE_CUDA_ARCH, parse_cuda_arch
 from .release_manifest import load_manifest
 
@@ -158,7 +153,7 @@ def _read_report(path: Path) -> dict:
     size = path.stat().st_size
     if size > MAX_REPORT_BYTES:
         raise UsageError(f"{path}: {size} bytes, above the {MAX_REPORT_BYTES >> 20} MiB a report may have "
-                         "(build_steps.gpu_verify.MAX_REPORT_BYTES); it is not a --provenance-json report: "
+                         "(build_steps.gpu_reports.MAX_REPORT_BYTES); it is not a --provenance-json report: "
                          "remove it from the directory")
     try:
         doc = json.loads(path.read_bytes())
@@ -340,38 +335,3 @@ def summary_lines(m: Merged) -> list[str]:
             parts.append(f"no GPU verified {', '.join(missing)}")
         lines.append("strict verdict: FAIL - " + "; ".join(parts))
     return lines
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m build_steps.gpu_verify",
-                                 description="Merge GPU runners' JSON reports: which release arch a GPU verified.")
-    ap.add_argument("directory", type=Path, help="directory of --provenance-json reports")
-    ap.add_argument("--wheel", type=Path, help="count only reports of this wheel (its sha256)")
-    ap.add_argument("--cuda-arch", help="the arch list the wheel promises (default: the SASS archs of the "
-                    "--wheel's fatbins, else the reports' expected list)")
-    args = ap.parse_args(argv)
-    try:
-        sha, archs = None, None
-        reports = load_reports(args.directory)
-        if args.wheel is not None:
-            if not args.wheel.is_file():
-                raise UsageError(f"--wheel {args.wheel}: no such file")
-            sha = sha256_of(args.wheel)
-            if args.cuda_arch is None:
-                try:
-                    archs = wheel_sass_archs(args.wheel)
-                except HarnessError as exc:
-                    raise UsageError(f"--wheel {args.wheel}: its fatbins cannot be read: {exc}") from None
-                if not archs:
-                    raise UsageError(f"--wheel {args.wheel}: no ELF in it carries GPU code (no .nv_fatbin): "
-                                     "there is nothing a GPU could verify; is it the CPU wheel?")
-        merged = merge(reports, sha, args.cuda_arch, archs)
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print("\n".join(summary_lines(merged)))
-    return 0 if merged.ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
