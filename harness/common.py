@@ -2,7 +2,6 @@
 report lines and live progress past pytest's capture."""
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
@@ -50,28 +49,6 @@ def disabled_plugins_message(names) -> str:
             "verdicts (the release set, the wheel pin, the GPU policy, the ledger...), so a run "
             f"without one is refused; remove -p no:{names[0]} from the command line, PYTEST_ADDOPTS "
             "or the ini's addopts")
-
-
-#: The build chain's run-once records (harness.chain), in order, with the label the summary gives each.
-BUILD_RECORD = "built_wheel"
-STEPS = (("configure", "configure"), ("compile", "compile"), ("stage", "stage+bundle"),
-         (BUILD_RECORD, "package"))
-#: Steps before those, named in the summary only when they failed or were interrupted.
-FIRST_STEPS = (("source", "source"), ("cuda_root", "CUDA root"))
-
-
-def chain_records(shared: Path | None) -> dict:
-    """key -> the run-once record of each chain step that ran (FIRST_STEPS, then STEPS): what the
-    summary (harness.chain), the JSON report and the review page read about the build. An
-    unreadable record is left out."""
-    records = {}
-    for key, _label in (*FIRST_STEPS, *STEPS) if shared is not None else ():
-        f = shared / f"{key}.json"
-        try:
-            records[key] = json.loads(f.read_text())
-        except (OSError, ValueError):
-            continue
-    return records
 
 
 def harness_options(config) -> RunOptions:

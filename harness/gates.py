@@ -15,9 +15,10 @@ from build_steps.once import ProductFailed, StepFailedElsewhere
 from build_steps.release_manifest import left_out_by_flavor
 
 from .common import REPORT_LINES_KEY, RESULTS_KEY, harness_options, is_release_run
+from .steps import STEP_NAMES
 
 #: Steps every gate of a build run stands on: when one fails, no further gate can run.
-CHAIN_STEPS = ("source", "cuda-root", "configure", "compile", "stage", "bundle", "package")
+CHAIN_STEPS = STEP_NAMES
 #: How the session stop for a failed chain step starts, so the xdist controller can tell it from Ctrl-C.
 STOP_PREFIX = "build step failed"
 #: The node a failed build step is reported under (``chain::configure``).

@@ -16,8 +16,9 @@ import pytest
 from build_steps import gpu_verify
 from build_steps.pinning import sha256_of
 
-from .common import STEPS, chain_records, harness_options, shared_root
+from .common import harness_options, shared_root
 from .ledger import failure_reason, produced_wheel, verdict_of
+from .steps import chain_records, step_seconds
 
 _GPU_MARKS = ("gpu", "cublas")
 _PROP = "mxnet_gpu_run"
@@ -116,8 +117,7 @@ def extra_sections(config, facts) -> dict:
     if result.get("build_time"):
         out.setdefault("build", {})["compile_time"] = {"wall_seconds": result.get("seconds"),
                                                        **result["build_time"]}
-    steps = {key: round(rec["result"]["seconds"], 1) for key, _label in STEPS
-             if (rec := records.get(key)) and (rec.get("result") or {}).get("seconds") is not None}
+    steps = step_seconds(records)
     if steps:
         out.setdefault("build", {})["step_seconds"] = steps
     return out

@@ -16,15 +16,15 @@ from build_steps import gpu_verify, review_page
 from build_steps.errors import HarnessError, UsageError
 from build_steps.overrides import broken_promises
 
-from .common import (FIRST_STEPS, STEPS, chain_records, harness_options, is_worker, report_at_session_end,
-                     shared_root)
+from .common import harness_options, is_worker, report_at_session_end, shared_root
 from .ledger import ledger_of, produced_wheel
 from .release_set import release_set_of
+from .steps import CHAIN, chain_records
 
 #: The report document harness.audit built at the end of the session (the page renders it).
 DOC_KEY = pytest.StashKey[dict]()
 #: The chain's steps the timeline shows, in order, with the summary's labels (all but the source check).
-_TIMED_STEPS = tuple((key, label) for key, label in (*FIRST_STEPS, *STEPS) if key != "source")
+_TIMED_STEPS = tuple((step.record, step.label) for step in CHAIN[1:])
 
 
 def pytest_addoption(parser):

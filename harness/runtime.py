@@ -20,7 +20,7 @@ from build_steps.once import run_once
 from build_steps.pinning import verify
 from build_steps.profiles import GATE_TEST_REQUIREMENTS
 
-from .chain import guarded
+from .steps import guarded
 from .common import add_report_lines, is_worker, shared_root
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent

@@ -14,6 +14,7 @@ from build_steps.pinning import WheelPin, pin_wheel, source_changed, unlock, ver
 
 from .common import add_report_lines, harness_options, is_worker, say, shared_root
 from .ledger import produced_wheel
+from .steps import WHEEL_STEP
 
 PIN_RECORD = "wheel-pin"
 PIN_KEY = pytest.StashKey[WheelPin]()
@@ -47,8 +48,8 @@ def pytest_sessionstart(session):
 
 @pytest.fixture(scope="session")
 def wheel_pin(options, shared_dir, request) -> WheelPin:
-    """The pinned wheel: ``--wheel PATH`` (pinned at session start), else the chain's build."""
-    wheel = options.wheel if options.wheel is not None else request.getfixturevalue("built_wheel")
+    """The pinned wheel: ``--wheel PATH`` (pinned at session start), else the chain's last step's."""
+    wheel = options.wheel if options.wheel is not None else request.getfixturevalue(WHEEL_STEP.fixture)
     return _pin(shared_dir, wheel)
 
 
