@@ -19,17 +19,17 @@ pytest_plugins = [
     "harness.ledger",    # every gate's verdict, filed once by the reporting process (also under xdist)
     "harness.release_set",  # the flavor's whole release set, read before -m/-k deselect
     "harness.wheel_pin",  # the wheel's bytes hashed once; every later step checks them
-    "harness.run_lock",  # one run per build dir and per --venv-dir
+    "harness.dir_locks",  # one run per build dir and per --venv-dir
     "harness.gpu_policy",  # selected GPU gates that skipped make the run non-green
     "harness.gates",     # strict release runs, the gate table
     "harness.report_sections",  # JSON report: wheel sha256, GPU gates with their GPU, compiler cache (before audit, which imports it)
     "harness.review",    # the release review page (one HTML file per run with a wheel; before audit, which imports it)
-    "harness.audit",     # the wheel extracted once, the static gates' facts, the provenance report
+    "harness.wheel_facts",     # the wheel extracted once, the static gates' facts, the provenance report
     "harness.chain",     # source -> configure -> compile -> stage -> package, then dist/ or rejected/
     "harness.runtime",   # the throwaway venv and its probes
-    "harness.publish",   # --publish: preflight, the publish gate's verdicts, the final line
+    "harness.publish_plugin",   # --publish: preflight, the publish gate's verdicts, the final line
     "harness.macos",     # the macOS flavor: Mach-O gates in, ELF gates out, its facts
-    "harness.acceptance",  # the fork's acceptance shards: selection, the per-shard table
+    "harness.acceptance_shards",  # the fork's acceptance shards: selection, the per-shard table
 ]
 
 

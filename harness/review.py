@@ -21,7 +21,7 @@ from .ledger import ledger_of, produced_wheel
 from .release_set import release_set_of
 from .steps import CHAIN, chain_records
 
-#: The report document harness.audit built at the end of the session (the page renders it).
+#: The report document harness.wheel_facts built at the end of the session (the page renders it).
 DOC_KEY = pytest.StashKey[dict]()
 #: The chain's steps the timeline shows, in order, with the summary's labels (all but the source check).
 _TIMED_STEPS = tuple((step.record, step.label) for step in CHAIN[1:])
@@ -135,7 +135,7 @@ def _destinations(config, records: dict) -> list[Path]:
 
 
 def wants_page(config) -> bool:
-    """Whether this run writes a page (harness.audit builds the report document only then or for
+    """Whether this run writes a page (harness.wheel_facts builds the report document only then or for
     --provenance-json): a built wheel, --review-page or --provenance-json."""
     return bool(_destinations(config, chain_records(shared_root(config))))
 
@@ -153,7 +153,7 @@ def merged_gpu_runs(config, doc: dict):
     return gpu_verify.merge(reports, sha, arch)
 
 
-# Not tryfirst: harness.audit (tryfirst) builds the report document first; this still runs before
+# Not tryfirst: harness.wheel_facts (tryfirst) builds the report document first; this still runs before
 # pytest's own sessionfinish removes the basetemp, where the run's records and pinned wheel live.
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
