@@ -52,10 +52,15 @@ def _stops_the_chain(exc) -> bool:
         exc, (StepFailedElsewhere, UsageError, WheelUnusable, ProductFailed))
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
+    report = yield
+    _judge(item, call, report)
+    return report
+
+
+def _judge(item, call, report) -> None:
+    """A chain step's failure stops the session; a release run's skipped gate is a failed one."""
     if report.when == "setup" and report.failed and call.excinfo is not None \
             and _stops_the_chain(call.excinfo.value):
         # One failure, said once: every later gate would repeat the same error, so the session

@@ -95,10 +95,9 @@ class LedgerPlugin:
 
     # tryfirst makes this the outermost wrapper: it sees the report after harness.gates turned a
     # release run's skip into a failure.
-    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item, call):
-        outcome = yield
-        report = outcome.get_result()
+        report = yield
         verdict, why = None, ""
         if report.when == "call" or not report.passed:
             if report.skipped:
@@ -113,6 +112,7 @@ class LedgerPlugin:
         facts = {"when": report.when, "verdict": verdict, "why": why, "markers": _marker_names(item)}
         # A new list: the report shares item.user_properties otherwise.
         report.user_properties = [*report.user_properties, (VERDICT_PROPERTY, facts)]
+        return report
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report):

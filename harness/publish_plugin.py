@@ -106,19 +106,20 @@ class PublishPlugin:
         elif gates:
             items[:] = rest + gates  # last: it needs every other verdict
 
-    @pytest.hookimpl(hookwrapper=True)
+    @pytest.hookimpl(wrapper=True)
     def pytest_fixture_setup(self, fixturedef, request):
-        outcome = yield
-        if fixturedef.argname == "wheel_pin" and outcome.excinfo is None:
-            self.wheel = outcome.get_result().source
+        value = yield  # a fixture that raised raises here, and on
+        if fixturedef.argname == "wheel_pin":
+            self.wheel = value.source
+        return value
 
-    @pytest.hookimpl(hookwrapper=True)
+    @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
-        outcome = yield
-        report = outcome.get_result()
+        report = yield
         if self.wheel and report.when == "teardown":
             # A new list: the report shares item.user_properties otherwise.
             report.user_properties = [*report.user_properties, ("mxnet_wheel", self.wheel)]
+        return report
 
     def pytest_runtest_logreport(self, report):
         if self.worker:
