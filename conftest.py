@@ -10,11 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from build_steps.errors import UsageError
-from build_steps.options import RunOptions, make_options
-from harness.common import (HARNESS_PLUGINS_KEY, OPTIONS_KEY, disabled_harness_plugins,
+# Every harness module is rewritten for assertions wherever it is first imported (a plugin module may
+# import another's helpers), so the order of the list below is no condition of anything.
+pytest.register_assert_rewrite("harness")
+
+from build_steps.errors import UsageError  # noqa: E402
+from build_steps.options import RunOptions, make_options  # noqa: E402
+from harness.common import (HARNESS_PLUGINS_KEY, OPTIONS_KEY, disabled_harness_plugins,  # noqa: E402
                             disabled_plugins_message, harness_options, shared_root)
 
+#: One module per concern; each finds what it needs from the others through its imports and the
+#: run's state, not through its place in this list.
 pytest_plugins = [
     "harness.ledger",    # every gate's verdict, filed once by the reporting process (also under xdist)
     "harness.release_set",  # the flavor's whole release set, read before -m/-k deselect
@@ -22,8 +28,8 @@ pytest_plugins = [
     "harness.dir_locks",  # one run per build dir and per --venv-dir
     "harness.gpu_policy",  # selected GPU gates that skipped make the run non-green
     "harness.gates",     # strict release runs, the gate table
-    "harness.report_sections",  # JSON report: wheel sha256, GPU gates with their GPU, compiler cache (before audit, which imports it)
-    "harness.review",    # the release review page (one HTML file per run with a wheel; before audit, which imports it)
+    "harness.report_sections",  # JSON report: wheel sha256, GPU gates with their GPU, compiler cache
+    "harness.review",    # the release review page (one HTML file per run with a wheel)
     "harness.wheel_facts",     # the wheel extracted once, the static gates' facts, the provenance report
     "harness.chain",     # source -> configure -> compile -> stage -> package, then dist/ or rejected/
     "harness.runtime",   # the throwaway venv and its probes
