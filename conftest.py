@@ -16,8 +16,9 @@ pytest.register_assert_rewrite("harness")
 
 from build_steps.errors import UsageError  # noqa: E402
 from build_steps.options import RunOptions, make_options  # noqa: E402
-from harness.common import (HARNESS_PLUGINS_KEY, OPTIONS_KEY, disabled_harness_plugins,  # noqa: E402
-                            disabled_plugins_message, harness_options, shared_root)
+from harness.common import (HARNESS_PLUGINS_KEY, OPTIONS_KEY, RUN_DIR_KEY, WORKER_RUN_DIR,  # noqa: E402
+                            disabled_harness_plugins, disabled_plugins_message, harness_options,
+                            open_run_dir, shared_root)
 
 #: One module per concern; each finds what it needs from the others through its imports and the
 #: run's state, not through its place in this list.
@@ -97,6 +98,8 @@ def pytest_addoption(parser):
     _OPTION_DESTS[:] = [opt.dest for opt in g.options]
 
 
+# tryfirst: the run's dir decides pytest's --basetemp, which pytest's tmp-path plugin reads in its own.
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     # Fail closed: -p no:<a harness plugin> (on the command line, in PYTEST_ADDOPTS or in an ini's
     # addopts) would quietly drop a check, e.g. the GPU policy or the release set.
@@ -109,6 +112,30 @@ def pytest_configure(config):
         config.stash[OPTIONS_KEY] = make_options(raw)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
+    open_run_dir(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist: each worker meets the others in the controller's run dir."""
+    node.workerinput[WORKER_RUN_DIR] = str(node.config.stash[RUN_DIR_KEY].root)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_sessionfinish(session):
+    result = yield
+    # after every plugin's sessionfinish: the exit status they settled on
+    run = session.config.stash.get(RUN_DIR_KEY, None)
+    if run is not None:
+        run.exitstatus = session.exitstatus
+    return result
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    run = config.stash.get(RUN_DIR_KEY, None)
+    if run is not None and not hasattr(config, "workerinput"):
+        run.finish(config)
 
 
 @pytest.fixture(scope="session")

@@ -116,9 +116,9 @@ def acceptance_dir(config) -> Path:
     plan = config.stash[PLAN_KEY]
     if plan["dir"]:
         return Path(plan["dir"]).expanduser().resolve()
-    # Beside the checkout, not in pytest's basetemp: a green run's basetemp is removed at the end,
+    # Beside the checkout, not in the run dir: a green run's run dir is removed at the end,
     # and the table's log paths must stay readable. Every xdist worker derives the same run name.
-    run = shared_root(config).parent.name
+    run = shared_root(config).parent.name  # the run's dir (harness.common.RunDir)
     return config.rootpath / ".harness" / "acceptance" / run
 
 

@@ -104,7 +104,7 @@ class DistDecision:
         self.passed_provenance = sum(e.verdict == "passed" and "provenance" in e.markers
                                      for e in gates.values())
 
-    # tryfirst: the run-once records live under the basetemp pytest removes after a green run.
+    # tryfirst: dist/ reads the pinned copy before harness.wheel_pin makes its dir removable again.
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
         config = session.config

@@ -2,8 +2,13 @@
 report lines and live progress past pytest's capture."""
 from __future__ import annotations
 
+import fcntl
+import getpass
+import os
 import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -74,14 +79,98 @@ def is_worker(config) -> bool:
     return hasattr(config, "workerinput")
 
 
+#: How an xdist worker learns its controller's run dir (harness.common.RunDir, via workerinput).
+WORKER_RUN_DIR = "mxnet_harness_run_dir"
+RUN_DIR_KEY = pytest.StashKey["RunDir"]()
+
+
+class RunDir:
+    """The directory of one run, common to all its xdist workers: ``harness-shared`` (run-once
+    records, the pinned wheel, the extracted wheel, the venv) and pytest's own basetemp (``tmp``).
+
+    Made by the controller in pytest_configure, before pytest's tmp-path plugin reads
+    ``--basetemp``: the user's ``--basetemp DIR`` (emptied now, kept after the run, as pytest
+    does with it), else a fresh ``run-*`` dir under ``<tmp>/mxnet-harness-of-<user>/`` that is
+    removed after a green run (``tmp_path_retention_policy = failed``) and of which only the
+    newest ``tmp_path_retention_count`` outlive later runs, as pytest's numbered basetemps. Each
+    run holds a lock on its dir, so a concurrent run's is never pruned. Workers receive the
+    controller's dir through ``workerinput`` (pytest-xdist's pytest_configure_node).
+    """
+
+    def __init__(self, root: Path, given: bool, lock=None):
+        self.root = root
+        self.given = given
+        self._lock = lock
+        self.exitstatus = None
+
+    @property
+    def shared(self) -> Path:
+        return self.root / "harness-shared"
+
+    @classmethod
+    def for_controller(cls, config) -> "RunDir":
+        given = config.option.basetemp
+        if given:
+            root = Path(os.path.abspath(given))
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir(parents=True, mode=0o700)
+        else:
+            parent = Path(tempfile.gettempdir()) / f"mxnet-harness-of-{getpass.getuser()}"
+            parent.mkdir(mode=0o700, exist_ok=True)
+            root = Path(tempfile.mkdtemp(prefix="run-", dir=parent))
+        lock = open(root / ".lock", "w")  # noqa: SIM115 - held for the whole run
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        run = cls(root, bool(given), lock)
+        if not given:
+            _prune_runs(root.parent, keep=int(config.getini("tmp_path_retention_count")) - 1, current=root)
+        # pytest's basetemp (tmp_path, xdist's per-worker dirs) inside the run's dir, beside the shared dir.
+        config.option.basetemp = str(root / "tmp")
+        return run
+
+    def finish(self, config) -> None:
+        """End of the run: drop the lock; a green run's own dir is removed under policy ``failed``."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+        if (not self.given and self.exitstatus == 0
+                and config.getini("tmp_path_retention_policy") == "failed"):
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _prune_runs(parent: Path, keep: int, current: Path) -> None:
+    """Remove older run dirs beyond the newest ``keep``, skipping any whose run still holds its lock."""
+    def mtime(d):
+        try:
+            return d.stat().st_mtime
+        except OSError:
+            return 0.0
+    older = sorted((d for d in parent.glob("run-*") if d != current), key=mtime, reverse=True)
+    for d in older[max(keep, 0):]:
+        try:
+            with open(d / ".lock", "a") as f:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                for p in d.rglob("*"):  # a pinned wheel is read-only
+                    if p.is_dir() and not p.is_symlink():
+                        p.chmod(0o700)
+                shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def open_run_dir(config) -> RunDir:
+    """The run's dir, made once in pytest_configure (see RunDir)."""
+    if is_worker(config):
+        run = RunDir(Path(config.workerinput[WORKER_RUN_DIR]), given=True)
+    else:
+        run = RunDir.for_controller(config)
+    config.stash[RUN_DIR_KEY] = run
+    return run
+
+
 def shared_root(config) -> Path | None:
-    """The directory common to all xdist workers of this run (where run-once records live):
-    the controller's basetemp, which is each worker's basetemp's parent. None before tmp paths exist."""
-    factory = getattr(config, "_tmp_path_factory", None)
-    if factory is None:
-        return None
-    base = factory.getbasetemp()
-    return (base.parent if is_worker(config) else base) / "harness-shared"
+    """The directory common to all xdist workers of this run (where run-once records live)."""
+    run = config.stash.get(RUN_DIR_KEY, None)
+    return run.shared if run is not None else None
 
 
 def add_report_lines(config, lines) -> None:

@@ -153,8 +153,8 @@ def merged_gpu_runs(config, doc: dict):
     return gpu_verify.merge(reports, sha, arch)
 
 
-# Not tryfirst: harness.wheel_facts (tryfirst) builds the report document first; this still runs before
-# pytest's own sessionfinish removes the basetemp, where the run's records and pinned wheel live.
+# Not tryfirst: harness.wheel_facts (tryfirst) builds the report document first. The run's records and
+# pinned wheel stay until pytest_unconfigure (harness.common.RunDir).
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
     if is_worker(config) or exitstatus == pytest.ExitCode.USAGE_ERROR or config.option.collectonly:

@@ -106,7 +106,7 @@ def venv_probe(release_venv, tmp_path_factory, request):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
-    # tryfirst: the record lives under the basetemp pytest removes after a green run.
+    # The record lives in the run dir, removed after a green run at pytest_unconfigure (harness.common.RunDir).
     config = session.config
     shared = None if is_worker(config) else shared_root(config)
     record = shared / f"{DRIVER_STUB_RECORD}.json" if shared is not None else None

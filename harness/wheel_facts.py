@@ -72,8 +72,8 @@ class ProvenanceReport:
         if report.when == "call" or report.nodeid not in self.verdicts or not report.passed:
             self.verdicts[report.nodeid] = (report.outcome, why)
 
-    # tryfirst: pytest removes a green run's basetemp (tmp_path_retention_policy) in its own
-    # sessionfinish; the records under shared_root must be read before that.
+    # tryfirst: the report document is built before harness.review renders it. The records under
+    # shared_root last until pytest_unconfigure (harness.common.RunDir).
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
         config = session.config

@@ -53,7 +53,7 @@ def wheel_pin(options, shared_dir, request) -> WheelPin:
     return _pin(shared_dir, wheel)
 
 
-# tryfirst: the pinned file lives under the basetemp pytest removes after a green run.
+# tryfirst: the pin is checked (and stashed for _Unlock) before the plain sessionfinish hooks run.
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
     _check_at_end(session)
@@ -65,7 +65,7 @@ def pytest_configure(config):
 
 class _Unlock:
     """Makes the pin's directory removable again once dist/ (harness.chain, tryfirst) has read the
-    copy: registered after pytest's tmpdir plugin, so this runs before its basetemp cleanup."""
+    copy; the run dir itself is removed after a green run at pytest_unconfigure (harness.common.RunDir)."""
 
     def pytest_sessionfinish(self, session):
         pin = session.config.stash.get(PIN_KEY, None)
