@@ -126,6 +126,11 @@ class Step:
 # --------------------------------------------------------------------------------------------
 # What each step does in a run (the work itself is its build_steps module's)
 # --------------------------------------------------------------------------------------------
+def _say_each(prefix: str, lines) -> None:
+    for line in lines:
+        say(f"{prefix}{line}")
+
+
 def _invocation_dir(n) -> Path:
     return Path(n.request.config.invocation_params.dir)
 
@@ -141,8 +146,7 @@ def _produce_source(n) -> dict:
     info = source.check_source_tree(root, {**n.options.profile.configure_flags, **n.options.cmake_defines})
     say(f"==> MXNet source tree: {root} (commit {info.commit or 'not a git checkout'}, "
         f"flavor {n.options.profile.name})")
-    for warning in info.submodule_warnings:
-        say(f"WARNING: {warning}")
+    _say_each("WARNING: ", info.submodule_warnings)
     return info.to_json()
 
 
@@ -159,18 +163,15 @@ def _produce_configure(n) -> dict:
         say(f"==> --fresh: deleting {paths.build_dir}")
         shutil.rmtree(paths.build_dir)
     say(f"==> configure {paths.build_dir} (compiler launcher: {tool.path or 'none'})")
-    for opt in options.development_options:
-        say(f"[configure] development option {opt}")
-    for key, value in options.build_defines.items():
-        say(f"[configure] override -D{key}={value}")
+    _say_each("[configure] development option ", options.development_options)
+    _say_each("[configure] override -D", (f"{k}={v}" for k, v in options.build_defines.items()))
     res = configure.configure(paths.src, paths.build_dir, n.profile, options.cuda_arch_text,
                               paths.logs, extra_defs={**(cuda.cmake_args if cuda else {}),
                                                       **launcher.cmake_defines(tool)},
                               env=cuda.env if cuda else None, overrides=options.build_defines)
     say(f"[configure] {'first-time' if res.first_time else 'refresh'} in {res.seconds:.1f}s; "
         f"gencode: {' '.join(res.gencode) or 'none (CPU)'}")
-    for note in res.notes:
-        say(f"[configure] note: {note}")
+    _say_each("[configure] note: ", res.notes)
     return res.to_json()
 
 
@@ -195,8 +196,7 @@ def _produce_stage(n) -> dict:
                                   wants_opencv=bool(built_with.get("USE_OPENCV")))
     say(f"[stage] {len(staged.bundle)} libraries bundled into {staged.package_dir / 'lib'}; "
         f"libmxnet RUNPATH {':'.join(staged.runpath)}")
-    for w in staged.warnings:
-        say(f"[stage] warning: {w}")
+    _say_each("[stage] warning: ", staged.warnings)
     return staged.record(time.monotonic() - start).to_json()
 
 
