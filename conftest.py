@@ -16,9 +16,8 @@ pytest.register_assert_rewrite("harness")
 
 from build_steps.errors import UsageError  # noqa: E402
 from build_steps.options import RunOptions, make_options  # noqa: E402
-from harness.common import (HARNESS_PLUGINS_KEY, OPTIONS_KEY, RUN_DIR_KEY, WORKER_RUN_DIR,  # noqa: E402
-                            disabled_harness_plugins, disabled_plugins_message, harness_options,
-                            open_run_dir, shared_root)
+from harness.common import (WORKER_RUN_DIR, disabled_harness_plugins, disabled_plugins_message,  # noqa: E402
+                            harness_options, harness_run, shared_root, start_run)
 
 #: One module per concern; each finds what it needs from the others through its imports and the
 #: run's state, not through its place in this list.
@@ -103,39 +102,38 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     # Fail closed: -p no:<a harness plugin> (on the command line, in PYTEST_ADDOPTS or in an ini's
     # addopts) would quietly drop a check, e.g. the GPU policy or the release set.
-    config.stash[HARNESS_PLUGINS_KEY] = tuple(pytest_plugins)
     disabled = disabled_harness_plugins(config)
     if disabled:
         raise pytest.UsageError(disabled_plugins_message(disabled))
     raw = {dest: config.getoption(dest) for dest in _OPTION_DESTS}
     try:
-        config.stash[OPTIONS_KEY] = make_options(raw)
+        options = make_options(raw)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
-    open_run_dir(config)
+    start_run(config, options, tuple(pytest_plugins))
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
     """pytest-xdist: each worker meets the others in the controller's run dir."""
-    node.workerinput[WORKER_RUN_DIR] = str(node.config.stash[RUN_DIR_KEY].root)
+    node.workerinput[WORKER_RUN_DIR] = str(harness_run(node.config).dir.root)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_sessionfinish(session):
     result = yield
     # after every plugin's sessionfinish: the exit status they settled on
-    run = session.config.stash.get(RUN_DIR_KEY, None)
+    run = harness_run(session.config)
     if run is not None:
-        run.exitstatus = session.exitstatus
+        run.dir.exitstatus = session.exitstatus
     return result
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
-    run = config.stash.get(RUN_DIR_KEY, None)
+    run = harness_run(config)
     if run is not None and not hasattr(config, "workerinput"):
-        run.finish(config)
+        run.dir.finish(config)
 
 
 @pytest.fixture(scope="session")

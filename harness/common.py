@@ -15,17 +15,38 @@ import pytest
 
 from build_steps.options import RunOptions
 
-OPTIONS_KEY = pytest.StashKey[RunOptions]()
-#: nodeid -> (verdict, why) of every gate, for the gate table (harness.gates).
-RESULTS_KEY = pytest.StashKey[dict]()
-REPORT_LINES_KEY = pytest.StashKey[list]()
+class HarnessRun:
+    """The run's common state, made once in pytest_configure (the root conftest) and handed to every
+    plugin through ``harness_run(config)``, as pytest's own ``config.cache``: the options, the
+    plugin modules the conftest registers, the run's dir, and what the end of the run prints."""
+
+    def __init__(self, options: RunOptions, plugins: tuple, run_dir: "RunDir"):
+        self.options = options
+        #: the plugin modules the root conftest registers (conftest.py's pytest_plugins)
+        self.plugins = plugins
+        self.dir = run_dir
+        #: nodeid -> (verdict, why) of every gate, for the gate table (filed by harness.ledger)
+        self.results: dict = {}
+        #: extra lines for the end of the terminal summary
+        self.report_lines: list = []
+        self.release_fixed = False
 
 
-_RELEASE_FIXED_KEY = pytest.StashKey[bool]()
+_RUN_KEY = pytest.StashKey[HarnessRun]()
 
 
-#: the plugin modules the root conftest registers (conftest.py's pytest_plugins)
-HARNESS_PLUGINS_KEY = pytest.StashKey[tuple]()
+def start_run(config, options: RunOptions, plugins: tuple) -> HarnessRun:
+    """The run's state, once per process (pytest_configure)."""
+    run = HarnessRun(options, tuple(plugins), open_run_dir(config))
+    config.stash[_RUN_KEY] = run
+    return run
+
+
+def harness_run(config) -> HarnessRun | None:
+    """This run's state; None when pytest_configure refused the run before making it."""
+    return config.stash.get(_RUN_KEY, None)
+
+
 #: name prefixes of this harness's plugins: its modules and the plugin objects they register
 _PLUGIN_PREFIXES = ("harness.", "mxnet-")
 
@@ -43,7 +64,8 @@ def disabled_harness_plugins(config) -> list:
 
 def inactive_harness_plugins(config) -> list:
     """Blocked harness plugins, and plugin modules of the conftest's list that are not registered."""
-    missing = [n for n in config.stash.get(HARNESS_PLUGINS_KEY, ()) if not config.pluginmanager.has_plugin(n)]
+    run = harness_run(config)
+    missing = [n for n in (run.plugins if run else ()) if not config.pluginmanager.has_plugin(n)]
     return list(dict.fromkeys([*disabled_harness_plugins(config), *missing]))
 
 
@@ -57,16 +79,17 @@ def disabled_plugins_message(names) -> str:
 
 
 def harness_options(config) -> RunOptions:
-    return config.stash[OPTIONS_KEY]
+    return config.stash[_RUN_KEY].options
 
 
 def fix_release_options(config, version: str, mxnet_src: Path | None) -> None:
     """Install the publish run's options (RunOptions.for_release): the one replacement of the
     options made in pytest_configure, at session start, before any fixture has read them."""
-    if config.stash.get(_RELEASE_FIXED_KEY, False):
+    run = config.stash[_RUN_KEY]
+    if run.release_fixed:
         raise RuntimeError("the release options were already fixed in this session")
-    config.stash[OPTIONS_KEY] = harness_options(config).for_release(version, mxnet_src)
-    config.stash[_RELEASE_FIXED_KEY] = True
+    run.options = run.options.for_release(version, mxnet_src)
+    run.release_fixed = True
 
 
 def is_release_run(config) -> bool:
@@ -81,7 +104,6 @@ def is_worker(config) -> bool:
 
 #: How an xdist worker learns its controller's run dir (harness.common.RunDir, via workerinput).
 WORKER_RUN_DIR = "mxnet_harness_run_dir"
-RUN_DIR_KEY = pytest.StashKey["RunDir"]()
 
 
 class RunDir:
@@ -160,29 +182,26 @@ def _prune_runs(parent: Path, keep: int, current: Path) -> None:
 def open_run_dir(config) -> RunDir:
     """The run's dir, made once in pytest_configure (see RunDir)."""
     if is_worker(config):
-        run = RunDir(Path(config.workerinput[WORKER_RUN_DIR]), given=True)
-    else:
-        run = RunDir.for_controller(config)
-    config.stash[RUN_DIR_KEY] = run
-    return run
+        return RunDir(Path(config.workerinput[WORKER_RUN_DIR]), given=True)
+    return RunDir.for_controller(config)
 
 
 def shared_root(config) -> Path | None:
     """The directory common to all xdist workers of this run (where run-once records live)."""
-    run = config.stash.get(RUN_DIR_KEY, None)
-    return run.shared if run is not None else None
+    run = harness_run(config)
+    return run.dir.shared if run is not None else None
 
 
 def add_report_lines(config, lines) -> None:
     """Extra lines for the end of the terminal summary (provenance report, build chain, dist/)."""
-    config.stash.setdefault(REPORT_LINES_KEY, []).extend(lines)
+    config.stash[_RUN_KEY].report_lines.extend(lines)
 
 
 def report_at_session_end(config, lines) -> None:
     """Lines decided in pytest_sessionfinish: into the summary, and said at once on an xdist
     controller, whose gate table (which prints the report lines) is empty."""
     add_report_lines(config, lines)
-    if not config.stash.get(RESULTS_KEY, None):
+    if not config.stash[_RUN_KEY].results:
         for line in lines:
             say(line)
 

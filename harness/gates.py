@@ -14,7 +14,7 @@ from build_steps.errors import HarnessError, StepError, UsageError, WheelUnusabl
 from build_steps.once import ProductFailed, StepFailedElsewhere
 from build_steps.release_manifest import left_out_by_flavor
 
-from .common import REPORT_LINES_KEY, RESULTS_KEY, harness_options, is_release_run
+from .common import harness_options, harness_run, is_release_run
 from .steps import STEP_NAMES
 
 #: Steps every gate of a build run stands on: when one fails, no further gate can run.
@@ -102,14 +102,15 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    results = config.stash.get(RESULTS_KEY, {})
+    run = harness_run(config)
+    results = run.results if run is not None else {}
     if not results:
         return
     tr = terminalreporter
     tr.section("MXNet release gates")
     for nodeid, (verdict, why) in sorted(results.items()):
         tr.write_line(f"{verdict.upper():8} {nodeid}" + (f"  -- {why}" if why and verdict != "passed" else ""))
-    for line in config.stash.get(REPORT_LINES_KEY, []):
+    for line in run.report_lines:
         tr.write_line(line)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from build_steps.errors import HarnessError
 
-from .common import RESULTS_KEY, is_worker
+from .common import harness_run, is_worker
 
 #: The user_properties key the verdict travels under.
 VERDICT_PROPERTY = "mxnet_verdict"
@@ -130,4 +130,4 @@ class LedgerPlugin:
             # harness.gates fills its table in the makereport of the process that ran the gate, which
             # under xdist is a worker: the reporting process's table is filed from here, in the
             # same words with and without xdist.
-            self.config.stash.setdefault(RESULTS_KEY, {})[report.nodeid] = (entry.verdict, entry.why)
+            harness_run(self.config).results[report.nodeid] = (entry.verdict, entry.why)

@@ -14,7 +14,7 @@ from build_steps.readers.report import provenance_document, summary_lines, write
 from build_steps.readers.wheel import extract_wheel
 
 from . import report_sections, review
-from .common import OPTIONS_KEY, add_report_lines, is_worker, shared_root
+from .common import add_report_lines, harness_run, is_worker, shared_root
 from .ledger import failure_reason, verdict_of
 from .wheel_pin import load_pin
 
@@ -77,11 +77,11 @@ class ProvenanceReport:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
         config = session.config
-        if is_worker(config) or OPTIONS_KEY not in config.stash:
+        if is_worker(config) or harness_run(config) is None:
             return  # the controller reports for everyone
         if not self.verdicts and not report_sections.has_gpu_runs(config):
             return
-        options = config.stash[OPTIONS_KEY]
+        options = harness_run(config).options
         shared = shared_root(config)
         facts = load_shared(shared, "audit") if shared is not None else None
         add_report_lines(config, ["", "Provenance report:"]
