@@ -15,18 +15,9 @@ from build_steps.pinning import verify
 from build_steps.readers import ninja_log
 
 from .common import LIVE, harness_options, is_release_run, is_worker, report_at_session_end, shared_root
-from .steps import CHAIN, WHEEL_STEP, BuildPaths, chain_records, chain_stop_of, step_times
+from .steps import CHAIN, WHEEL_STEP, BuildPaths, chain_records, step_times
 from .ledger import ledger_of
 from .wheel_pin import load_pin
-
-#: "configure failed" / "compile INTERRUPTED": the step that stopped this run's chain, if one did.
-CHAIN_STOP_KEY = pytest.StashKey[str]()
-
-
-def chain_stop(config) -> str | None:
-    """What stopped the build chain in this run (``"configure failed"``), None if nothing did."""
-    return config.stash.get(CHAIN_STOP_KEY, None)
-
 
 def pytest_configure(config):
     LIVE.config = config
@@ -115,9 +106,6 @@ class DistDecision:
         if not records:
             return
         lines = _chain_lines(records)
-        stop = chain_stop_of(records)
-        if stop is not None:
-            config.stash[CHAIN_STOP_KEY] = stop
         lines += _override_lines(harness_options(config))
         rec = records.get(WHEEL_STEP.record)
         if rec and not rec.get("failed"):

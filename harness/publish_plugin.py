@@ -20,8 +20,8 @@ from build_steps import publish
 from build_steps.errors import UsageError
 
 from .common import fix_release_options, harness_options, is_release_run, is_worker
-from .chain import chain_stop
 from .ledger import produced_wheel
+from .steps import chain_stop
 
 #: tests/test_publish.py finds the plugin object by this name.
 PLUGIN_NAME = "mxnet-publish"

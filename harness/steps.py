@@ -32,7 +32,7 @@ from build_steps import bundle, compile, configure, cuda_root, filesystem, launc
 from build_steps.errors import BuildInterrupted, StepError
 from build_steps.once import run_once
 
-from .common import LIVE, say
+from .common import LIVE, is_worker, say, shared_root
 
 
 def guarded(step: str, produce, where: Path):
@@ -271,6 +271,12 @@ def chain_stop_of(records: dict) -> str | None:
         if rec.get("failed"):
             return f"{step.label} {'INTERRUPTED' if rec.get('interrupted') else 'failed'}"
     return None
+
+
+def chain_stop(config) -> str | None:
+    """What stopped the build chain in this run (``"configure failed"``), None if nothing did
+    (read from the run's records by the reporting process)."""
+    return None if is_worker(config) else chain_stop_of(chain_records(shared_root(config)))
 
 
 def step_times(records: dict) -> list:
