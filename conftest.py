@@ -16,12 +16,14 @@ pytest.register_assert_rewrite("harness")
 
 from build_steps.errors import UsageError  # noqa: E402
 from build_steps.options import RunOptions, make_options  # noqa: E402
-from harness.common import (WORKER_RUN_DIR, disabled_harness_plugins, disabled_plugins_message,  # noqa: E402
-                            harness_options, harness_run, shared_root, start_run)
+from harness.common import (disabled_harness_plugins, disabled_plugins_message, harness_options,  # noqa: E402
+                            shared_root, start_run)
+from harness.run_dir import run_dir_of  # noqa: E402
 
 #: One module per concern; each finds what it needs from the others through its imports and the
 #: run's state, not through its place in this list.
 pytest_plugins = [
+    "harness.run_dir",   # the run's dir: pytest's basetemp and where xdist workers meet
     "harness.ledger",    # every gate's verdict, filed once by the reporting process (also under xdist)
     "harness.release_set",  # the flavor's whole release set, read before -m/-k deselect
     "harness.wheel_pin",  # the wheel's bytes hashed once; every later step checks them
@@ -97,8 +99,6 @@ def pytest_addoption(parser):
     _OPTION_DESTS[:] = [opt.dest for opt in g.options]
 
 
-# tryfirst: the run's dir decides pytest's --basetemp, which pytest's tmp-path plugin reads in its own.
-@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     # Fail closed: -p no:<a harness plugin> (on the command line, in PYTEST_ADDOPTS or in an ini's
     # addopts) would quietly drop a check, e.g. the GPU policy or the release set.
@@ -110,30 +110,7 @@ def pytest_configure(config):
         options = make_options(raw)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
-    start_run(config, options, tuple(pytest_plugins))
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node):
-    """pytest-xdist: each worker meets the others in the controller's run dir."""
-    node.workerinput[WORKER_RUN_DIR] = str(harness_run(node.config).dir.root)
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_sessionfinish(session):
-    result = yield
-    # after every plugin's sessionfinish: the exit status they settled on
-    run = harness_run(session.config)
-    if run is not None:
-        run.dir.exitstatus = session.exitstatus
-    return result
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_unconfigure(config):
-    run = harness_run(config)
-    if run is not None and not hasattr(config, "workerinput"):
-        run.dir.finish(config)
+    start_run(config, options, tuple(pytest_plugins), run_dir_of(config))
 
 
 @pytest.fixture(scope="session")

@@ -35,9 +35,9 @@ class HarnessRun:
 _RUN_KEY = pytest.StashKey[HarnessRun]()
 
 
-def start_run(config, options: RunOptions, plugins: tuple) -> HarnessRun:
+def start_run(config, options: RunOptions, plugins: tuple, run_dir: "RunDir") -> HarnessRun:
     """The run's state, once per process (pytest_configure)."""
-    run = HarnessRun(options, tuple(plugins), open_run_dir(config))
+    run = HarnessRun(options, tuple(plugins), run_dir)
     config.stash[_RUN_KEY] = run
     return run
 
@@ -102,8 +102,6 @@ def is_worker(config) -> bool:
     return hasattr(config, "workerinput")
 
 
-#: How an xdist worker learns its controller's run dir (harness.common.RunDir, via workerinput).
-WORKER_RUN_DIR = "mxnet_harness_run_dir"
 
 
 class RunDir:
@@ -118,6 +116,9 @@ class RunDir:
     run holds a lock on its dir, so a concurrent run's is never pruned. Workers receive the
     controller's dir through ``workerinput`` (pytest-xdist's pytest_configure_node).
     """
+
+    #: the workerinput key an xdist worker finds its controller's run dir under
+    WORKER_INPUT = "mxnet_harness_run_dir"
 
     def __init__(self, root: Path, given: bool, lock=None):
         self.root = root
@@ -150,12 +151,13 @@ class RunDir:
         return run
 
     def finish(self, config) -> None:
-        """End of the run: drop the lock; a green run's own dir is removed under policy ``failed``."""
+        """End of the run: drop the lock; a green run's own dir is removed under policy ``failed``,
+        and so is one of a run refused before its session started (nothing ran in it)."""
         if self._lock is not None:
             self._lock.close()
             self._lock = None
-        if (not self.given and self.exitstatus == 0
-                and config.getini("tmp_path_retention_policy") == "failed"):
+        if not self.given and (self.exitstatus is None or (
+                self.exitstatus == 0 and config.getini("tmp_path_retention_policy") == "failed")):
             shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -182,7 +184,7 @@ def _prune_runs(parent: Path, keep: int, current: Path) -> None:
 def open_run_dir(config) -> RunDir:
     """The run's dir, made once in pytest_configure (see RunDir)."""
     if is_worker(config):
-        return RunDir(Path(config.workerinput[WORKER_RUN_DIR]), given=True)
+        return RunDir(Path(config.workerinput[RunDir.WORKER_INPUT]), given=True)
     return RunDir.for_controller(config)
 
 
