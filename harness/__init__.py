@@ -1,6 +1,8 @@
 """The harness's pytest plugins, one per concern; the root ``conftest.py`` registers them.
 
-- ``common``: the run's options and where xdist workers meet (no hooks of its own);
+- ``common``: the run's state (``harness_run``: options, run dir, report lines) and where xdist
+  workers meet (no hooks of its own);
+- ``run_dir``: the run's dir, made in pytest_configure and handed to xdist workers;
 - ``gates``: strict release runs (a skipped gate fails) and the gate table at the end;
 - ``wheel_facts``: the wheel under test, extracted once, the facts the static gates read, and the
   provenance report;
