@@ -10,27 +10,35 @@ from pathlib import Path
 
 import pytest
 
-from build_steps.errors import UsageError
-from build_steps.options import RunOptions, make_options
-from build_steps.profiles import PROFILES
-from harness.common import (HARNESS_PLUGINS_KEY, OPTIONS_KEY, disabled_harness_plugins,
-                            disabled_plugins_message, harness_options, shared_root)
+# Every harness module is rewritten for assertions wherever it is first imported (a plugin module may
+# import another's helpers), so the order of the list below is no condition of anything.
+pytest.register_assert_rewrite("harness")
 
+from build_steps.errors import UsageError  # noqa: E402
+from build_steps.options import RunOptions, make_options  # noqa: E402
+from build_steps.profiles import PROFILES  # noqa: E402
+from harness.common import (disabled_harness_plugins, disabled_plugins_message, harness_options,  # noqa: E402
+                            shared_root, start_run)
+from harness.run_dir import run_dir_of  # noqa: E402
+
+#: One module per concern; each finds what it needs from the others through its imports and the
+#: run's state, not through its place in this list.
 pytest_plugins = [
+    "harness.run_dir",   # the run's dir: pytest's basetemp and where xdist workers meet
     "harness.ledger",    # every gate's verdict, filed once by the reporting process (also under xdist)
     "harness.release_set",  # the flavor's whole release set, read before -m/-k deselect
     "harness.wheel_pin",  # the wheel's bytes hashed once; every later step checks them
-    "harness.run_lock",  # one run per build dir and per --venv-dir
+    "harness.dir_locks",  # one run per build dir and per --venv-dir
     "harness.gpu_policy",  # selected GPU gates that skipped make the run non-green
     "harness.gates",     # strict release runs, the gate table
-    "harness.report_sections",  # JSON report: wheel sha256, GPU gates with their GPU, compiler cache (before audit, which imports it)
-    "harness.review",    # the release review page (one HTML file per run with a wheel; before audit, which imports it)
-    "harness.audit",     # the wheel extracted once, the static gates' facts, the provenance report
+    "harness.report_sections",  # JSON report: wheel sha256, GPU gates with their GPU, compiler cache
+    "harness.review",    # the release review page (one HTML file per run with a wheel)
+    "harness.wheel_facts",     # the wheel extracted once, the static gates' facts, the provenance report
     "harness.chain",     # source -> configure -> compile -> stage -> package, then dist/ or rejected/
     "harness.runtime",   # the throwaway venv and its probes
-    "harness.publish",   # --publish: preflight, the publish gate's verdicts, the final line
+    "harness.publish_plugin",   # --publish: preflight, the publish gate's verdicts, the final line
     "harness.macos",     # the macOS flavor: Mach-O gates in, ELF gates out, its facts
-    "harness.acceptance",  # the fork's acceptance shards: selection, the per-shard table
+    "harness.acceptance_shards",  # the fork's acceptance shards: selection, the per-shard table
 ]
 
 
@@ -95,15 +103,15 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     # Fail closed: -p no:<a harness plugin> (on the command line, in PYTEST_ADDOPTS or in an ini's
     # addopts) would quietly drop a check, e.g. the GPU policy or the release set.
-    config.stash[HARNESS_PLUGINS_KEY] = tuple(pytest_plugins)
     disabled = disabled_harness_plugins(config)
     if disabled:
         raise pytest.UsageError(disabled_plugins_message(disabled))
     raw = {dest: config.getoption(dest) for dest in _OPTION_DESTS}
     try:
-        config.stash[OPTIONS_KEY] = make_options(raw)
+        options = make_options(raw)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
+    start_run(config, options, tuple(pytest_plugins), run_dir_of(config))
 
 
 @pytest.fixture(scope="session")

@@ -2,26 +2,51 @@
 report lines and live progress past pytest's capture."""
 from __future__ import annotations
 
-import json
+import fcntl
+import getpass
+import os
 import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from build_steps.options import RunOptions
 
-OPTIONS_KEY = pytest.StashKey[RunOptions]()
-#: nodeid -> (verdict, why) of every gate, for the gate table (harness.gates).
-RESULTS_KEY = pytest.StashKey[dict]()
-REPORT_LINES_KEY = pytest.StashKey[list]()
+class HarnessRun:
+    """The run's common state, made once in pytest_configure (the root conftest) and handed to every
+    plugin through ``harness_run(config)``, as pytest's own ``config.cache``: the options, the
+    plugin modules the conftest registers, the run's dir, and what the end of the run prints."""
+
+    def __init__(self, options: RunOptions, plugins: tuple, run_dir: "RunDir"):
+        self.options = options
+        #: the plugin modules the root conftest registers (conftest.py's pytest_plugins)
+        self.plugins = plugins
+        self.dir = run_dir
+        #: nodeid -> (verdict, why) of every gate, for the gate table (filed by harness.ledger)
+        self.results: dict = {}
+        #: extra lines for the end of the terminal summary
+        self.report_lines: list = []
+        self.release_fixed = False
 
 
-_RELEASE_FIXED_KEY = pytest.StashKey[bool]()
+_RUN_KEY = pytest.StashKey[HarnessRun]()
 
 
-#: the plugin modules the root conftest registers (conftest.py's pytest_plugins)
-HARNESS_PLUGINS_KEY = pytest.StashKey[tuple]()
+def start_run(config, options: RunOptions, plugins: tuple, run_dir: "RunDir") -> HarnessRun:
+    """The run's state, once per process (pytest_configure)."""
+    run = HarnessRun(options, tuple(plugins), run_dir)
+    config.stash[_RUN_KEY] = run
+    return run
+
+
+def harness_run(config) -> HarnessRun | None:
+    """This run's state; None when pytest_configure refused the run before making it."""
+    return config.stash.get(_RUN_KEY, None)
+
+
 #: name prefixes of this harness's plugins: its modules and the plugin objects they register
 _PLUGIN_PREFIXES = ("harness.", "mxnet-")
 
@@ -39,7 +64,8 @@ def disabled_harness_plugins(config) -> list:
 
 def inactive_harness_plugins(config) -> list:
     """Blocked harness plugins, and plugin modules of the conftest's list that are not registered."""
-    missing = [n for n in config.stash.get(HARNESS_PLUGINS_KEY, ()) if not config.pluginmanager.has_plugin(n)]
+    run = harness_run(config)
+    missing = [n for n in (run.plugins if run else ()) if not config.pluginmanager.has_plugin(n)]
     return list(dict.fromkeys([*disabled_harness_plugins(config), *missing]))
 
 
@@ -52,39 +78,18 @@ def disabled_plugins_message(names) -> str:
             "or the ini's addopts")
 
 
-#: The build chain's run-once records (harness.chain), in order, with the label the summary gives each.
-BUILD_RECORD = "built_wheel"
-STEPS = (("configure", "configure"), ("compile", "compile"), ("stage", "stage+bundle"),
-         (BUILD_RECORD, "package"))
-#: Steps before those, named in the summary only when they failed or were interrupted.
-FIRST_STEPS = (("source", "source"), ("cuda_root", "CUDA root"))
-
-
-def chain_records(shared: Path | None) -> dict:
-    """key -> the run-once record of each chain step that ran (FIRST_STEPS, then STEPS): what the
-    summary (harness.chain), the JSON report and the review page read about the build. An
-    unreadable record is left out."""
-    records = {}
-    for key, _label in (*FIRST_STEPS, *STEPS) if shared is not None else ():
-        f = shared / f"{key}.json"
-        try:
-            records[key] = json.loads(f.read_text())
-        except (OSError, ValueError):
-            continue
-    return records
-
-
 def harness_options(config) -> RunOptions:
-    return config.stash[OPTIONS_KEY]
+    return config.stash[_RUN_KEY].options
 
 
 def fix_release_options(config, version: str, mxnet_src: Path | None) -> None:
     """Install the publish run's options (RunOptions.for_release): the one replacement of the
     options made in pytest_configure, at session start, before any fixture has read them."""
-    if config.stash.get(_RELEASE_FIXED_KEY, False):
+    run = config.stash[_RUN_KEY]
+    if run.release_fixed:
         raise RuntimeError("the release options were already fixed in this session")
-    config.stash[OPTIONS_KEY] = harness_options(config).for_release(version, mxnet_src)
-    config.stash[_RELEASE_FIXED_KEY] = True
+    run.options = run.options.for_release(version, mxnet_src)
+    run.release_fixed = True
 
 
 def is_release_run(config) -> bool:
@@ -97,26 +102,108 @@ def is_worker(config) -> bool:
     return hasattr(config, "workerinput")
 
 
+
+
+class RunDir:
+    """The directory of one run, common to all its xdist workers: ``harness-shared`` (run-once
+    records, the pinned wheel, the extracted wheel, the venv) and pytest's own basetemp (``tmp``).
+
+    Made by the controller in pytest_configure, before pytest's tmp-path plugin reads
+    ``--basetemp``: the user's ``--basetemp DIR`` (emptied now, kept after the run, as pytest
+    does with it), else a fresh ``run-*`` dir under ``<tmp>/mxnet-harness-of-<user>/`` that is
+    removed after a green run (``tmp_path_retention_policy = failed``) and of which only the
+    newest ``tmp_path_retention_count`` outlive later runs, as pytest's numbered basetemps. Each
+    run holds a lock on its dir, so a concurrent run's is never pruned. Workers receive the
+    controller's dir through ``workerinput`` (pytest-xdist's pytest_configure_node).
+    """
+
+    #: the workerinput key an xdist worker finds its controller's run dir under
+    WORKER_INPUT = "mxnet_harness_run_dir"
+
+    def __init__(self, root: Path, given: bool, lock=None):
+        self.root = root
+        self.given = given
+        self._lock = lock
+        self.exitstatus = None
+
+    @property
+    def shared(self) -> Path:
+        return self.root / "harness-shared"
+
+    @classmethod
+    def for_controller(cls, config) -> "RunDir":
+        given = config.option.basetemp
+        if given:
+            root = Path(os.path.abspath(given))
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir(parents=True, mode=0o700)
+        else:
+            parent = Path(tempfile.gettempdir()) / f"mxnet-harness-of-{getpass.getuser()}"
+            parent.mkdir(mode=0o700, exist_ok=True)
+            root = Path(tempfile.mkdtemp(prefix="run-", dir=parent))
+        lock = open(root / ".lock", "w")  # noqa: SIM115 - held for the whole run
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        run = cls(root, bool(given), lock)
+        if not given:
+            _prune_runs(root.parent, keep=int(config.getini("tmp_path_retention_count")) - 1, current=root)
+        # pytest's basetemp (tmp_path, xdist's per-worker dirs) inside the run's dir, beside the shared dir.
+        config.option.basetemp = str(root / "tmp")
+        return run
+
+    def finish(self, config) -> None:
+        """End of the run: drop the lock; a green run's own dir is removed under policy ``failed``,
+        and so is one of a run refused before its session started (nothing ran in it)."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+        if not self.given and (self.exitstatus is None or (
+                self.exitstatus == 0 and config.getini("tmp_path_retention_policy") == "failed")):
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _prune_runs(parent: Path, keep: int, current: Path) -> None:
+    """Remove older run dirs beyond the newest ``keep``, skipping any whose run still holds its lock."""
+    def mtime(d):
+        try:
+            return d.stat().st_mtime
+        except OSError:
+            return 0.0
+    older = sorted((d for d in parent.glob("run-*") if d != current), key=mtime, reverse=True)
+    for d in older[max(keep, 0):]:
+        try:
+            with open(d / ".lock", "a") as f:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                for p in d.rglob("*"):  # a pinned wheel is read-only
+                    if p.is_dir() and not p.is_symlink():
+                        p.chmod(0o700)
+                shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def open_run_dir(config) -> RunDir:
+    """The run's dir, made once in pytest_configure (see RunDir)."""
+    if is_worker(config):
+        return RunDir(Path(config.workerinput[RunDir.WORKER_INPUT]), given=True)
+    return RunDir.for_controller(config)
+
+
 def shared_root(config) -> Path | None:
-    """The directory common to all xdist workers of this run (where run-once records live):
-    the controller's basetemp, which is each worker's basetemp's parent. None before tmp paths exist."""
-    factory = getattr(config, "_tmp_path_factory", None)
-    if factory is None:
-        return None
-    base = factory.getbasetemp()
-    return (base.parent if is_worker(config) else base) / "harness-shared"
+    """The directory common to all xdist workers of this run (where run-once records live)."""
+    run = harness_run(config)
+    return run.dir.shared if run is not None else None
 
 
 def add_report_lines(config, lines) -> None:
     """Extra lines for the end of the terminal summary (provenance report, build chain, dist/)."""
-    config.stash.setdefault(REPORT_LINES_KEY, []).extend(lines)
+    config.stash[_RUN_KEY].report_lines.extend(lines)
 
 
 def report_at_session_end(config, lines) -> None:
     """Lines decided in pytest_sessionfinish: into the summary, and said at once on an xdist
     controller, whose gate table (which prints the report lines) is empty."""
     add_report_lines(config, lines)
-    if not config.stash.get(RESULTS_KEY, None):
+    if not config.stash[_RUN_KEY].results:
         for line in lines:
             say(line)
 

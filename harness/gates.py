@@ -14,10 +14,11 @@ from build_steps.errors import HarnessError, StepError, UsageError, WheelUnusabl
 from build_steps.once import ProductFailed, StepFailedElsewhere
 from build_steps.release_manifest import left_out_by_flavor
 
-from .common import REPORT_LINES_KEY, RESULTS_KEY, harness_options, is_release_run
+from .common import harness_options, harness_run, is_release_run
+from .steps import STEP_NAMES
 
 #: Steps every gate of a build run stands on: when one fails, no further gate can run.
-CHAIN_STEPS = ("source", "cuda-root", "configure", "compile", "stage", "bundle", "package")
+CHAIN_STEPS = STEP_NAMES
 #: How the session stop for a failed chain step starts, so the xdist controller can tell it from Ctrl-C.
 STOP_PREFIX = "build step failed"
 #: The node a failed build step is reported under (``chain::configure``).
@@ -51,10 +52,15 @@ def _stops_the_chain(exc) -> bool:
         exc, (StepFailedElsewhere, UsageError, WheelUnusable, ProductFailed))
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
+    report = yield
+    _judge(item, call, report)
+    return report
+
+
+def _judge(item, call, report) -> None:
+    """A chain step's failure stops the session; a release run's skipped gate is a failed one."""
     if report.when == "setup" and report.failed and call.excinfo is not None \
             and _stops_the_chain(call.excinfo.value):
         # One failure, said once: every later gate would repeat the same error, so the session
@@ -96,14 +102,15 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    results = config.stash.get(RESULTS_KEY, {})
+    run = harness_run(config)
+    results = run.results if run is not None else {}
     if not results:
         return
     tr = terminalreporter
     tr.section("MXNet release gates")
     for nodeid, (verdict, why) in sorted(results.items()):
         tr.write_line(f"{verdict.upper():8} {nodeid}" + (f"  -- {why}" if why and verdict != "passed" else ""))
-    for line in config.stash.get(REPORT_LINES_KEY, []):
+    for line in run.report_lines:
         tr.write_line(line)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from build_steps.errors import HarnessError
 
-from .common import RESULTS_KEY, is_worker
+from .common import harness_run, is_worker
 
 #: The user_properties key the verdict travels under.
 VERDICT_PROPERTY = "mxnet_verdict"
@@ -95,10 +95,9 @@ class LedgerPlugin:
 
     # tryfirst makes this the outermost wrapper: it sees the report after harness.gates turned a
     # release run's skip into a failure.
-    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item, call):
-        outcome = yield
-        report = outcome.get_result()
+        report = yield
         verdict, why = None, ""
         if report.when == "call" or not report.passed:
             if report.skipped:
@@ -113,6 +112,7 @@ class LedgerPlugin:
         facts = {"when": report.when, "verdict": verdict, "why": why, "markers": _marker_names(item)}
         # A new list: the report shares item.user_properties otherwise.
         report.user_properties = [*report.user_properties, (VERDICT_PROPERTY, facts)]
+        return report
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report):
@@ -130,4 +130,4 @@ class LedgerPlugin:
             # harness.gates fills its table in the makereport of the process that ran the gate, which
             # under xdist is a worker: the reporting process's table is filed from here, in the
             # same words with and without xdist.
-            self.config.stash.setdefault(RESULTS_KEY, {})[report.nodeid] = (entry.verdict, entry.why)
+            harness_run(self.config).results[report.nodeid] = (entry.verdict, entry.why)

@@ -16,8 +16,10 @@ import pytest
 from build_steps import gpu_reports
 from build_steps.pinning import sha256_of
 
-from .common import STEPS, chain_records, harness_options, shared_root
+from .acceptance_shards import inapplicable_shard_gates
+from .common import harness_options, shared_root
 from .ledger import failure_reason, produced_wheel, verdict_of
+from .steps import chain_records, step_seconds
 
 _GPU_MARKS = ("gpu", "cublas")
 _PROP = "mxnet_gpu_run"
@@ -102,8 +104,6 @@ def extra_sections(config, facts) -> dict:
     wheel = _wheel_path(config, facts)
     if wheel is not None and wheel.is_file():
         out["wheel"] = {"filename": wheel.name, "sha256": sha256_of(wheel)}
-    # imported here: a plugin module imported before pytest registers it escapes assertion rewriting
-    from .acceptance import inapplicable_shard_gates
     runs = config.stash.get(GPU_RUNS_KEY, {})
     gpus = {json.dumps(r["gpu"], sort_keys=True): r["gpu"] for r in runs.values() if r.get("gpu")}
     out[gpu_reports.SECTION] = {
@@ -120,8 +120,7 @@ def extra_sections(config, facts) -> dict:
     if result.get("build_time"):
         out.setdefault("build", {})["compile_time"] = {"wall_seconds": result.get("seconds"),
                                                        **result["build_time"]}
-    steps = {key: round(rec["result"]["seconds"], 1) for key, _label in STEPS
-             if (rec := records.get(key)) and (rec.get("result") or {}).get("seconds") is not None}
+    steps = step_seconds(records)
     if steps:
         out.setdefault("build", {})["step_seconds"] = steps
     return out

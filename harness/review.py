@@ -16,15 +16,15 @@ from build_steps import gpu_reports, review_page
 from build_steps.errors import HarnessError, UsageError
 from build_steps.overrides import broken_promises
 
-from .common import (FIRST_STEPS, STEPS, chain_records, harness_options, is_worker, report_at_session_end,
-                     shared_root)
+from .common import harness_options, is_worker, report_at_session_end, shared_root
 from .ledger import ledger_of, produced_wheel
 from .release_set import release_set_of
+from .steps import CHAIN, chain_records
 
-#: The report document harness.audit built at the end of the session (the page renders it).
+#: The report document harness.wheel_facts built at the end of the session (the page renders it).
 DOC_KEY = pytest.StashKey[dict]()
 #: The chain's steps the timeline shows, in order, with the summary's labels (all but the source check).
-_TIMED_STEPS = tuple((key, label) for key, label in (*FIRST_STEPS, *STEPS) if key != "source")
+_TIMED_STEPS = tuple((step.record, step.label) for step in CHAIN[1:])
 
 
 def pytest_addoption(parser):
@@ -135,7 +135,7 @@ def _destinations(config, records: dict) -> list[Path]:
 
 
 def wants_page(config) -> bool:
-    """Whether this run writes a page (harness.audit builds the report document only then or for
+    """Whether this run writes a page (harness.wheel_facts builds the report document only then or for
     --provenance-json): a built wheel, --review-page or --provenance-json."""
     return bool(_destinations(config, chain_records(shared_root(config))))
 
@@ -153,8 +153,8 @@ def merged_gpu_runs(config, doc: dict):
     return gpu_reports.merge(reports, sha, arch)
 
 
-# Not tryfirst: harness.audit (tryfirst) builds the report document first; this still runs before
-# pytest's own sessionfinish removes the basetemp, where the run's records and pinned wheel live.
+# Not tryfirst: harness.wheel_facts (tryfirst) builds the report document first. The run's records and
+# pinned wheel stay until pytest_unconfigure (harness.common.RunDir).
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
     if is_worker(config) or exitstatus == pytest.ExitCode.USAGE_ERROR or config.option.collectonly:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import once
-from build_steps import venv as venv_step
+from build_steps import venv
 from build_steps.driver_stub import DRIVER_SONAME, STUB_ENV, driver_missing, make_stub
 from build_steps.readers.elf import read_dynamic
 from build_steps.errors import HarnessError
@@ -20,7 +20,7 @@ from build_steps.once import run_once
 from build_steps.pinning import verify
 from build_steps.profiles import GATE_TEST_REQUIREMENTS
 
-from .chain import guarded
+from .steps import guarded
 from .common import add_report_lines, is_worker, shared_root
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
@@ -51,24 +51,24 @@ def release_venv(options, wheel_path, wheel_pin, shared_dir):
     log = shared_dir / "release-venv-install.log"
 
     def make() -> dict:
-        venv = venv_step.create_venv(root, options.build_python or sys.executable, log=log,
-                                     pass_env=options.pass_env)
-        installed = venv_step.install(
-            venv, verify(wheel_pin, "the venv install"), find_links=options.find_links, index_url=options.index_url,
+        made = venv.create_venv(root, options.build_python or sys.executable, log=log,
+                                pass_env=options.pass_env)
+        installed = venv.install(
+            made, verify(wheel_pin, "the venv install"), find_links=options.find_links, index_url=options.index_url,
             extra_requirements=options.extra_requirements, test_requirements=GATE_TEST_REQUIREMENTS,
             no_deps=options.no_deps, no_index=options.no_index, log=log)
-        return {**venv.to_dict(), "installed": installed, "log": str(log), "wheel": str(wheel_path)}
+        return {**made.to_dict(), "installed": installed, "log": str(log), "wheel": str(wheel_path)}
 
     product = once.acquire(shared_dir, _VENV_KEY, guarded("install", make, root))
-    yield venv_step.Venv.from_dict(product)
-    cleanup = None if options.keep_venv else (lambda p: venv_step.remove_venv(Path(p["root"])))
+    yield venv.Venv.from_dict(product)
+    cleanup = None if options.keep_venv else (lambda p: venv.remove_venv(Path(p["root"])))
     once.release(shared_dir, _VENV_KEY, cleanup)
 
 
 @pytest.fixture(scope="session")
 def install_report(release_venv, options, wheel_path) -> dict:
     """check_install's facts: where mxnet and libmxnet.so resolve in the venv, and the version."""
-    return venv_step.check_install(release_venv, venv_step.expected_version(wheel_path, options.package_version))
+    return venv.check_install(release_venv, venv.expected_version(wheel_path, options.package_version))
 
 
 #: Probes that use no GPU: on a host without the driver they run with the driver stub.
@@ -99,14 +99,14 @@ def venv_probe(release_venv, tmp_path_factory, request):
         if name in CPU_SIDE_PROBES:
             stub = request.getfixturevalue("driver_stub")
             env = {**(env or {}), STUB_ENV: stub} if stub else env
-        return venv_step.run_probe(release_venv, PROBES_DIR / name, args, timeout=timeout, env=env,
+        return venv.run_probe(release_venv, PROBES_DIR / name, args, timeout=timeout, env=env,
                                    cwd=tmp_path_factory.mktemp("probe"))
     return _probe
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
-    # tryfirst: the record lives under the basetemp pytest removes after a green run.
+    # The record lives in the run dir, removed after a green run at pytest_unconfigure (harness.common.RunDir).
     config = session.config
     shared = None if is_worker(config) else shared_root(config)
     record = shared / f"{DRIVER_STUB_RECORD}.json" if shared is not None else None
@@ -125,6 +125,6 @@ def cuda_preflight(release_venv, tmp_path_factory) -> dict:
     """The ctypes cuBLAS/driver preflight, run in the venv's interpreter before any MXNet import:
     driver and GPUs, the cuBLAS the wheel would load (the venv's pip nvidia/cu13/lib first),
     its version and the verdict on the known traps. Works where MXNet cannot load."""
-    return venv_step.run_probe(release_venv, CUBLAS_PROBE,
+    return venv.run_probe(release_venv, CUBLAS_PROBE,
                                ["preflight", "--search-dir", str(release_venv.site_packages)],
                                timeout=300, cwd=tmp_path_factory.mktemp("preflight"))

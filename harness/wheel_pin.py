@@ -14,6 +14,7 @@ from build_steps.pinning import WheelPin, pin_wheel, source_changed, unlock, ver
 
 from .common import add_report_lines, harness_options, is_worker, say, shared_root
 from .ledger import produced_wheel
+from .steps import WHEEL_STEP
 
 PIN_RECORD = "wheel-pin"
 PIN_KEY = pytest.StashKey[WheelPin]()
@@ -47,12 +48,12 @@ def pytest_sessionstart(session):
 
 @pytest.fixture(scope="session")
 def wheel_pin(options, shared_dir, request) -> WheelPin:
-    """The pinned wheel: ``--wheel PATH`` (pinned at session start), else the chain's build."""
-    wheel = options.wheel if options.wheel is not None else request.getfixturevalue("built_wheel")
+    """The pinned wheel: ``--wheel PATH`` (pinned at session start), else the chain's last step's."""
+    wheel = options.wheel if options.wheel is not None else request.getfixturevalue(WHEEL_STEP.fixture)
     return _pin(shared_dir, wheel)
 
 
-# tryfirst: the pinned file lives under the basetemp pytest removes after a green run.
+# tryfirst: the pin is checked (and stashed for _Unlock) before the plain sessionfinish hooks run.
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
     _check_at_end(session)
@@ -64,7 +65,7 @@ def pytest_configure(config):
 
 class _Unlock:
     """Makes the pin's directory removable again once dist/ (harness.chain, tryfirst) has read the
-    copy: registered after pytest's tmpdir plugin, so this runs before its basetemp cleanup."""
+    copy; the run dir itself is removed after a green run at pytest_unconfigure (harness.common.RunDir)."""
 
     def pytest_sessionfinish(self, session):
         pin = session.config.stash.get(PIN_KEY, None)

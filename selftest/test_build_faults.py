@@ -27,7 +27,7 @@ from build_steps import run_lock, step_record
 from build_steps.compile import compile_mxnet
 from build_steps.errors import BuildInterrupted, StepError
 from build_steps.profiles import PROFILES, Arch
-from harness.chain import guarded
+from harness.steps import guarded
 from selftest.conftest import HARNESS_ROOT
 from selftest.fixtures_realtree import git
 
@@ -394,7 +394,7 @@ def test_full_disk_at_configure_is_said_as_no_space_not_as_a_compiler_failure(sa
     fs = small_fs()
     (fs / "build").mkdir()
     small_fs.fill(fs, 16)
-    with pytest.raises(StepError) as caught:  # as the chain runs the step (harness.chain.guarded)
+    with pytest.raises(StepError) as caught:  # as the chain runs the step (harness.steps.guarded)
         guarded("configure", lambda: configure_step.configure(src, fs / "build", CPU, Arch(),
                                                               fs / "build" / "harness-logs"), fs / "build")()
     text = str(caught.value).splitlines()[0]

@@ -9,25 +9,20 @@ import re
 
 import pytest
 
+from selftest.gate_sets import gates_by_file
+
 pytestmark = pytest.mark.slow
 
 pytest_plugins = ["pytester"]
 
-MACHO_GATES = {
-    "test_macho_platform.py": ("test_libmxnet_is_macho_dylib", "test_arch_is_the_profiles",
-                               "test_minimum_macos_matches_tag", "test_arm64_code_signatures_valid"),
-    "test_macho_linkage.py": ("test_no_build_host_paths", "test_dylib_references_resolve",
-                              "test_openmp_runtime_bundled", "test_opencv_closure_bundled",
-                              "test_install_names_consistent"),
-}
-#: the format-neutral static gates that also judge the macOS wheel
-COMMON_GATES = {
-    "test_wheel_integrity.py": ("test_wheel_name_and_version", "test_record_hashes"),
-    "test_metadata.py": ("test_onnx_dependency_policy", "test_hard_requirements_pinned",
-                         "test_forbidden_hard_absent", "test_requires_dist_unambiguous"),
-}
+# Derived from the macOS manifest and the gate modules' markers (selftest/gate_sets.py), never hand-kept.
+MACHO_GATES = gates_by_file("macos", "macho")
 #: without --mxnet-src / --cmake-cache the build-provenance gates skip, as for the Linux flavors
-N_SKIPPED = 4
+BUILD_PROVENANCE = "test_build_provenance.py"
+#: the format-neutral static gates that also judge the macOS wheel
+COMMON_GATES = {f: names for f, names in gates_by_file("macos", "provenance", without=("macho",)).items()
+                if f != BUILD_PROVENANCE}
+N_SKIPPED = len(gates_by_file("macos", "provenance")[BUILD_PROVENANCE])
 N_GATES = sum(len(v) for d in (MACHO_GATES, COMMON_GATES) for v in d.values())
 #: gates that read ELF and must not be in a macOS run at all
 ELF_GATES = ("test_cuda_linkage.py", "test_arch_coverage.py", "test_opencv_bundle.py", "test_libmxnet_is_elf")

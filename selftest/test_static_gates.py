@@ -12,32 +12,16 @@ import pytest
 
 from build_steps.profiles import PROFILES
 
+from selftest.gate_sets import gates_by_file
+
 pytestmark = pytest.mark.slow
 
 # The gates fixture runs child pytests through pytester (CI runs `pytest selftest` without -p pytester).
 pytest_plugins = ["pytester"]
 
-ALL_GATES = {
-    "test_wheel_integrity.py": ("test_wheel_name_and_version", "test_record_hashes", "test_libmxnet_is_elf"),
-    "test_opencv_bundle.py": ("test_opencv_linked_as_profile_says", "test_needed_opencv_sonames_bundled",
-                              "test_bundled_libs_have_origin_runpath", "test_nothing_forbidden_bundled"),
-    "test_cuda_linkage.py": ("test_cuda_driver_linkage", "test_cudnn_nccl_needed", "test_libmxnet_runpath"),
-    "test_arch_coverage.py": ("test_sass_for_every_requested_arch", "test_ptx_for_ptx_archs",
-                              "test_fatbin_containers_consistent"),
-    "test_metadata.py": ("test_onnx_dependency_policy", "test_hard_requirements_pinned",
-                         "test_forbidden_hard_absent", "test_requires_dist_unambiguous"),
-    "test_build_provenance.py": ("test_cmake_features", "test_cmake_cuda_arch", "test_commit_stamp",
-                                 "test_clean_tracked_tree"),
-    # Loadability (issue 12)
-    "test_needed_resolve.py": ("test_every_needed_resolves",),
-    "test_runpath_hygiene.py": ("test_runpaths_are_origin_relative",),
-    "test_loader_refusals.py": ("test_no_executable_stack", "test_no_text_relocations",
-                                "test_elf_matches_platform_tag"),
-    "test_bundle_stale.py": ("test_no_unneeded_bundled_libraries", "test_one_content_per_soname"),
-    "test_glibc_floor.py": ("test_symbol_versions_within_floor",),
-    "test_bundle_once.py": ("test_no_duplicate_libraries",),
-    "test_stripped_libraries.py": ("test_libraries_carry_no_debug_info",),
-}
+#: file -> the provenance gates of the release set (the same for both Linux flavors), derived from
+#: the committed manifests and the gate modules' markers (selftest/gate_sets.py), never hand-kept.
+ALL_GATES = gates_by_file("cuda", "provenance")
 N_GATES = sum(len(v) for v in ALL_GATES.values())
 
 

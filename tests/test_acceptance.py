@@ -13,7 +13,7 @@ import pytest
 
 from build_steps import acceptance as acc
 from build_steps.profiles import FEATURE_ALIASES
-from harness.acceptance import selected_shards, shard_timeout_override
+from harness.acceptance_shards import selected_shards, shard_timeout_override
 
 pytestmark = [pytest.mark.release, pytest.mark.runtime, pytest.mark.acceptance]
 

@@ -1,6 +1,6 @@
 """The publish gate: tag and release the wheel, only after every other gate of this run passed.
 
-It is collected only with --publish and always runs last (harness/publish.py). It reads
+It is collected only with --publish and always runs last (harness/publish_plugin.py). It reads
 the facts of this run's provenance audit for the release notes, re-checks the tree and the tags
 (an hour-long build leaves time for someone else to publish), and then either prints the exact
 commands (--dry-run) or runs them (--yes).
@@ -15,7 +15,7 @@ from build_steps import package, publish
 from build_steps.errors import HarnessError
 from build_steps.pinning import verify
 from harness import review
-from harness.acceptance import inapplicable_shard_gates
+from harness.acceptance_shards import inapplicable_shard_gates
 from harness.common import disabled_plugins_message, inactive_harness_plugins
 from harness.release_set import release_set_of
 

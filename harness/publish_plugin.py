@@ -20,8 +20,8 @@ from build_steps import publish
 from build_steps.errors import UsageError
 
 from .common import fix_release_options, harness_options, is_release_run, is_worker
-from .chain import chain_stop
 from .ledger import produced_wheel
+from .steps import chain_stop
 
 #: tests/test_publish.py finds the plugin object by this name.
 PLUGIN_NAME = "mxnet-publish"
@@ -106,19 +106,20 @@ class PublishPlugin:
         elif gates:
             items[:] = rest + gates  # last: it needs every other verdict
 
-    @pytest.hookimpl(hookwrapper=True)
+    @pytest.hookimpl(wrapper=True)
     def pytest_fixture_setup(self, fixturedef, request):
-        outcome = yield
-        if fixturedef.argname == "wheel_pin" and outcome.excinfo is None:
-            self.wheel = outcome.get_result().source
+        value = yield  # a fixture that raised raises here, and on
+        if fixturedef.argname == "wheel_pin":
+            self.wheel = value.source
+        return value
 
-    @pytest.hookimpl(hookwrapper=True)
+    @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
-        outcome = yield
-        report = outcome.get_result()
+        report = yield
         if self.wheel and report.when == "teardown":
             # A new list: the report shares item.user_properties otherwise.
             report.user_properties = [*report.user_properties, ("mxnet_wheel", self.wheel)]
+        return report
 
     def pytest_runtest_logreport(self, report):
         if self.worker:

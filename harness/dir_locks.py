@@ -22,7 +22,7 @@ _LOCKS_KEY = pytest.StashKey[list]()
 def build_dir_of(config) -> Path | None:
     """The build dir this run would build in, or None when it builds nothing (``--wheel``) or
     names no MXNet tree (collection then says why)."""
-    from .chain import BuildPaths
+    from .steps import BuildPaths
     options = harness_options(config)
     if options.wheel is not None:
         return None

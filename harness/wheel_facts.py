@@ -14,7 +14,7 @@ from build_steps.readers.report import provenance_document, summary_lines, write
 from build_steps.readers.wheel import extract_wheel
 
 from . import report_sections, review
-from .common import OPTIONS_KEY, add_report_lines, is_worker, shared_root
+from .common import add_report_lines, harness_run, is_worker, shared_root
 from .ledger import failure_reason, verdict_of
 from .wheel_pin import load_pin
 
@@ -72,16 +72,16 @@ class ProvenanceReport:
         if report.when == "call" or report.nodeid not in self.verdicts or not report.passed:
             self.verdicts[report.nodeid] = (report.outcome, why)
 
-    # tryfirst: pytest removes a green run's basetemp (tmp_path_retention_policy) in its own
-    # sessionfinish; the records under shared_root must be read before that.
+    # tryfirst: the report document is built before harness.review renders it. The records under
+    # shared_root last until pytest_unconfigure (harness.common.RunDir).
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
         config = session.config
-        if is_worker(config) or OPTIONS_KEY not in config.stash:
+        if is_worker(config) or harness_run(config) is None:
             return  # the controller reports for everyone
         if not self.verdicts and not report_sections.has_gpu_runs(config):
             return
-        options = config.stash[OPTIONS_KEY]
+        options = harness_run(config).options
         shared = shared_root(config)
         facts = load_shared(shared, "audit") if shared is not None else None
         add_report_lines(config, ["", "Provenance report:"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import acceptance as acc
+from build_steps import acceptance
 from build_steps.errors import UsageError
 from build_steps.source import resolve_source
 
@@ -27,7 +27,7 @@ PLAN_KEY = pytest.StashKey[dict]()
 def pytest_addoption(parser):
     g = parser.getgroup("mxnet-acceptance", "the fork's acceptance suite against the installed wheel")
     g.addoption("--shards", metavar="ID,ID", help="run only these acceptance shards (e.g. cpu_unittest,onnx_export_import)")
-    g.addoption("--lanes", metavar="LANE,LANE", help=f"run only the shards of these lanes ({', '.join(acc.LANES)})")
+    g.addoption("--lanes", metavar="LANE,LANE", help=f"run only the shards of these lanes ({', '.join(acceptance.LANES)})")
     g.addoption("--shards-file", metavar="PATH", help="shard data file (default: build_steps/acceptance_shards.toml, the fork's)")
     g.addoption("--shard-timeout", type=float, metavar="MIN", help="timeout of every shard in minutes (default: each shard's own)")
     g.addoption("--shard-workers", action="append", metavar="LANE=N",
@@ -38,17 +38,17 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     try:
-        suite = acc.load_suite(config.getoption("shards_file"))
+        suite = acceptance.load_suite(config.getoption("shards_file"))
         known = [s.id for s in suite.shards]
-        ids = acc.parse_id_list(config.getoption("shards"), known, "shards")
-        lanes = acc.parse_id_list(config.getoption("lanes"), acc.LANES, "lanes")
-        parallel = acc.parse_parallel(config.getoption("shard_workers"), suite)
+        ids = acceptance.parse_id_list(config.getoption("shards"), known, "shards")
+        lanes = acceptance.parse_id_list(config.getoption("lanes"), acceptance.LANES, "lanes")
+        parallel = acceptance.parse_parallel(config.getoption("shard_workers"), suite)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     timeout = config.getoption("shard_timeout")
     if timeout is not None and timeout <= 0:
         raise pytest.UsageError(f"--shard-timeout {timeout}: must be a positive number of minutes")
-    config.stash[PLAN_KEY] = {"suite": suite, "selected": acc.select(suite, ids, lanes), "parallel": parallel,
+    config.stash[PLAN_KEY] = {"suite": suite, "selected": acceptance.select(suite, ids, lanes), "parallel": parallel,
                               "timeout": timeout, "dir": config.getoption("acceptance_dir")}
     if not is_worker(config):
         config.pluginmanager.register(ShardTable(), "mxnet-acceptance-table")
@@ -76,11 +76,11 @@ def inapplicable_shard_gates(config, gate_ids) -> dict:
     root = source_root(config)
     if root is None:
         return {}
-    shards = acc.load_suite().shards
+    shards = acceptance.load_suite().shards
     out = {}
     for gate in gate_ids:
         for s in shards:
-            if gate.endswith(f"::test_shard[{s.id}]") and (why := acc.not_applicable(s, root)):
+            if gate.endswith(f"::test_shard[{s.id}]") and (why := acceptance.not_applicable(s, root)):
                 out[gate] = why
     return out
 
@@ -104,7 +104,7 @@ def pytest_collection_modifyitems(config, items):
             # Without a tree there is nothing to run; only a release run insists (the tree gate fails).
             if shard is not None or not is_release_run(config):
                 drop.append(item)
-        elif shard is not None and acc.not_applicable(shard, root):
+        elif shard is not None and acceptance.not_applicable(shard, root):
             drop.append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
@@ -116,9 +116,9 @@ def acceptance_dir(config) -> Path:
     plan = config.stash[PLAN_KEY]
     if plan["dir"]:
         return Path(plan["dir"]).expanduser().resolve()
-    # Beside the checkout, not in pytest's basetemp: a green run's basetemp is removed at the end,
+    # Beside the checkout, not in the run dir: a green run's run dir is removed at the end,
     # and the table's log paths must stay readable. Every xdist worker derives the same run name.
-    run = shared_root(config).parent.name
+    run = shared_root(config).parent.name  # the run's dir (harness.common.RunDir)
     return config.rootpath / ".harness" / "acceptance" / run
 
 
@@ -137,10 +137,10 @@ def acceptance_venv(release_venv, acceptance_plan, options, shared_dir) -> dict:
     from build_steps.once import run_once
     suite = acceptance_plan["suite"]
     log = acceptance_plan["dir"] / "install-test-requirements.log"
-    acc.install_test_requirements(release_venv, suite.test_requirements, pins=options.extra_requirements,
+    acceptance.install_test_requirements(release_venv, suite.test_requirements, pins=options.extra_requirements,
                                   find_links=options.find_links, index_url=options.index_url,
                                   no_index=options.no_index, log=log)
-    facts = run_once(shared_dir, "acceptance-verify", lambda: acc.verify_installed_mxnet(
+    facts = run_once(shared_dir, "acceptance-verify", lambda: acceptance.verify_installed_mxnet(
         release_venv, acceptance_plan["root"], suite.cwd))
     return {"venv": release_venv, **facts}
 
@@ -176,7 +176,7 @@ class ShardTable:
         if root is None:
             return ["acceptance shards not run: no MXNet source tree (--mxnet-src) holds the fork's tests"]
         return [f"acceptance shard {s.id} not applicable: {why}" for s in selected_shards(config)
-                if (why := acc.not_applicable(s, root))]
+                if (why := acceptance.not_applicable(s, root))]
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
@@ -185,7 +185,7 @@ class ShardTable:
         if not self.rows:
             return
         rows = sorted(self.rows.values(), key=lambda r: r["id"])
-        self.lines = acc.table_lines(rows) + self.notes(config)
+        self.lines = acceptance.table_lines(rows) + self.notes(config)
         doc = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "shards_file": str(config.stash[PLAN_KEY]["suite"].source), "shards": rows,
                "mxnet": self.mxnet, "passed": all(r["result"] == "PASS" for r in rows)}
@@ -197,7 +197,7 @@ class ShardTable:
             header["mxnet"] = f"{self.mxnet.get('version')} from {self.mxnet.get('file')}"
             header["num_gpus()"] = self.mxnet.get("num_gpus")
             header["Features enabled"] = " ".join(k for k, v in (self.mxnet.get("features") or {}).items() if v)
-        (out / "summary.md").write_text(acc.summary_markdown(rows, header))
+        (out / "summary.md").write_text(acceptance.summary_markdown(rows, header))
         self.lines.append(f"summary: {out / 'summary.md'}")
         self._add_to_provenance_json(config, doc)
 

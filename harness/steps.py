@@ -1,0 +1,303 @@
+"""The build chain as one table: source -> CUDA root -> configure -> compile -> stage -> package.
+
+Each row of ``CHAIN`` is one build step: the session fixture the gates ask for, the run-once record
+it files under the run's shared dir, the name its errors carry (``StepError.step``, ``chain::<name>``),
+the summary's label, what it needs (fixture names), how it produces its record and how the record
+is read back. Everything else is derived from the rows: the session fixtures (harness.chain), the
+chain stop and the summary's step line, the wheel the pin hashes (the last row), the JSON report's
+build section, and the step names that stop the session (harness.gates).
+
+Adding a step ("sign the wheel") is its build_steps module plus one row here.
+
+Each fixture runs its step once for all xdist workers (build_steps.once.run_once: a file lock and
+a JSON record under the run's shared dir). pytest-timeout never limits them (timeout_func_only in
+pytest.ini): only gate bodies are timed.
+"""
+from __future__ import annotations
+
+import errno
+import inspect
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable
+
+import pytest
+
+from build_steps import bundle, compile, configure, cuda_root, filesystem, launcher, package, source
+from build_steps.errors import BuildInterrupted, StepError
+from build_steps.once import run_once
+
+from .common import LIVE, is_worker, say, shared_root
+
+
+def guarded(step: str, produce, where: Path):
+    """``produce`` as the chain's step ``step``: an interrupt anywhere in it is that step's
+    INTERRUPTED (exit 2, no traceback), and a full or read-only disk under ``where`` is one
+    sentence naming the filesystem, not an OSError traceback."""
+    def run():
+        start = time.monotonic()
+        try:
+            return produce()
+        except BuildInterrupted:
+            raise
+        except KeyboardInterrupt as exc:
+            why = f" by {exc}" if str(exc).startswith("signal ") else ""
+            raise BuildInterrupted(step, f"interrupted{why} after {time.monotonic() - start:.0f}s; its "
+                                   "processes were stopped. Re-run the same command to resume") from None
+        except OSError as exc:
+            path = Path(exc.filename) if exc.filename else where
+            if filesystem.is_no_space(exc):
+                raise StepError(step, filesystem.no_space(path)) from None
+            if exc.errno == errno.EROFS:
+                raise StepError(step, f"cannot write {path}: read-only file system "
+                                f"{filesystem.filesystem_name(path)}; pass --build-dir=DIR on a "
+                                "writable filesystem") from None
+            raise
+    return run
+
+
+class BuildPaths:
+    """Where one build of one tree lives: the CMake tree, its logs, the wheel staging dir."""
+
+    def __init__(self, options, src: Path):
+        self.src = src
+        bd = options.build_dir or Path(options.profile.build_dir)
+        self.build_dir = (bd if bd.is_absolute() else src / bd).resolve()
+        self.logs = self.build_dir / "harness-logs"
+        self.staging = self.build_dir / "harness-wheel"
+        self.dist = src / "dist"
+
+
+def _always(_n) -> bool:
+    return True
+
+
+def _no_detail(_result: dict) -> str:
+    return ""
+
+
+@dataclass(frozen=True)
+class Step:
+    #: the session fixture gates ask for (``configured_tree``)
+    fixture: str
+    #: its run-once record under the shared dir (``configure`` -> configure.json)
+    record: str
+    #: the name its errors carry: StepError.step, ``chain::<name>``, ``[<name>]``
+    name: str
+    #: the summary's label (``build chain steps: stage+bundle 3.1s``)
+    label: str
+    #: the fixtures the step needs, by name (handed to ``produce``/``where``/``applies`` as attributes)
+    needs: tuple
+    #: needs -> the record's JSON (runs once per run, under ``guarded``)
+    produce: Callable[[Any], dict]
+    #: the record's JSON -> the fixture's value (the result type's from_json)
+    from_json: Callable[[dict], Any]
+    #: needs -> where a full or read-only disk is looked for
+    where: Callable[[Any], Path]
+    #: needs -> False when the step has nothing to do in this run (the fixture is None); may skip
+    applies: Callable[[Any], bool] = _always
+    #: named in the summary only when it failed or was interrupted
+    quiet: bool = False
+    #: other names this step's errors carry (raised inside it by its build_steps module)
+    also_named: tuple = ()
+    #: the record's result -> what the summary adds after the step's time
+    detail: Callable[[dict], str] = _no_detail
+
+    def fixture_function(self):
+        """The session fixture of this step: pytest asks for ``needs`` by the function's signature."""
+        def step_fixture(**needs):
+            n = SimpleNamespace(**needs)
+            if not self.applies(n):
+                return None
+            return self.from_json(run_once(n.shared_dir, self.record,
+                                           guarded(self.name, lambda: self.produce(n), self.where(n))))
+        step_fixture.__name__ = self.fixture
+        step_fixture.__doc__ = f"The build step {self.name!r} (harness.steps.CHAIN), run once for the run."
+        step_fixture.__signature__ = inspect.Signature(
+            [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY) for p in self.needs])
+        return pytest.fixture(scope="session", name=self.fixture)(step_fixture)
+
+
+# --------------------------------------------------------------------------------------------
+# What each step does in a run (the work itself is its build_steps module's)
+# --------------------------------------------------------------------------------------------
+def _say_each(prefix: str, lines) -> None:
+    for line in lines:
+        say(f"{prefix}{line}")
+
+
+def _invocation_dir(n) -> Path:
+    return Path(n.request.config.invocation_params.dir)
+
+
+def _source_applies(n) -> bool:
+    if n.options.wheel is not None:
+        pytest.skip("--wheel given: the build chain does not run (nothing is configured or built)")
+    return True
+
+
+def _produce_source(n) -> dict:
+    root = source.resolve_source(n.options.mxnet_src, _invocation_dir(n))
+    info = source.check_source_tree(root, {**n.options.profile.configure_flags, **n.options.cmake_defines})
+    say(f"==> MXNet source tree: {root} (commit {info.commit or 'not a git checkout'}, "
+        f"flavor {n.options.profile.name})")
+    _say_each("WARNING: ", info.submodule_warnings)
+    return info.to_json()
+
+
+def _produce_cuda_root(n) -> dict:
+    say("==> assembling a CUDA root from nvcc + pip's nvidia-* wheels (cached)")
+    root = cuda_root.assemble_cuda_root(python=sys.executable, find_links=n.options.find_links,
+                                        index_url=n.options.index_url, progress=LIVE)
+    return root.to_json()
+
+
+def _produce_configure(n) -> dict:
+    options, paths, cuda, tool = n.options, n.build_paths, n.cuda_root, n.compiler_launcher
+    if options.fresh and paths.build_dir.exists():
+        say(f"==> --fresh: deleting {paths.build_dir}")
+        shutil.rmtree(paths.build_dir)
+    say(f"==> configure {paths.build_dir} (compiler launcher: {tool.path or 'none'})")
+    _say_each("[configure] development option ", options.development_options)
+    _say_each("[configure] override -D", (f"{k}={v}" for k, v in options.build_defines.items()))
+    res = configure.configure(paths.src, paths.build_dir, n.profile, options.cuda_arch,
+                              paths.logs, extra_defs={**(cuda.cmake_args if cuda else {}),
+                                                      **launcher.cmake_defines(tool)},
+                              env=cuda.env if cuda else None, overrides=options.build_defines)
+    say(f"[configure] {'first-time' if res.first_time else 'refresh'} in {res.seconds:.1f}s; "
+        f"gencode: {' '.join(res.gencode) or 'none (CPU)'}")
+    _say_each("[configure] note: ", res.notes)
+    return res.to_json()
+
+
+def _produce_compile(n) -> dict:
+    paths = n.build_paths
+    say(f"==> compile target mxnet in {paths.build_dir} with {n.options.jobs} jobs "
+        f"(log: {paths.logs / 'compile.log'})")
+    return compile.compile_mxnet(paths.build_dir, n.options.jobs, paths.logs,
+                                 env=n.cuda_root.env if n.cuda_root else None, progress=LIVE,
+                                 launcher=n.compiler_launcher).to_json()
+
+
+def _compile_detail(result: dict) -> str:
+    return " (no work to do)" if result.get("no_work") else f" ({result.get('steps_run')} steps)"
+
+
+def _produce_stage(n) -> dict:
+    """libmxnet.so + headers staged into python/mxnet, OpenCV closure bundled, RUNPATHs set."""
+    start = time.monotonic()
+    built_with = configure.expected_features(n.profile, n.options.cmake_defines)
+    staged = bundle.stage_package(n.libmxnet.library, n.build_paths.src, n.profile,
+                                  wants_opencv=bool(built_with.get("USE_OPENCV")))
+    say(f"[stage] {len(staged.bundle)} libraries bundled into {staged.package_dir / 'lib'}; "
+        f"libmxnet RUNPATH {':'.join(staged.runpath)}")
+    _say_each("[stage] warning: ", staged.warnings)
+    return staged.record(time.monotonic() - start).to_json()
+
+
+def _produce_wheel(n) -> dict:
+    """The wheel, in a staging dir: dist/ gets it only after the gates passed (harness.chain)."""
+    paths = n.build_paths
+    version = n.options.wheel_version or n.profile.default_version()
+    say(f"==> python -m build --wheel (version {version}) in {paths.src / 'python'}")
+    res = package.build_wheel(paths.src, version, n.profile, paths.staging,
+                              paths.logs, n.options.build_python or sys.executable)
+    say(f"[package] {res.wheel.name} in {res.seconds:.1f}s (staged; dist/ after the gates)")
+    return {**res.to_json(), "version": version, "dist": str(paths.dist)}
+
+
+def _wheel_of(record: dict) -> Path:
+    return Path(record["wheel"])
+
+
+def _in_build_dir(n) -> Path:
+    return n.build_paths.build_dir
+
+
+#: The chain, in order. The last row makes the wheel (the pin's producer, dist/'s candidate).
+CHAIN = (
+    Step("mxnet_source", "source", "source", "source", ("options", "shared_dir", "request"),
+         _produce_source, source.SourceInfo.from_json,
+         where=lambda n: n.options.mxnet_src or _invocation_dir(n), applies=_source_applies, quiet=True),
+    Step("cuda_root", "cuda_root", "cuda-root", "CUDA root", ("options", "shared_dir"),
+         _produce_cuda_root, cuda_root.CudaRoot.from_json,
+         where=lambda n: cuda_root.default_cache_dir(),
+         applies=lambda n: n.options.cuda_from_wheels and n.options.profile.is_cuda, quiet=True),
+    Step("configured_tree", "configure", "configure", "configure",
+         ("options", "profile", "shared_dir", "build_paths", "cuda_root", "compiler_launcher"),
+         _produce_configure, configure.ConfigureResult.from_json, where=_in_build_dir),
+    Step("libmxnet", "compile", "compile", "compile",
+         ("options", "shared_dir", "build_paths", "configured_tree", "cuda_root", "compiler_launcher"),
+         _produce_compile, compile.CompileResult.from_json, where=_in_build_dir, detail=_compile_detail),
+    Step("staged_package", "stage", "stage", "stage+bundle",
+         ("options", "profile", "shared_dir", "build_paths", "libmxnet"),
+         _produce_stage, bundle.StagedRecord.from_json, where=_in_build_dir, also_named=("bundle",)),
+    Step("built_wheel", "built_wheel", "package", "package",
+         ("options", "profile", "shared_dir", "build_paths", "staged_package"),
+         _produce_wheel, _wheel_of, where=_in_build_dir),
+)
+#: The step that makes the wheel.
+WHEEL_STEP = CHAIN[-1]
+#: Every name a chain step's errors carry: when one fails, no further gate can run (harness.gates).
+STEP_NAMES = tuple(name for step in CHAIN for name in (step.name, *step.also_named))
+
+
+def step_by_record(record: str) -> Step:
+    return next(step for step in CHAIN if step.record == record)
+
+
+def chain_records(shared: Path | None) -> dict:
+    """record key -> the run-once record of each chain step that ran, in chain order: what the
+    summary (harness.chain), the JSON report and the review page read about the build. An
+    unreadable record is left out."""
+    records = {}
+    for step in CHAIN if shared is not None else ():
+        try:
+            records[step.record] = json.loads((shared / f"{step.record}.json").read_text())
+        except (OSError, ValueError):
+            continue
+    return records
+
+
+def chain_stop_of(records: dict) -> str | None:
+    """What stopped the chain (``"configure failed"``, ``"compile INTERRUPTED"``), None if nothing did."""
+    for step in CHAIN:
+        rec = records.get(step.record) or {}
+        if rec.get("failed"):
+            return f"{step.label} {'INTERRUPTED' if rec.get('interrupted') else 'failed'}"
+    return None
+
+
+def chain_stop(config) -> str | None:
+    """What stopped the build chain in this run (``"configure failed"``), None if nothing did
+    (read from the run's records by the reporting process)."""
+    return None if is_worker(config) else chain_stop_of(chain_records(shared_root(config)))
+
+
+def step_times(records: dict) -> list:
+    """The summary's entries, one per step that ran (a quiet step only when it failed)."""
+    times = []
+    for step in CHAIN:
+        rec = records.get(step.record)
+        if rec is None or (step.quiet and not rec.get("failed")):
+            continue
+        if rec.get("interrupted"):
+            times.append(f"{step.label} INTERRUPTED ({rec.get('error', '').split('] ', 1)[-1].split(';')[0]}; "
+                         "re-run to resume)")
+        elif rec.get("failed"):
+            times.append(f"{step.label} FAILED")
+        else:
+            r = rec["result"]
+            times.append(f"{step.label} {r.get('seconds', 0):.1f}s{step.detail(r)}")
+    return times
+
+
+def step_seconds(records: dict) -> dict:
+    """record key -> seconds of each timed step that finished (the JSON report's build section)."""
+    return {step.record: round(rec["result"]["seconds"], 1) for step in CHAIN if not step.quiet
+            and (rec := records.get(step.record)) and (rec.get("result") or {}).get("seconds") is not None}
