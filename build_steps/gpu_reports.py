@@ -135,18 +135,20 @@ class Merged:
             return "not verified"
         return "incomplete" if self.missing(arch) else "verified"
 
+    def archs_in(self, state: str) -> list:
+        return [a for a in self.archs if self.state(a) == state]
+
     @property
     def unverified(self) -> list:
-        return [a for a in self.archs
-                if not any(r.outcome == "passed" for r in self.per_arch.get(a, [])) or self.missing(a)]
+        return [a for a in self.archs if self.state(a) != "verified"]
 
     @property
     def failed(self) -> list:
-        return [a for a in self.archs if any(r.outcome == "failed" for r in self.per_arch.get(a, []))]
+        return self.archs_in("failed")
 
     @property
     def ok(self) -> bool:
-        return not self.unverified and not self.failed
+        return not self.unverified
 
 
 def _read_report(path: Path) -> dict:
@@ -327,10 +329,10 @@ def summary_lines(m: Merged) -> list[str]:
         parts = []
         if m.failed:
             parts.append(f"GPU gates failed on {', '.join(m.failed)}")
-        incomplete = [a for a in m.archs if m.state(a) == "incomplete"]
+        incomplete = m.archs_in("incomplete")
         if incomplete:
             parts.append(f"the GPU gates did not all pass on {', '.join(incomplete)}")
-        missing = [a for a in m.unverified if a not in m.failed and a not in incomplete]
+        missing = m.archs_in("not verified")
         if missing:
             parts.append(f"no GPU verified {', '.join(missing)}")
         lines.append("strict verdict: FAIL - " + "; ".join(parts))
