@@ -14,7 +14,7 @@ from build_steps.errors import HarnessError, StepError, UsageError, WheelUnusabl
 from build_steps.once import ProductFailed, StepFailedElsewhere
 from build_steps.release_manifest import left_out_by_flavor
 
-from .common import harness_options, harness_run, is_release_run
+from .common import harness_options, harness_run, is_release_run, is_worker
 from .steps import STEP_NAMES
 
 #: Steps every gate of a build run stands on: when one fails, no further gate can run.
@@ -23,10 +23,14 @@ CHAIN_STEPS = STEP_NAMES
 STOP_PREFIX = "build step failed"
 #: The node a failed build step is reported under (``chain::configure``).
 CHAIN_NODE = "chain"
+#: The user property a worker's report carries the failed step in: the controller files it.
+CHAIN_STEP_PROPERTY = "mxnet_chain_step"
 
 
 def pytest_configure(config):
     config.pluginmanager.register(StepStopExitCode(), "mxnet-step-stop-exit-code")
+    if not is_worker(config):
+        config.pluginmanager.register(StepReportsOnController(), "mxnet-step-reports")
     _terminate_as_interrupt()
 
 
@@ -72,8 +76,12 @@ def _judge(item, call, report) -> None:
         if isinstance(exc, StepError):
             # Filed under the step, not under whichever gate first asked for its product: the
             # gate did not fail, it never ran ("ERROR at setup of build step configure").
-            report.nodeid = f"{CHAIN_NODE}::{step}"
-            report.location = (report.location[0], None, f"build step {step}")
+            if is_worker(item.config):
+                # An xdist worker checks that each report it sends is of the item it ran (an
+                # INTERNALERROR otherwise, seen on the GPU host): the controller renames it.
+                report.user_properties = [*report.user_properties, (CHAIN_STEP_PROPERTY, step)]
+            else:
+                _file_under_step(report, step)
     # A release run's skipped gate is a failed one. The verdict itself is filed by harness.ledger,
     # whose makereport wraps this one and so sees the converted outcome.
     if item.get_closest_marker("release") is None or not report.skipped or report.when == "teardown":
@@ -82,6 +90,24 @@ def _judge(item, call, report) -> None:
         why = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"release run: gate skipped, which counts as a failure ({why})"
+
+
+def _file_under_step(report, step: str) -> None:
+    report.nodeid = f"{CHAIN_NODE}::{step}"
+    report.location = (report.location[0], None, f"build step {step}")
+
+
+class StepReportsOnController:
+    """Files a worker's failed build step under ``chain::<step>`` on the xdist controller. A
+    wrapper runs before every plain implementation: the ledger, the terminal reporter and the JSON
+    report all see the step's name."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report):
+        step = next((v for k, v in report.user_properties if k == CHAIN_STEP_PROPERTY), None)
+        if step is not None:
+            _file_under_step(report, step)
+        return (yield)
 
 
 def pytest_collection_modifyitems(config, items):
