@@ -208,7 +208,10 @@ def _run_verdict(path: Path, doc: dict) -> RunVerdict | None:
     gpu = next((g["gpu"] for g in gates.values() if g.get("gpu")), None) or {}
     if "failed" in outcomes:
         outcome = "failed"
-        detail = next(f"{n}: {g.get('message', '')}" for n, g in gates.items() if g.get("verdict") == "failed")
+        failed = [(n, g) for n, g in gates.items() if g.get("verdict") == "failed"]
+        # the count first: the first failure's message is cut to fit the row
+        detail = (f"{len(failed)} GPU gate{'s' if len(failed) > 1 else ''} failed, first "
+                  f"{failed[0][0]}: {failed[0][1].get('message', '')}")
     elif "passed" in outcomes:
         outcome, detail = "passed", f"{outcomes.count('passed')} GPU gates passed"
     else:
@@ -313,7 +316,7 @@ def summary_lines(m: Merged) -> list[str]:
         who = "; ".join(f"{r.gpu.get('name')} on {r.host} ({r.report}): {r.outcome}"
                         + (f" - {r.detail}" if r.outcome != "passed" else "") for r in runs)
         lines.append(f"  {arch:<7} {state}: {who}")
-        if missing and state != "FAILED":
+        if missing:
             shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
             lines.append(f"          {len(missing)} of the release set's {len(m.required)} GPU gates did not "
                          f"pass on {arch}: {shown}; run them there (pytest -m \"gpu or cublas\" --wheel=W "

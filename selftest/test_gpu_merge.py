@@ -201,6 +201,41 @@ def test_a_real_gpu_runners_report_verifies_its_arch(report, tmp_path):
     assert f"verified: {gpus[0]['name']}" in _row(r.stdout, arch), r.stdout
 
 
+#: The GPU runner's report of the real fork's development build on the H200 (sm_90 only, oneDNN off,
+#: shards cut at 2 min; docs/gpu_runs/real_fork_2026-12-04.md)
+REAL_H200 = ROOT / "docs" / "gpu_runs" / "real_fork_2026-12-04-gpu.json"
+REAL_H200_NOT_PASSED = ["gpu_cublaslt", "gpu_operator_classic", "gpu_operator_numpy", "gpu_quantization"]
+
+
+def test_the_real_h200_report_covers_the_gpu_set_and_names_what_kept_sm90_unverified(tmp_path):
+    """A real runner's report, not one written for the test: its gates are the release set's GPU
+    gates by name (a renamed gate or shard would leave every real arch INCOMPLETE forever), its four
+    gates that did not pass keep sm_90 from verified and are named, and with them passed the same
+    report verifies sm_90 while the other five release archs stay unverified."""
+    doc = json.loads(REAL_H200.read_text())
+    section = doc["gpu_verification"]
+    assert set(section["gates"]) | set(section["excused"]) == set(gpu_reports.required_gpu_gates())
+    d = tmp_path / "as-run"
+    d.mkdir()
+    (d / REAL_H200.name).write_text(json.dumps(doc))
+    r = _merge_cli(d)
+    row = _row(r.stdout, "sm_90")
+    assert r.returncode == 1 and row.split()[1] == "FAILED:" and "NVIDIA H200" in row, r.stdout
+    assert "4 GPU gates failed" in row, row
+    assert all(f"test_shard[{s}]" in r.stdout for s in REAL_H200_NOT_PASSED), r.stdout
+
+    for name, gate in section["gates"].items():
+        if any(f"[{s}]" in name for s in REAL_H200_NOT_PASSED):
+            assert gate["verdict"] == "failed", name
+            gate["verdict"] = "passed"
+    d = tmp_path / "if-they-passed"
+    d.mkdir()
+    (d / REAL_H200.name).write_text(json.dumps(doc))
+    r = _merge_cli(d)
+    assert _row(r.stdout, "sm_90").split()[1] == "verified:", r.stdout
+    assert r.returncode == 1 and "no GPU verified sm_80, sm_86, sm_89, sm_100, sm_120" in r.stdout, r.stdout
+
+
 def _narrowed(doc: dict, keep) -> dict:
     """``doc`` as a runner that ran only the GPU gates for which ``keep(nodeid)`` is true."""
     doc = json.loads(json.dumps(doc))
