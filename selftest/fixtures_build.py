@@ -40,6 +40,19 @@ def _ignore_outputs(directory, names):
     return drop
 
 
+def slow_compile_edit(seconds: float):
+    """An edit for ``sample_tree``: the compile gets a step that sleeps ``seconds`` unless stopped.
+    Give each test its own odd number: the process checks find the sleep by its argument."""
+    def edit(path: Path):
+        cm = path / "CMakeLists.txt"
+        cm.write_text(cm.read_text() + (
+            'add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/slow.stamp\n'
+            f'  COMMAND sleep {seconds} COMMAND ${{CMAKE_COMMAND}} -E touch ${{CMAKE_BINARY_DIR}}/slow.stamp)\n'
+            'add_custom_target(slow_step DEPENDS ${CMAKE_BINARY_DIR}/slow.stamp)\n'
+            'add_dependencies(mxnet slow_step)\n'))
+    return edit
+
+
 def step_counts(build_dir: Path) -> Counter:
     """How often each step ran in ``build_dir`` (configure/compile lines of .harness-steps.log)."""
     log = Path(build_dir) / ".harness-steps.log"

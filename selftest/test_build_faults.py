@@ -29,6 +29,7 @@ from build_steps.errors import BuildInterrupted, StepError
 from build_steps.profiles import PROFILES, Arch
 from harness.steps import guarded
 from selftest.conftest import HARNESS_ROOT
+from selftest.fixtures_build import slow_compile_edit
 from selftest.fixtures_realtree import git
 
 CPU = PROFILES["cpu"]
@@ -99,16 +100,6 @@ def _in_namespace(setup: str, cmd: list[str]) -> list[str]:
             f"set -e; {setup}; exec {shlex.join(cmd)}"]
 
 
-def _slow_compile(path: Path):
-    # A build step that runs for minutes unless stopped.
-    cm = path / "CMakeLists.txt"
-    cm.write_text(cm.read_text() + (
-        'add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/slow.stamp\n'
-        '  COMMAND sleep 318.5 COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/slow.stamp)\n'
-        'add_custom_target(slow_step DEPENDS ${CMAKE_BINARY_DIR}/slow.stamp)\n'
-        'add_dependencies(mxnet slow_step)\n'))
-
-
 def _slow_configure(path: Path):
     # CMake runs this child for minutes during configure (as a slow try-compile or probe would).
     cm = path / "CMakeLists.txt"
@@ -118,7 +109,7 @@ def _slow_configure(path: Path):
 # --- 1. one run per build dir ----------------------------------------------------------------------
 
 def test_second_run_on_a_build_dir_is_refused_naming_the_first(sample_tree, tmp_path):
-    src = sample_tree(edit=_slow_compile)
+    src = sample_tree(edit=slow_compile_edit(318.5))
     mark = uuid.uuid4().hex
     run = ("-m", "release", f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", "--compiler-launcher=none")
     with open(tmp_path / "first.log", "w") as fh:

@@ -22,6 +22,7 @@ from build_steps.configure import emitted_gencode
 from build_steps.errors import UsageError, log_excerpt
 from build_steps.options import parse_cmake_defines
 from selftest.conftest import HARNESS_ROOT
+from selftest.fixtures_build import slow_compile_edit
 
 HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").exists()
 RELEASE_ARCH = "8.0;8.6;8.9;9.0;10.0;12.0+PTX"
@@ -172,14 +173,8 @@ def test_log_excerpt_leads_with_the_first_error_not_the_tail(tmp_path):
 
 # --- interrupted builds --------------------------------------------------------------------------
 
-def _slow_compile(path: Path):
-    # A build step that runs for minutes unless stopped; its argument marks it for the process check.
-    cm = path / "CMakeLists.txt"
-    cm.write_text(cm.read_text() + (
-        'add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/slow.stamp\n'
-        '  COMMAND sleep 317.25 COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/slow.stamp)\n'
-        'add_custom_target(slow_step DEPENDS ${CMAKE_BINARY_DIR}/slow.stamp)\n'
-        'add_dependencies(mxnet slow_step)\n'))
+#: the slow compile step's sleep, which the process checks look for
+SLEEP = 317.25
 
 
 def _left_running(marker: str) -> list[str]:
@@ -195,7 +190,7 @@ def _ignore_sigint():
 @pytest.mark.parametrize("sig,background", [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
                          ids=["SIGINT", "SIGTERM", "SIGINT-to-a-background-job"])
 def test_signal_stops_the_whole_build_and_says_where(sample_tree, tmp_path, sig, background):
-    src = sample_tree(edit=_slow_compile)
+    src = sample_tree(edit=slow_compile_edit(SLEEP))
     out_file = tmp_path / "run.log"
     cmd = [sys.executable, "-m", "pytest", "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir",
            str(HARNESS_ROOT), "-p", "no:cacheprovider", str(HARNESS_ROOT / "tests"), "-m", "release",
@@ -205,10 +200,10 @@ def test_signal_stops_the_whole_build_and_says_where(sample_tree, tmp_path, sig,
                                 start_new_session=True, preexec_fn=_ignore_sigint if background else None)
         try:
             deadline = time.monotonic() + 240
-            while not (_left_running("sleep 317.25") and "[compile] [" in out_file.read_text()) \
+            while not (_left_running(f"sleep {SLEEP}") and "[compile] [" in out_file.read_text()) \
                     and time.monotonic() < deadline and proc.poll() is None:
                 time.sleep(0.5)
-            assert _left_running("sleep 317.25"), out_file.read_text()[-3000:]
+            assert _left_running(f"sleep {SLEEP}"), out_file.read_text()[-3000:]
             proc.send_signal(sig)  # to pytest alone: the harness must stop the build's own group
             rc = proc.wait(timeout=30)
         finally:
@@ -217,13 +212,13 @@ def test_signal_stops_the_whole_build_and_says_where(sample_tree, tmp_path, sig,
     out = out_file.read_text()
     try:
         assert rc == pytest.ExitCode.INTERRUPTED, out[-3000:]
-        assert not _left_running("sleep 317.25"), "the build went on after the run stopped"
+        assert not _left_running(f"sleep {SLEEP}"), "the build went on after the run stopped"
         assert "[compile] interrupted at [" in out and "re-run the same command to resume" in out.lower(), out[-3000:]
         assert "compile INTERRUPTED" in out and "RELEASE no wheel: compile INTERRUPTED" in out, out[-3000:]
         log = (src / "build-cpu" / "harness-logs" / "compile.log").read_text()
         assert log.startswith("==== compile run ") and "==== interrupted at [" in log, log[-2000:]
     finally:
-        for line in _left_running("sleep 317.25"):
+        for line in _left_running(f"sleep {SLEEP}"):
             os.kill(int(line.split()[0]), signal.SIGKILL)
 
 
