@@ -73,6 +73,8 @@ setup)
   nvcc --version | tail -2; nproc; df -h /tmp | tail -1
   ;;
 setup2)
+  # after the packing that setup started: it would otherwise put the host's versions back
+  for _ in $(seq 120); do [ -f "$W/wheelhouse.rc" ] && break; sleep 2; done
   for w in "$ROOT"/.whl2/*.whl; do
     name=$(basename "$w" | cut -d- -f1)
     rm -f "$W/wheelhouse/$name"-*.whl  # the host's own (packed) version of it
