@@ -36,6 +36,12 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 W=${REAL_FORK_WORK:-/tmp/realfork}
 PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
+# The venv's requirements beside the wheel, which goes in with --no-deps: its own include
+# opencv-python and scipy-openblas32, which this host cannot install (no network; OpenCV and the
+# pip OpenBLAS are not used by this build), so its runtime dependencies are named here.
+EXTRA_REQS=()
+for r in 'numpy<2' 'onnx<1.22' nvidia-cudnn-cu13 nvidia-nccl-cu13 nvidia-cublas requests packaging \
+         'graphviz<0.9'; do EXTRA_REQS+=("--extra-requirement=$r"); done
 
 case "${1:-}" in
 slim)
@@ -86,17 +92,11 @@ start)
   shift
   cd "$ROOT" || exit 1
   rm -f "$W/pytest.rc"
-  reqs=()
-  for r in 'numpy<2' 'onnx<1.22' nvidia-cudnn-cu13 nvidia-nccl-cu13 nvidia-cublas requests packaging \
-           'graphviz<0.9'; do reqs+=("--extra-requirement=$r"); done
-  # the wheel's own requirements include opencv-python and scipy-openblas32, which this host
-  # cannot install (no network; OpenCV and the pip OpenBLAS are not used by this build), so the
-  # wheel goes in with --no-deps and its runtime dependencies are named above.
   cmd="$PY -m pytest -p no:cacheprovider -m release --mxnet-src=$W/mxnet \
       --cuda-arch=native --fast-compile --cmake-define=CMAKE_NM=/bin/true \
       --cmake-define=USE_ONEDNN=OFF --cmake-define=USE_OPENCV=OFF --cmake-define=USE_LAPACK=OFF \
       --compiler-launcher=none --jobs=$(nproc) --build-dir=$W/build --venv-dir=$W/venv --keep-venv \
-      --no-deps --no-index --find-links=$W/wheelhouse ${reqs[*]@Q} --lanes=gpu \
+      --no-deps --no-index --find-links=$W/wheelhouse ${EXTRA_REQS[*]@Q} --lanes=gpu \
       --acceptance-dir=$W/acceptance --provenance-json=$W/report.json ${*@Q}"
   echo "$cmd" > "$W/pytest.cmd"
   setsid nohup bash -c "$cmd > $W/pytest.log 2>&1; echo \$? > $W/pytest.rc" < /dev/null > /dev/null 2>&1 &
@@ -120,12 +120,9 @@ gpu-lane)
     mkdir -p "$W/gpu-lane" && wheel="$W/gpu-lane/$(basename "$rejected" .FAILED-GATES)"
     cp "$rejected" "$wheel" || exit 1
   fi
-  reqs=()
-  for r in 'numpy<2' 'onnx<1.22' nvidia-cudnn-cu13 nvidia-nccl-cu13 nvidia-cublas requests packaging \
-           'graphviz<0.9'; do reqs+=("--extra-requirement=$r"); done
   rm -rf "$W/gpu-venv" "$W/gpu-acceptance"
   $PY -m pytest -p no:cacheprovider -m "acceptance or gpu or cublas" --wheel="$wheel" --mxnet-src="$W/mxnet" \
-      --lanes=gpu --venv-dir="$W/gpu-venv" --no-deps --no-index --find-links="$W/wheelhouse" "${reqs[@]}" \
+      --lanes=gpu --venv-dir="$W/gpu-venv" --no-deps --no-index --find-links="$W/wheelhouse" "${EXTRA_REQS[@]}" \
       --acceptance-dir="$W/gpu-acceptance" --provenance-json="$W/gpu_report.json" "$@" > "$W/gpu-lane.log" 2>&1
   echo "gpu lane exit: $?"; tail -c 4000 "$W/gpu-lane.log"
   ;;
@@ -144,7 +141,7 @@ collect)
   cp "$W/build/.ninja_log" "$out/ninja_log.txt" 2>/dev/null
   tail -c 200000 "$W/build/harness-logs/compile.log" > "$out/compile_log_tail.txt" 2>/dev/null
   cat "$W"/build/harness-logs/*.log 2>/dev/null | grep -v '^\[' | tail -c 300000 > "$out/step_logs_tail.txt"
-  # the shards' summary and each shard log's head and tail (what it passed, where it stopped)
+  # each shard log's head and tail (what it passed, where it stopped)
   for f in $(find "$W/acceptance" "$W/gpu-acceptance" -name '*.log' 2>/dev/null | sort); do
     echo "===== $f ($(wc -l < "$f") lines)"; head -c 3000 "$f"; echo "....."; tail -c 12000 "$f"
   done | tail -c 8000000 > "$out/shard_logs.txt"

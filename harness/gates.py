@@ -76,12 +76,10 @@ def _judge(item, call, report) -> None:
         if isinstance(exc, StepError):
             # Filed under the step, not under whichever gate first asked for its product: the
             # gate did not fail, it never ran ("ERROR at setup of build step configure").
-            if is_worker(item.config):
-                # An xdist worker checks that each report it sends is of the item it ran (an
-                # INTERNALERROR otherwise, seen on the GPU host): the controller renames it.
-                report.user_properties = [*report.user_properties, (CHAIN_STEP_PROPERTY, step)]
-            else:
-                _file_under_step(report, step)
+            # Renamed where it is logged (StepReportsOnController), not here: an xdist worker
+            # checks that each report it sends is of the item it ran (an INTERNALERROR otherwise,
+            # seen on the GPU host).
+            report.user_properties = [*report.user_properties, (CHAIN_STEP_PROPERTY, step)]
     # A release run's skipped gate is a failed one. The verdict itself is filed by harness.ledger,
     # whose makereport wraps this one and so sees the converted outcome.
     if item.get_closest_marker("release") is None or not report.skipped or report.when == "teardown":
@@ -92,21 +90,17 @@ def _judge(item, call, report) -> None:
         report.longrepr = f"release run: gate skipped, which counts as a failure ({why})"
 
 
-def _file_under_step(report, step: str) -> None:
-    report.nodeid = f"{CHAIN_NODE}::{step}"
-    report.location = (report.location[0], None, f"build step {step}")
-
-
 class StepReportsOnController:
-    """Files a worker's failed build step under ``chain::<step>`` on the xdist controller. A
-    wrapper runs before every plain implementation: the ledger, the terminal reporter and the JSON
-    report all see the step's name."""
+    """Files a failed build step's report under ``chain::<step>`` in the reporting process (the
+    only one, or the xdist controller). A wrapper runs before every plain implementation: the
+    ledger, the terminal reporter and the JSON report all see the step's name."""
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report):
         step = next((v for k, v in report.user_properties if k == CHAIN_STEP_PROPERTY), None)
         if step is not None:
-            _file_under_step(report, step)
+            report.nodeid = f"{CHAIN_NODE}::{step}"
+            report.location = (report.location[0], None, f"build step {step}")
         return (yield)
 
 
