@@ -250,6 +250,7 @@ def private_server(launcher: Launcher | None, env: dict | None = None) -> Server
         return None
     given = {**os.environ, **(env or {})}
     if given.get("SCCACHE_SERVER_PORT"):
+        ensure_running(launcher, env)
         return Server(launcher, {}, private=False)
     own = {"SCCACHE_SERVER_PORT": str(_free_port())}
     if not given.get("SCCACHE_DIR"):
@@ -261,6 +262,23 @@ def private_server(launcher: Launcher | None, env: dict | None = None) -> Server
         return server  # the first compile starts it; the counters will say if it cannot run
     server.pid = next(iter(_servers(own["SCCACHE_SERVER_PORT"])), None)
     return server
+
+
+def ensure_running(launcher: Launcher, env: dict | None = None) -> bool:
+    """Start the sccache server ``env`` addresses unless one already listens; True when one does.
+
+    ``--show-stats`` no longer starts a server (sccache 0.16), so without this the build's first
+    ``-j`` compiles would each start one. The losers' start-up races the winner's sccache-dist
+    client set-up (each recreates ``~/.cache/sccache-dist-client/client/toolchain_tmp``), and a
+    winner whose set-up lost comes up without its build servers: every compile then runs locally
+    and sccache counts no dist error (measured: half the loopback builds)."""
+    try:
+        _run_tool([launcher.path, "--start-server"], env)
+    except RuntimeError as exc:
+        return "Address in use" in str(exc)  # the user's server was already up
+    except (OSError, subprocess.TimeoutExpired):
+        return False  # the first compile starts it; the counters will say if it cannot run
+    return True
 
 
 def stop_server(launcher: Launcher, env: dict | None = None) -> None:

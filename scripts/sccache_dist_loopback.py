@@ -46,8 +46,10 @@ def start(workdir: Path, scheduler_port: int = SCHEDULER_PORT, server_port: int 
     key = subprocess.run([dist, "auth", "generate-jwt-hs256-key"], capture_output=True, text=True,
                          check=True).stdout.strip()
     server_addr = f"127.0.0.1:{server_port}"
-    token = subprocess.run([dist, "auth", "generate-jwt-hs256-server-token", "--secret-key", key,
-                            "--server", server_addr], capture_output=True, text=True, check=True).stdout.strip()
+    # "--opt=value": a generated key is base64url and one in 64 starts with "-", which the
+    # separate-argument form would parse as an option
+    token = subprocess.run([dist, "auth", "generate-jwt-hs256-server-token", f"--secret-key={key}",
+                            f"--server={server_addr}"], capture_output=True, text=True, check=True).stdout.strip()
     client_token = os.urandom(16).hex()
     (workdir / "scheduler.conf").write_text(
         f'public_addr = "127.0.0.1:{scheduler_port}"\n'

@@ -92,6 +92,16 @@ def test_ccache_counters_of_one_build_are_the_difference_of_its_statistics(tmp_p
     assert "statistics unavailable" in compiler_cache.diff(broken, compiler_cache.snapshot(broken), {}).summary()
 
 
+def test_a_user_named_sccache_port_gets_its_server_started_before_the_parallel_compiles(private_sccache):
+    # sccache 0.16's --show-stats starts nothing: the first -j compiles would race to start it
+    env = {k: os.environ[k] for k in ("SCCACHE_SERVER_PORT", "SCCACHE_DIR")}
+    assert not compiler_cache._servers(env["SCCACHE_SERVER_PORT"])
+    server = compiler_cache.private_server(private_sccache)
+    assert server is not None and not server.private  # the user's port: counted, never stopped
+    assert compiler_cache._servers(env["SCCACHE_SERVER_PORT"]), "no sccache server listens on the user's port"
+    assert compiler_cache.ensure_running(private_sccache), "a second start must see the running server"
+
+
 @pytest.mark.slow
 def test_rebuild_after_deleting_the_build_dir_is_served_from_the_cache(gates, sample_tree, private_sccache,
                                                                        tmp_path):
