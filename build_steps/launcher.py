@@ -149,7 +149,7 @@ def _snapshot(launcher: Launcher, env: dict | None) -> dict:
             "hits": total("cache_hits"), "misses": total("cache_misses"),
             "remote": sum((s.get("dist_compiles") or {}).values()),
             "remote_errors": s.get("dist_errors", 0), "not_cached": not_cached,
-            "location": data.get("cache_location", ""),
+            "location": data.get("cache_location", ""), "dist": _dist_problem(launcher, env),
         }
     if launcher.name == "ccache":
         counters = {}
@@ -171,6 +171,24 @@ def _snapshot(launcher: Launcher, env: dict | None) -> dict:
     return {}
 
 
+def _dist_problem(launcher: Launcher, env: dict | None) -> str:
+    """Why a configured sccache-dist cannot take compiles ("" when it is off or can).
+
+    A client that is not connected compiles everything locally and counts no dist error, so the
+    summary's "0 compiled remotely" alone cannot tell "not configured" from "configured, broken"."""
+    try:
+        (state, detail), = json.loads(_run_tool([launcher.path, "--dist-status"], env)).items()
+    except (OSError, RuntimeError, ValueError, subprocess.TimeoutExpired):
+        return ""  # an sccache without dist support, or a status it words differently
+    if state == "Disabled":
+        return ""
+    if state == "SchedulerStatus":
+        url, status = detail
+        return "" if status.get("num_servers") else f"sccache-dist scheduler {url} has no build server"
+    said = " ".join(map(str, detail)) if isinstance(detail, list) else detail
+    return f"sccache-dist is configured but not usable ({state}: {said}); misses compiled locally"
+
+
 def diff(launcher: Launcher, before: dict, after: dict) -> LauncherStats:
     """Counters of one build: ``after - before``. A concurrent build sharing the same sccache
     server or ccache directory is counted too (the tools count per server/dir, not per build)."""
@@ -182,6 +200,8 @@ def diff(launcher: Launcher, before: dict, after: dict) -> LauncherStats:
     d = {k: after.get(k, 0) - before.get(k, 0) for k in
          ("requests", "hits", "misses", "remote", "remote_errors", "not_cached")}
     stats = LauncherStats(launcher.name, cache_location=after.get("location", ""), **d)
+    if after.get("dist"):
+        stats.notes.append(after["dist"])
     if any(v < 0 for v in d.values()):
         stats.notes.append("the tool's counters went back during the build (stats zeroed or the "
                            "sccache server restarted): figures are unreliable")

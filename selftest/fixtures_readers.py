@@ -247,7 +247,7 @@ def record_hash(data: bytes) -> str:
 def minimal_files(name: str = "mxnet", version: str = "2.0.0+cu13.bw.20260614.1",
                   requires=("onnx>=1.7.0,<1.22",)) -> dict:
     dist_info = f"{name}-{version}.dist-info"
-    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     meta += [f"Requires-Dist: {r}" for r in requires]
     return {
         f"{name}/__init__.py": b"__version__ = '2.0.0'\n",

@@ -2,7 +2,6 @@
 they pass on it, GPU gates skip without a GPU (and fail under -m release), and each gate fails
 on the regression it exists for, with a message that names it."""
 import json
-from pathlib import Path
 
 import pytest
 
