@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .launcher import Server, diff, private_server, snapshot
+from .launcher import Server, build_stats, private_server, snapshot
 from . import filesystem, processes
 from .step_record import record_step
 from .errors import BuildInterrupted, StepError, log_excerpt
@@ -156,7 +156,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
     if not library.is_file():
         raise StepError("compile", f"{library} missing after the build", log=log,
                         tail=log_excerpt(log, since=first_line))
-    stats = diff(launcher, before, snapshot(launcher, env)) if launcher else None
+    stats = build_stats(launcher, before, env) if launcher else None
     commands, incremental = ninja_log.read_commands(build_dir, log_before)
     # sccache runs the compilers under its own server, not below this process: their CPU time
     # cannot be counted here, so none is claimed.

@@ -149,7 +149,7 @@ def _snapshot(launcher: Launcher, env: dict | None) -> dict:
             "hits": total("cache_hits"), "misses": total("cache_misses"),
             "remote": sum((s.get("dist_compiles") or {}).values()),
             "remote_errors": s.get("dist_errors", 0), "not_cached": not_cached,
-            "location": data.get("cache_location", ""), "dist": _dist_problem(launcher, env),
+            "location": data.get("cache_location", ""),
         }
     if launcher.name == "ccache":
         counters = {}
@@ -189,6 +189,16 @@ def _dist_problem(launcher: Launcher, env: dict | None) -> str:
     return f"sccache-dist is configured but not usable ({state}: {said}); misses compiled locally"
 
 
+def build_stats(launcher: Launcher, before: dict, env: dict | None = None) -> LauncherStats:
+    """What the launcher did since ``before`` (the snapshot taken as the build started), with a
+    note when a configured sccache-dist could not take this build's compiles."""
+    stats = diff(launcher, before, snapshot(launcher, env))
+    problem = _dist_problem(launcher, env) if launcher.name == "sccache" and not stats.error else ""
+    if problem:
+        stats.notes.append(problem)
+    return stats
+
+
 def diff(launcher: Launcher, before: dict, after: dict) -> LauncherStats:
     """Counters of one build: ``after - before``. A concurrent build sharing the same sccache
     server or ccache directory is counted too (the tools count per server/dir, not per build)."""
@@ -200,8 +210,6 @@ def diff(launcher: Launcher, before: dict, after: dict) -> LauncherStats:
     d = {k: after.get(k, 0) - before.get(k, 0) for k in
          ("requests", "hits", "misses", "remote", "remote_errors", "not_cached")}
     stats = LauncherStats(launcher.name, cache_location=after.get("location", ""), **d)
-    if after.get("dist"):
-        stats.notes.append(after["dist"])
     if any(v < 0 for v in d.values()):
         stats.notes.append("the tool's counters went back during the build (stats zeroed or the "
                            "sccache server restarted): figures are unreliable")
@@ -276,10 +284,8 @@ def private_server(launcher: Launcher | None, env: dict | None = None) -> Server
     if not given.get("SCCACHE_DIR"):
         own["SCCACHE_DIR"] = str(default_sccache_dir())
     server = Server(launcher, own, private=True)
-    try:
-        _run_tool([launcher.path, "--start-server"], {**(env or {}), **own})
-    except (OSError, RuntimeError, subprocess.TimeoutExpired):
-        return server  # the first compile starts it; the counters will say if it cannot run
+    if not ensure_running(launcher, {**(env or {}), **own}):
+        return server
     server.pid = next(iter(_servers(own["SCCACHE_SERVER_PORT"])), None)
     return server
 

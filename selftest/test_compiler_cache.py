@@ -105,16 +105,15 @@ def test_a_user_named_sccache_port_gets_its_server_started_before_the_parallel_c
 def test_a_configured_but_unreachable_sccache_dist_is_a_note_not_a_silent_local_build(private_sccache, tmp_path,
                                                                                       monkeypatch):
     assert compiler_cache.ensure_running(private_sccache)
-    quiet = compiler_cache.snapshot(private_sccache)
-    assert "error" not in quiet and quiet["dist"] == "", quiet  # dist off: nothing to say
+    quiet = compiler_cache.build_stats(private_sccache, compiler_cache.snapshot(private_sccache))
+    assert not quiet.error and not quiet.notes, quiet  # dist off: nothing to say
     compiler_cache.stop_server(private_sccache)
     conf = tmp_path / "client.conf"
     conf.write_text(f'[dist]\nscheduler_url = "http://127.0.0.1:{_free_port()}"\ntoolchains = []\n'
                     '[dist.auth]\ntype = "token"\ntoken = "t"\n')
     monkeypatch.setenv("SCCACHE_CONF", str(conf))
     assert compiler_cache.ensure_running(private_sccache)
-    before = compiler_cache.snapshot(private_sccache)
-    stats = compiler_cache.diff(private_sccache, before, compiler_cache.snapshot(private_sccache))
+    stats = compiler_cache.build_stats(private_sccache, compiler_cache.snapshot(private_sccache))
     assert any("sccache-dist is configured but not usable (NotConnected" in n for n in stats.notes), stats
     assert "misses compiled locally" in stats.summary()
 
@@ -194,6 +193,6 @@ def test_sccache_dist_on_loopback_compiles_remotely_and_the_summary_counts_it(ga
         assert m, out[-3000:]
         assert int(m.group(1)) > 0, f"no compile ran on the loopback build server: {m.group(0)}\n" + \
             (workdir / "server.log").read_text()[-2000:]
-        assert "sccache-dist" not in m.string[m.start():].splitlines()[0], "a connected client got a dist note"
+        assert "sccache-dist" not in out[m.start():].partition("\n")[0], "a connected client got a dist note"
     finally:
         loopback.stop(workdir)
