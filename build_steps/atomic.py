@@ -145,5 +145,8 @@ def copy_verified(src: Path, dest: Path, sha256: str | None = None) -> Path:
 
 def copy_file(src: Path, dest: Path) -> Path:
     """An atomic copy without a digest (what shutil.copy2 did, all or nothing)."""
-    return write_atomic(dest, lambda fh: shutil.copyfileobj(open(src, "rb"), fh, _BLOCK),
-                        needed=Path(src).stat().st_size)
+    def write(fh):
+        # closed here, not by the garbage collector: -W error turned the leak into a crash at exit
+        with open(src, "rb") as inp:
+            shutil.copyfileobj(inp, fh, _BLOCK)
+    return write_atomic(dest, write, needed=Path(src).stat().st_size)

@@ -16,10 +16,11 @@ were generated from.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
+from .pinning import sha256_of
 from .profiles import PROFILES
 
 MANIFEST_DIR = Path(__file__).resolve().parent / "release_sets"
@@ -55,11 +56,16 @@ class Manifest:
     shards: tuple
     #: the gates among ``gates`` that run on a GPU (GPU_MARKERS), sorted
     gpu_gates: tuple = ()
+    #: gate module (path relative to the harness root) -> sha256 of its bytes, the publish gate's
+    #: included: a release run refuses modules that differ and ids collected from elsewhere
+    #: (harness.plugin_guard), so an alias with the same node id cannot stand in
+    modules: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"schema": SCHEMA, "flavor": self.flavor,
                 "generated_by": "python -m harness.release_set --write",
                 "gates": list(self.gates), "gpu_gates": list(self.gpu_gates),
+                "modules": dict(sorted(self.modules.items())),
                 "shards": [dict(s) for s in self.shards]}
 
 
@@ -77,10 +83,11 @@ def load_manifest(flavor: str, root: Path | None = None) -> Manifest:
         data = json.loads(path.read_text())
         gates, shards = tuple(data["gates"]), tuple(data["shards"])
         gpu_gates = tuple(data["gpu_gates"])
+        modules = dict(data.get("modules") or {})
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"release manifest {path} cannot be read ({exc}); regenerate it with "
                          "python -m harness.release_set --write") from None
-    return Manifest(flavor=flavor, gates=gates, shards=shards, gpu_gates=gpu_gates)
+    return Manifest(flavor=flavor, gates=gates, shards=shards, gpu_gates=gpu_gates, modules=modules)
 
 
 def release_gates(flavor: str) -> tuple:
@@ -88,13 +95,17 @@ def release_gates(flavor: str) -> tuple:
     return load_manifest(flavor).gates
 
 
-def build_manifest(flavor: str, profile, gate_markers: dict, shards) -> Manifest:
+def build_manifest(flavor: str, profile, gate_markers: dict, shards, root: Path | None = None) -> Manifest:
     """The manifest of ``flavor`` from every collected release gate (nodeid -> marker names)
-    and the full shard list (objects with ``id`` and ``lane``)."""
+    and the full shard list (objects with ``id`` and ``lane``); ``root`` (the harness checkout)
+    is where the gate modules are hashed."""
     gates = sorted(n for n, marks in gate_markers.items()
                    if "publish" not in marks and left_out_by_flavor(marks, profile) is None)
     gpu = [n for n in gates if set(gate_markers[n]) & set(GPU_MARKERS)]
-    return Manifest(flavor=flavor, gates=tuple(gates), gpu_gates=tuple(gpu),
+    files = sorted({n.split("::")[0] for n, marks in gate_markers.items()
+                    if n in gates or "publish" in marks})
+    modules = {f: sha256_of(Path(root) / f) for f in files} if root is not None else {}
+    return Manifest(flavor=flavor, gates=tuple(gates), gpu_gates=tuple(gpu), modules=modules,
                     shards=tuple({"id": s.id, "lane": s.lane} for s in shards))
 
 
@@ -109,6 +120,11 @@ def differences(committed: Manifest, generated: Manifest) -> list:
         changed = sorted(set(committed.gpu_gates) ^ set(generated.gpu_gates))
         out.append(f"{committed.flavor}: the GPU gates differ from the gate modules' markers "
                    f"({', '.join(changed) or 'order'})")
+    if committed.modules != generated.modules:
+        changed = sorted(k for k in committed.modules.keys() | generated.modules.keys()
+                         if committed.modules.get(k) != generated.modules.get(k))
+        out.append(f"{committed.flavor}: the gate modules' sha256 differ from the manifest's "
+                   f"({', '.join(changed)})")
     if list(committed.shards) != list(generated.shards):
         have = {s["id"]: s.get("lane") for s in committed.shards}
         want = {s["id"]: s.get("lane") for s in generated.shards}

@@ -24,18 +24,6 @@ from .common import harness_options, is_release_run, is_worker, shared_root
 PLAN_KEY = pytest.StashKey[dict]()
 
 
-def pytest_addoption(parser):
-    g = parser.getgroup("mxnet-acceptance", "the fork's acceptance suite against the installed wheel")
-    g.addoption("--shards", metavar="ID,ID", help="run only these acceptance shards (e.g. cpu_unittest,onnx_export_import)")
-    g.addoption("--lanes", metavar="LANE,LANE", help=f"run only the shards of these lanes ({', '.join(acceptance.LANES)})")
-    g.addoption("--shards-file", metavar="PATH", help="shard data file (default: build_steps/acceptance_shards.toml, the fork's)")
-    g.addoption("--shard-timeout", type=float, metavar="MIN", help="timeout of every shard in minutes (default: each shard's own)")
-    g.addoption("--shard-workers", action="append", metavar="LANE=N",
-                help="pytest-xdist workers inside the shards of LANE (the fork's PARALLEL_<LANE>; repeatable)")
-    g.addoption("--acceptance-dir", metavar="DIR",
-                help="where the shard logs and summary go (default: .harness/acceptance/<run> in the harness checkout)")
-
-
 def pytest_configure(config):
     try:
         suite = acceptance.load_suite(config.getoption("shards_file"))

@@ -49,6 +49,7 @@ class Entry:
     markers: tuple = ()
     finished: bool = False       # its teardown was reported
     when: str = ""               # the phase (setup / call / teardown) that decided the verdict
+    rerun: str = ""              # why an earlier attempt failed, when a rerun plugin retried it
 
 
 @dataclass
@@ -122,8 +123,14 @@ class LedgerPlugin:
             return
         entry = self.ledger.entries.setdefault(report.nodeid, Entry())
         entry.markers = tuple(facts["markers"])
+        if report.outcome == "rerun":
+            # A rerun plugin (pytest-rerunfailures) retries a failed gate: the failure stands,
+            # whatever a later attempt says (harness.plugin_guard refuses one in a release run).
+            entry.rerun = entry.rerun or (facts["why"] or "failed before a rerun")
         if facts["verdict"] is not None and (report.when == "call" or entry.verdict in ("not run", "passed")):
             entry.verdict, entry.why, entry.when = facts["verdict"], facts["why"], report.when
+        if entry.rerun and facts["verdict"] is not None:
+            entry.verdict, entry.why = "failed", f"rerun after a failure, which counts as a failure ({entry.rerun})"
         if report.when == "teardown":
             entry.finished = True
         if "release" in entry.markers and facts["verdict"] is not None:

@@ -104,7 +104,7 @@ def generate(root: Path = HARNESS_ROOT) -> dict:
     from build_steps.profiles import get_profile
     gates = collect_gate_markers(root)
     shards = load_suite().shards
-    return {f: build_manifest(f, get_profile(f), gates, shards) for f in FLAVORS}
+    return {f: build_manifest(f, get_profile(f), gates, shards, root=root) for f in FLAVORS}
 
 
 def main(argv=None) -> int:

@@ -27,16 +27,6 @@ DOC_KEY = pytest.StashKey[dict]()
 _TIMED_STEPS = tuple((step.record, step.label) for step in CHAIN[1:])
 
 
-def pytest_addoption(parser):
-    g = parser.getgroup("mxnet-review", "MXNet release review page")
-    g.addoption("--review-page", metavar="PATH", type=Path,
-                help="write the run's release review page (one HTML file) here (default: the build's "
-                     "harness-logs/review.html, and beside --provenance-json as .html)")
-    g.addoption("--gpu-reports", metavar="DIR", type=Path,
-                help="GPU runners' --provenance-json reports: the review page's arch matrix shows which "
-                     "GPU verified each arch (as python -m tools.gpu_verify DIR merges them)")
-
-
 def pytest_configure(config):
     reports = config.getoption("gpu_reports", None)
     if reports is not None and not Path(reports).is_dir():

@@ -1,0 +1,276 @@
+"""Only the harness's own plugins, conftests and gate modules take part in a release run (issue 29).
+
+A release verdict is only as good as the code that files it. Anything pytest loads runs inside the
+harness with its privileges and can rewrite any report: a ``conftest.py`` of the tree under test
+(reached through a path option or a positional argument), a module named by ``PYTEST_PLUGINS`` or
+``-p``, a distribution's ``pytest11`` entry point, a rerun plugin, or test files elsewhere whose
+node ids alias the release set's (``--rootdir``). A release run (``-m release``, ``--publish``,
+``--release-report``) therefore:
+
+- refuses a foreign conftest before pytest imports it (pytest.ini loads this module with ``-p``, so
+  its ``pytest_load_initial_conftests`` runs before pytest's own), and any that gets registered later;
+- lists its plugins when it is configured and refuses every one that is not pytest's, the
+  harness's or a declared dependency's (pytest-xdist, pytest-timeout), naming each;
+- refuses a rerun plugin that would rerun (``--reruns``, a ``flaky`` marker): a gate that failed
+  once is a failed gate. Refused, not counted: the run would otherwise build for an hour to end
+  in a verdict that is known at the start. A rerun plugin that is installed but idle (the
+  selftest extra installs pytest-rerunfailures) is let be; harness.ledger files any rerun as a
+  failure all the same, so a non-release run's table cannot show one as a pass either;
+- refuses a rootdir other than the harness's, a gate module whose bytes are not the ones its
+  release manifest recorded, and a gate id collected from any file but the harness's own;
+- refuses credential-shaped variables in its environment that no ``--credential-for`` explains
+  (publishing is its own step: ``mxnet-release publish``).
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from build_steps.credentials import parse_credential_steps, unexplained_credentials
+from build_steps.errors import UsageError
+from build_steps.pinning import sha256_of
+from build_steps.release_manifest import FLAVORS, load_manifest
+
+HARNESS_ROOT = Path(__file__).resolve().parent.parent
+#: where the harness's own code lives (never its .venv, which holds third-party code)
+_OWN_DIRS = tuple(HARNESS_ROOT / d for d in ("harness", "build_steps", "tests", "tools", "selftest"))
+#: plugin modules of pytest itself and of the declared dependencies (pyproject.toml)
+_ALLOWED_MODULES = ("_pytest", "pytest", "xdist", "pytest_timeout")
+#: rerun plugins: their module -> what makes them rerun
+RERUN_PLUGINS = {"pytest_rerunfailures": "--reruns / the reruns ini / a flaky marker",
+                 "flaky": "the flaky plugin"}
+
+_LATE_CONFTESTS = pytest.StashKey[list]()
+
+
+def release_requested(markexpr: str | None, publish=False, release_report=None) -> bool:
+    """The run's verdict can lead to a publish: -m release (not 'not release'), --publish or a report."""
+    expr = markexpr or ""
+    marked = bool(re.search(r"\brelease\b", expr)) and not re.search(r"\bnot\s+release\b", expr)
+    return marked or bool(publish) or bool(release_report)
+
+
+def _is_release_config(config) -> bool:
+    opt = config.option
+    return release_requested(getattr(opt, "markexpr", ""), getattr(opt, "publish", False),
+                             getattr(opt, "release_report", None))
+
+
+def _inside(path: Path, parent: Path) -> bool:
+    try:
+        path.relative_to(parent)
+        return True
+    except ValueError:
+        return False
+
+
+def is_own_conftest(path: Path) -> bool:
+    """The root conftest.py and those under tests/: the only conftests of a release run."""
+    path = Path(path).resolve()
+    return path == HARNESS_ROOT / "conftest.py" or _inside(path, HARNESS_ROOT / "tests")
+
+
+def foreign_plugin(name: str, plugin) -> str | None:
+    """What ``plugin`` (registered as ``name``) is, when it is not pytest's, the harness's or a declared
+    dependency's; None when it is one of those."""
+    module = plugin if isinstance(plugin, ModuleType) else sys.modules.get(type(plugin).__module__)
+    modname = module.__name__ if module is not None else type(plugin).__module__
+    path = getattr(module, "__file__", None)
+    if path and Path(path).name == "conftest.py":
+        return None if is_own_conftest(Path(path)) else f"conftest {Path(path).resolve()}"
+    top = modname.split(".")[0]
+    if top in _ALLOWED_MODULES:
+        return None
+    if path and any(_inside(Path(path).resolve(), d) for d in _OWN_DIRS):
+        return None
+    if modname.split(".")[0] in RERUN_PLUGINS:
+        return None  # judged by _active_rerun_plugins
+    where = f" ({path})" if path else ""
+    return f"plugin {name!r}: module {modname}{where}"
+
+
+def _conftest_candidates(anchor: Path, confcutdir: Path | None) -> list:
+    """The conftest.py files pytest would import for the command-line path ``anchor``: in its dir
+    and every dir above (not above confcutdir), and in its test* subdirs."""
+    dirs = [anchor] if anchor.is_dir() else [anchor.parent]
+    if anchor.is_dir():
+        dirs += [d for d in anchor.glob("test*") if d.is_dir()]
+    out = []
+    for d in dirs:
+        for p in [*reversed(d.parents), d]:
+            if confcutdir is not None and p in confcutdir.parents:
+                continue
+            conftest = p / "conftest.py"
+            if conftest.is_file() and conftest not in out:
+                out.append(conftest)
+    return out
+
+
+def foreign_initial_conftests(early_config) -> list:
+    ns = early_config.known_args_namespace
+    args, _ = early_config._decide_args(
+        args=ns.file_or_dir, pyargs=ns.pyargs, testpaths=early_config.getini("testpaths"),
+        invocation_dir=early_config.invocation_params.dir, rootpath=early_config.rootpath, warn=False)
+    confcutdir = Path(ns.confcutdir).resolve() if ns.confcutdir else None
+    found = []
+    for arg in args:
+        anchor = (early_config.invocation_params.dir / str(arg).split("::")[0]).absolute()
+        try:
+            exists = anchor.exists()
+        except OSError:
+            exists = False
+        if exists:
+            found += [c for c in _conftest_candidates(anchor, confcutdir)
+                      if not is_own_conftest(c) and c not in found]
+    return found
+
+
+def _refuse_rootdir(rootpath: Path) -> None:
+    if Path(rootpath).resolve() != HARNESS_ROOT:
+        raise pytest.UsageError(
+            f"release run with rootdir {rootpath}: a release run's gate ids are those of the harness "
+            f"at {HARNESS_ROOT} (tests of another rootdir could stand in for them); drop --rootdir "
+            "or -c, or use mxnet-release, which sets both")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    ns = early_config.known_args_namespace
+    if not release_requested(ns.markexpr, getattr(ns, "publish", False), getattr(ns, "release_report", None)):
+        return
+    _refuse_rootdir(early_config.rootpath)
+    foreign = foreign_initial_conftests(early_config)
+    if foreign:
+        raise pytest.UsageError(
+            f"release run refused: {', '.join(map(str, foreign))} would be imported into the harness "
+            "(a conftest outside the harness's root can rewrite any verdict); only the harness's "
+            "gates in tests/ take part in a release run: name no directory holding a foreign "
+            "conftest.py on the command line, and write path options as --option=PATH")
+
+
+def _active_rerun_plugins(config) -> list:
+    out = []
+    for name, plugin in config.pluginmanager.list_name_plugin():
+        mod = getattr(plugin, "__name__", "") if isinstance(plugin, ModuleType) else type(plugin).__module__
+        top = (mod or "").split(".")[0]
+        if plugin is None or top not in RERUN_PLUGINS:
+            continue
+        if top == "pytest_rerunfailures":
+            reruns = getattr(config.option, "reruns", None)
+            try:
+                ini = config.getini("reruns")
+            except (ValueError, KeyError):
+                ini = None
+            if not reruns and not ini:
+                continue  # installed, idle: harness.ledger files a rerun as a failure anyway
+            out.append(f"pytest-rerunfailures (--reruns={reruns or ini})")
+        else:
+            out.append(f"{name} ({RERUN_PLUGINS[top]})")
+    return out
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    config.stash[_LATE_CONFTESTS] = []
+    if not _is_release_config(config):
+        return
+    _refuse_rootdir(config.rootpath)
+    foreign = [why for name, plugin in config.pluginmanager.list_name_plugin()
+               if plugin is not None and (why := foreign_plugin(name, plugin))]
+    if foreign:
+        raise pytest.UsageError(
+            f"release run refused: {len(foreign)} plugin(s) that are not the harness's, pytest's or a "
+            f"declared dependency's (pytest-xdist, pytest-timeout): {'; '.join(foreign)}. A plugin "
+            "runs inside the harness and can rewrite any verdict: unset PYTEST_PLUGINS, drop -p, "
+            "uninstall the distribution (or block it with -p no:NAME)")
+    reruns = _active_rerun_plugins(config)
+    if reruns:
+        raise pytest.UsageError(
+            f"release run refused: {', '.join(reruns)} would rerun failed gates until they pass; a "
+            "gate that failed once is a failed gate. Drop --reruns (and the reruns ini) for a release run")
+    try:
+        explained = parse_credential_steps(config.getoption("credential_for", None), _step_names())
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    secrets = unexplained_credentials(os.environ, explained)
+    if secrets:
+        raise pytest.UsageError(
+            f"release run refused: credential-shaped variable(s) in its environment: {', '.join(secrets)}. "
+            "The verify run needs no credential (publishing is its own step: mxnet-release publish "
+            "--report=R); unset them, or name the build step that needs one with --credential-for NAME=STEP")
+    _check_gate_modules(config)
+
+
+def _step_names() -> tuple:
+    from .steps import STEP_NAMES
+    return STEP_NAMES
+
+
+def _manifest_modules() -> dict:
+    """relpath -> sha256 of every gate module any flavor's manifest records."""
+    modules = {}
+    for flavor in FLAVORS:
+        try:
+            modules.update(load_manifest(flavor).modules)
+        except UsageError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    return modules
+
+
+def _check_gate_modules(config) -> None:
+    modules = _manifest_modules()
+    if not modules:
+        raise pytest.UsageError("the release manifests record no gate module hashes; regenerate them "
+                                "with python -m harness.release_set --write")
+    changed = []
+    for rel, digest in sorted(modules.items()):
+        path = HARNESS_ROOT / rel
+        have = sha256_of(path) if path.is_file() else "no such file"
+        if have != digest:
+            changed.append(rel)
+    if changed:
+        raise pytest.UsageError(
+            f"release run refused: gate module(s) {', '.join(changed)} are not the ones the release "
+            "manifests recorded (their sha256 differs): a release runs the gates the set was made from. "
+            "Commit the change and regenerate with python -m harness.release_set --write")
+    config.stash[_MODULES] = modules
+
+
+_MODULES = pytest.StashKey[dict]()
+
+
+def pytest_plugin_registered(plugin, plugin_name, manager):
+    # A conftest met during collection (a subdirectory of a directory on the command line).
+    path = getattr(plugin, "__file__", None) if isinstance(plugin, ModuleType) else None
+    if path and Path(path).name == "conftest.py" and not is_own_conftest(Path(path)):
+        _PENDING.append(Path(path).resolve())
+
+
+_PENDING: list = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session, config, items):
+    if not _is_release_config(config):
+        return
+    late = [p for p in _PENDING if str(p) in {n for n, _ in config.pluginmanager.list_name_plugin()}]
+    if late:
+        raise pytest.UsageError(
+            f"release run refused: conftest {', '.join(map(str, late))} was imported while collecting; "
+            "only the harness's gates in tests/ take part in a release run")
+    modules = config.stash.get(_MODULES, {})
+    aliased = []
+    for item in items:
+        rel = item.nodeid.split("::")[0]
+        if rel in modules and Path(item.path).resolve() != HARNESS_ROOT / rel:
+            aliased.append(f"{item.nodeid} (from {item.path})")
+    if aliased:
+        shown = "; ".join(aliased[:5]) + (f"; ... {len(aliased) - 5} more" if len(aliased) > 5 else "")
+        raise pytest.UsageError(
+            f"release run refused: {len(aliased)} gate id(s) collected from files that are not the "
+            f"harness's gate modules: {shown}. Only the gates in {HARNESS_ROOT / 'tests'} count")
