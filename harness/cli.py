@@ -6,6 +6,9 @@ MXNet tree that is the fork's own (its markers, its conftest.py, no harness opti
 passes the harness's ini, rootdir and tests/ to pytest and leaves the rest of the command line
 as the user wrote it. In an MXNet tree with neither ``--mxnet-src`` nor ``--wheel`` given, that
 tree is the one built.
+
+``mxnet-release publish --report=R --yes`` is the privileged step after a verify run
+(build_steps.publish_step): no pytest, no code of the tree or the wheel, the token used last.
 """
 from __future__ import annotations
 
@@ -41,6 +44,32 @@ def pytest_args(args: list[str], cwd: Path | None = None, root: Path = HARNESS_R
     return ["-c", str(root / "pytest.ini"), "--rootdir", str(root), *out]
 
 
+def publish_main(argv: list[str]) -> int:
+    import argparse
+
+    from build_steps.errors import HarnessError, UsageError
+    from build_steps.publish_step import publish_from_report
+    parser = argparse.ArgumentParser(
+        prog="mxnet-release publish",
+        description="tag and release the wheel a verify run (-m release --publish --release-report=R) "
+                    "passed; runs no code of the tree or the wheel")
+    parser.add_argument("--report", required=True, type=Path, help="the verify run's --release-report file")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--yes", action="store_true", help="really tag, push and create the GitHub release")
+    mode.add_argument("--dry-run", action="store_true", help="print the commands, change nothing")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return 4 if exc.code else 0
+    try:
+        url = publish_from_report(args.report, dry_run=args.dry_run, yes=args.yes)
+    except HarnessError as exc:
+        print(f"mxnet-release publish: {exc}", file=sys.stderr)
+        return 4 if isinstance(exc, UsageError) else 1
+    print(f"PUBLISHED {url}" if not args.dry_run else "dry run: nothing was changed")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     root = HARNESS_ROOT
     missing = [p for p in ("pytest.ini", "conftest.py", "tests") if not (root / p).exists()]
@@ -49,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
               "its checkout (`pip install -e <harness checkout>`, as scripts/setup.sh does)", file=sys.stderr)
         return 4
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["publish"]:
+        return publish_main(args[1:])
     # The fork's conftest.py in the cwd is never imported: pytest loads conftests along the
     # rootdir and the test paths only (a selftest runs this inside the real fork tree).
     return int(pytest.main(pytest_args(args)))

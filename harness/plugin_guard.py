@@ -180,8 +180,11 @@ def pytest_configure(config):
     if not _is_release_config(config):
         return
     _refuse_rootdir(config.rootpath)
+    worker = hasattr(config, "workerinput")
     foreign = [why for name, plugin in config.pluginmanager.list_name_plugin()
-               if plugin is not None and (why := foreign_plugin(name, plugin))]
+               if plugin is not None and (why := foreign_plugin(name, plugin))
+               # an xdist worker's own interactor: pytest-xdist's remote.py, run by execnet as this module
+               and not (worker and type(plugin).__module__ == "__channelexec__")]
     if foreign:
         raise pytest.UsageError(
             f"release run refused: {len(foreign)} plugin(s) that are not the harness's, pytest's or a "

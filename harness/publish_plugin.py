@@ -52,17 +52,28 @@ def pytest_sessionstart(session):
                 "set's build gates verify the build made in the same run, which an existing wheel "
                 "does not have; run pytest -m release --mxnet-src=<the checkout> --publish (it builds, "
                 "verifies and publishes in one run), or audit this wheel without --publish")
+        report = config.getoption("release_report")
+        if opts.yes:
+            # Issue 29: the run that builds and verifies never holds the token; publishing is a step
+            # of its own, as in CI (docs/release_procedure.md).
+            raise pytest.UsageError(
+                "--publish --yes: the verify run publishes nothing itself any more; run it with "
+                "--publish --release-report=R, then publish with mxnet-release publish --report=R --yes")
+        if not opts.dry_run and not report:
+            raise pytest.UsageError(
+                "--publish needs --release-report=PATH (the report mxnet-release publish --report=PATH "
+                "publishes from) or --dry-run (prints the commands)")
         try:
             state = publish.preflight(opts.mxnet_src or Path(config.invocation_params.dir),
-                                      opts.remote, dry_run=opts.dry_run, yes=opts.yes)
+                                      opts.remote, dry_run=True)
             release = publish.resolve_release_version(
                 state, opts.profile, explicit=opts.wheel_version, wheel=opts.wheel)
         except UsageError as exc:
             raise pytest.UsageError(str(exc)) from None
         src = opts.mxnet_src or state.repo
         results = Path(tempfile.mkdtemp(prefix="mxnet-publish-")) / "verdicts.json"
-    elif (opts.dry_run or opts.yes) and not opts.publish:
-        raise pytest.UsageError("--dry-run and --yes only apply together with --publish")
+    elif (opts.dry_run or opts.yes or config.getoption("release_report")) and not opts.publish:
+        raise pytest.UsageError("--dry-run, --yes and --release-report only apply together with --publish")
     if release:
         fix_release_options(config, release.version, src)
     config.pluginmanager.register(PublishPlugin(config, release or None, src, results), PLUGIN_NAME)
@@ -202,6 +213,9 @@ class PublishPlugin:
             published = f"PUBLISHED as {out.get('tag')} ({out.get('url')})"
         elif out.get("dry_run"):
             published = f"not published (dry run of {out.get('tag')})"
+        elif out.get("prepared"):
+            published = (f"not published yet: release report {out.get('report')} written for {out.get('tag')}; "
+                         f"publish with mxnet-release publish --report={out.get('report')} --yes")
         elif out.get("reason"):
             published = f"NOT published: {out['reason']}"
         else:

@@ -50,17 +50,26 @@ def test_taken_tag_refused_before_anything_runs(pytester, release_repo):
     result.stderr.fnmatch_lines(["*already exists on remote 'origin'*"])
 
 
-def test_real_publish_without_yes_refused(pytester, release_repo, gh_standin):
+def test_publish_without_a_report_or_dry_run_refused(pytester, release_repo, gh_standin):
     result = _run(pytester, release_repo, "--publish", others="passes")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*confirm with --yes*"])
+    result.stderr.fnmatch_lines(["*--publish needs --release-report=PATH*or --dry-run*"])
     assert gh_standin.calls() == []
+
+
+def test_in_run_real_publish_refused(pytester, release_repo, gh_standin):
+    # Issue 29: the verify run holds no token; --yes belongs to mxnet-release publish.
+    result = _run(pytester, release_repo, "--publish", "--yes", others="passes")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--publish --yes: the verify run publishes nothing itself*"
+                                 "mxnet-release publish --report=R --yes*"])
+    assert gh_standin.calls() == [] and release_repo.local_tags() == []
 
 
 def test_dry_run_without_publish_is_a_usage_error(pytester, release_repo):
     result = _run(pytester, release_repo, "--dry-run", others="passes")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--dry-run and --yes only apply together with --publish*"])
+    result.stderr.fnmatch_lines(["*--dry-run, --yes and --release-report only apply together with --publish*"])
 
 
 @pytest.mark.parametrize("kind, verdict", [("skips", "SKIPPED"), ("fails", "FAILED")])

@@ -3,15 +3,20 @@
 It is collected only with --publish and always runs last (harness/publish_plugin.py). It reads
 the facts of this run's provenance audit for the release notes, re-checks the tree and the tags
 (an hour-long build leaves time for someone else to publish), and then either prints the exact
-commands (--dry-run) or runs them (--yes).
+commands (--dry-run) or writes the release report (--release-report=R) that the privileged step
+``mxnet-release publish --report=R`` publishes from (issue 29: this run holds no credential).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+import dataclasses
+
 import pytest
 
 from build_steps import package, publish
+from build_steps.pinning import sha256_of
+from build_steps.release_report import write_report
 from build_steps.errors import HarnessError
 from build_steps.pinning import verify
 from harness import review
@@ -58,7 +63,8 @@ def _publish(request, options, profile, plugin, record):
     # whatever -m, -k, --sw, --lf, --shards, an ini or a plugin option left out is listed here.
     rset = release_set_of(request.config).including(
         i.nodeid for i in request.session.items if i is not request.node and i.get_closest_marker("release"))
-    not_passed = rset.not_passed(verdicts, excused=inapplicable_shard_gates(request.config, rset.gates))
+    excused = inapplicable_shard_gates(request.config, rset.gates)
+    not_passed = rset.not_passed(verdicts, excused=excused)
     record(set_size=rset.size(), set_passed=rset.size() - len(not_passed), flavor=profile.name)
     if not_passed:
         listing = "\n".join(f"  {verdict.upper():13} {nodeid}" for nodeid, verdict in not_passed)
@@ -76,8 +82,9 @@ def _publish(request, options, profile, plugin, record):
                     "not use the release version (options.wheel_version)", pytrace=False)
     facts = publish.release_facts(request.getfixturevalue("audit"))
 
-    # Re-read the repository now: HEAD, a clean tree and free tags, as at session start.
-    state = publish.preflight(plugin.src, options.remote, dry_run=options.dry_run, yes=options.yes)
+    # Re-read the repository now: HEAD, a clean tree and free tags, as at session start. No gh and
+    # no token here: the real publish is its own step (mxnet-release publish --report).
+    state = publish.preflight(plugin.src, options.remote, dry_run=True)
     publish.resolve_release_version(state, profile, explicit=release.version)
     publish.check_commit(facts, state.head)
     upload = _verified_upload(request, options, state)
@@ -93,8 +100,16 @@ def _publish(request, options, profile, plugin, record):
         record(published=False, dry_run=True, tag=plan.tag, wheel=str(plan.wheel),
                commands=plan.printable())
         return
-    url = publish.execute(plan)
-    record(published=True, tag=plan.tag, url=url, wheel=str(plan.wheel))
+    report = request.config.getoption("release_report")
+    content = {
+        "flavor": profile.name, "repo": str(state.repo), "remote": state.remote,
+        "release": {"version": release.version, "tag": plan.tag, "commit": state.head},
+        "wheel": str(upload), "sha256": pin.sha256, "facts": dataclasses.asdict(facts),
+        "gates_passed": ran, "verdicts": {g: verdicts.get(g, "not run") for g in rset.gates},
+        "excused": sorted(excused), "assets": {str(page): sha256_of(page)},
+    }
+    write_report(report, content)
+    record(published=False, prepared=True, report=str(report), tag=plan.tag, wheel=str(upload))
 
 
 def _verified_upload(request, options, state):
@@ -105,9 +120,10 @@ def _verified_upload(request, options, state):
     pin = request.getfixturevalue("wheel_pin")
     upload = verify(pin, "the publish")
     if not options.dry_run:
+        # the report names dist/'s copy: the run's own dir is removed after a green run
         paths = request.getfixturevalue("build_paths")
-        package.publish_to_dist(upload, paths.dist, sha256=pin.sha256, src=paths.src,
-                                remote_tags=state.remote_tags)
+        return package.publish_to_dist(upload, paths.dist, sha256=pin.sha256, src=paths.src,
+                                       remote_tags=state.remote_tags)
     return upload
 
 

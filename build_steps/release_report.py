@@ -1,0 +1,111 @@
+"""The release report: what a green verify run hands to the publish step (issue 29).
+
+The verify run (``-m release --publish --release-report=R``) holds no credential; its publish gate
+writes R once every gate of the release set passed. ``mxnet-release publish --report=R`` holds the
+token and runs no code of the tree or the wheel: it checks the report's digest, that it is a whole
+release set's PASS made by this harness (the same release manifests, gate module hashes included),
+pins the wheel again (a private copy, hashed while copied) and only then tags and releases.
+
+The digest is an HMAC-SHA256 over the report's content (the wheel's sha256 among it) with a key
+kept in the user's config dir (0600), which the sandboxed children of a run cannot read (their HOME
+is a private empty dir): a report forged or edited after the run does not verify. A report made
+on another host or by another user does not either; publish it from where it was made.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+from pathlib import Path
+
+from .atomic import write_atomic
+from .errors import UsageError
+from .release_manifest import FLAVORS, MANIFEST_DIR, load_manifest
+
+SCHEMA = 1
+KEY_ENV = "MXNET_RELEASE_REPORT_KEY_FILE"
+
+
+class ReportRefused(UsageError):
+    """The report cannot be published from (forged, edited, partial, or another harness's)."""
+
+
+def key_path() -> Path:
+    explicit = os.environ.get(KEY_ENV)
+    if explicit:
+        return Path(explicit)
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "mxnet-release" / "report.key"
+
+
+def _key(create: bool) -> bytes:
+    path = key_path()
+    if not path.exists():
+        if not create:
+            raise ReportRefused(f"no report key at {path}: the report was made on another host or by another "
+                                "user; publish from where the verify run ran")
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_hex(32))
+    if path.stat().st_mode & 0o077:
+        raise ReportRefused(f"report key {path} is readable by others (mode {oct(path.stat().st_mode & 0o777)}); "
+                            f"chmod 600 {path}")
+    return path.read_text().strip().encode()
+
+
+def harness_version() -> str:
+    """This harness's identity as the publish step checks it: its release manifests' bytes (the gate
+    ids and every gate module's sha256)."""
+    h = hashlib.sha256()
+    for flavor in FLAVORS:
+        h.update((MANIFEST_DIR / f"{flavor}.json").read_bytes())
+    return h.hexdigest()
+
+
+def _canonical(content: dict) -> bytes:
+    return json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
+
+
+def digest_of(content: dict, key: bytes) -> str:
+    return hmac.new(key, _canonical(content), hashlib.sha256).hexdigest()
+
+
+def write_report(path: Path, content: dict) -> Path:
+    content = {"schema": SCHEMA, "harness": harness_version(), **content}
+    doc = {"content": content, "digest": digest_of(content, _key(create=True))}
+    text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
+    return write_atomic(Path(path), lambda fh: fh.write(text), binary=False)
+
+
+def read_report(path: Path) -> dict:
+    """The report's content, once its digest, harness and release set checked out."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        content, digest = doc["content"], doc["digest"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ReportRefused(f"publish --report {path}: not a release report ({exc}); pass the file the "
+                            "verify run's --release-report wrote") from None
+    if not hmac.compare_digest(str(digest), digest_of(content, _key(create=False))):
+        raise ReportRefused(f"publish refused: {path}'s digest does not match its content: the report was "
+                            "edited or forged after the verify run; run the verify run again")
+    if content.get("harness") != harness_version():
+        raise ReportRefused(f"publish refused: {path} was made by another harness version (other release "
+                            "manifests or gate modules); run the verify run again with this harness")
+    check_whole_set(content)
+    return content
+
+
+def check_whole_set(content: dict) -> None:
+    flavor = content.get("flavor")
+    if flavor not in FLAVORS:
+        raise ReportRefused(f"publish refused: the report names no known flavor ({flavor!r})")
+    verdicts = content.get("verdicts") or {}
+    excused = set(content.get("excused") or ())
+    missing = [g for g in load_manifest(flavor).gates if verdicts.get(g) != "passed" and g not in excused]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f", ... {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise ReportRefused(f"publish refused: the report is no whole-release-set PASS: {len(missing)} gate(s) "
+                            f"of the {flavor} release set did not pass: {shown}")
