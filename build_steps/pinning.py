@@ -36,6 +36,9 @@ class WheelPin(JsonRecord):
     path: str
     sha256: str
     size: int
+    #: the path as the user named it, symlinks not followed: a --wheel link retargeted during the
+    #: run is seen at the end (source is what it pointed to when the run pinned it)
+    named: str = ""
 
 
 def sha256_of(path: Path) -> str:
@@ -49,7 +52,8 @@ def sha256_of(path: Path) -> str:
 def pin_wheel(wheel: Path, pin_dir: Path) -> WheelPin:
     """Copy ``wheel`` into a new private directory ``pin_dir`` (mode 0500, the file 0444), hashing
     the bytes as they are written: the pin's sha256 is that of the copy's exact bytes."""
-    wheel = Path(wheel).resolve()
+    named = Path(os.path.abspath(wheel))
+    wheel = named.resolve()
     pin_dir = Path(pin_dir)
     pin_dir.parent.mkdir(parents=True, exist_ok=True)
     if pin_dir.exists():  # an earlier pin of the same run dir (a retried run-once record)
@@ -65,7 +69,8 @@ def pin_wheel(wheel: Path, pin_dir: Path) -> WheelPin:
             size += len(block)
     os.chmod(pinned, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
     os.chmod(pin_dir, _LOCKED)
-    return WheelPin(source=str(wheel), path=str(pinned), sha256=digest.hexdigest(), size=size)
+    return WheelPin(source=str(wheel), path=str(pinned), sha256=digest.hexdigest(), size=size,
+                    named=str(named) if named != wheel else "")
 
 
 def unlock(pin: WheelPin) -> None:
@@ -90,6 +95,11 @@ def verify(pin: WheelPin, before: str) -> Path:
 def source_changed(pin: WheelPin) -> str | None:
     """Why the wheel at its original path is no longer the pinned one (None when it still is)."""
     src = Path(pin.source)
+    if pin.named and Path(pin.named).resolve() != src:
+        target = Path(pin.named).resolve()
+        now = sha256_of(target) if target.is_file() else "nothing (no such file)"
+        return (f"{pin.named} was retargeted during the run: it pointed to {src} (sha256 {pin.sha256}, the "
+                f"bytes the gates judged) and now points to {target} ({now}), which was NOT verified")
     if not src.exists():
         return f"{src} was removed during the run (the gates judged sha256 {pin.sha256})"
     now = sha256_of(src)

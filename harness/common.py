@@ -7,6 +7,7 @@ import getpass
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -140,6 +141,7 @@ class RunDir:
         else:
             parent = Path(tempfile.gettempdir()) / f"mxnet-harness-of-{getpass.getuser()}"
             parent.mkdir(mode=0o700, exist_ok=True)
+            _check_private(parent)
             root = Path(tempfile.mkdtemp(prefix="run-", dir=parent))
         lock = open(root / ".lock", "w")  # noqa: SIM115 - held for the whole run
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -159,6 +161,24 @@ class RunDir:
         if not self.given and (self.exitstatus is None or (
                 self.exitstatus == 0 and config.getini("tmp_path_retention_policy") == "failed")):
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _check_private(parent: Path) -> None:
+    """The runs' parent dir in the shared temp dir must be this user's own, writable by nobody else:
+    one made beforehand by another user (or left world-writable) lets them swap a run's files,
+    the pinned wheel and the verdicts among them (issue 29)."""
+    st = parent.lstat()
+    problems = []
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        problems.append("is not a directory (a symlink?)")
+    if st.st_uid != os.getuid():
+        problems.append(f"is owned by uid {st.st_uid}, not by this user ({os.getuid()})")
+    if st.st_mode & 0o022:
+        problems.append(f"is writable by others (mode {oct(st.st_mode & 0o777)})")
+    if problems:
+        raise pytest.UsageError(
+            f"the harness's run dir parent {parent} {' and '.join(problems)}: another user could change a "
+            f"run's files. Remove it (or pass --basetemp=DIR of your own) and run again")
 
 
 def _prune_runs(parent: Path, keep: int, current: Path) -> None:

@@ -45,7 +45,6 @@ _ALLOWED_MODULES = ("_pytest", "pytest", "xdist", "pytest_timeout")
 RERUN_PLUGINS = {"pytest_rerunfailures": "--reruns / the reruns ini / a flaky marker",
                  "flaky": "the flaky plugin"}
 
-_LATE_CONFTESTS = pytest.StashKey[list]()
 
 
 def release_requested(markexpr: str | None, publish=False, release_report=None) -> bool:
@@ -111,23 +110,38 @@ def _conftest_candidates(anchor: Path, confcutdir: Path | None) -> list:
     return out
 
 
-def foreign_initial_conftests(early_config) -> list:
+def _initial_anchors(early_config) -> list:
+    """The command line's paths (or pytest's fallback: testpaths, else the cwd), as pytest takes them."""
     ns = early_config.known_args_namespace
     args, _ = early_config._decide_args(
         args=ns.file_or_dir, pyargs=ns.pyargs, testpaths=early_config.getini("testpaths"),
         invocation_dir=early_config.invocation_params.dir, rootpath=early_config.rootpath, warn=False)
-    confcutdir = Path(ns.confcutdir).resolve() if ns.confcutdir else None
-    found = []
+    anchors = []
     for arg in args:
         anchor = (early_config.invocation_params.dir / str(arg).split("::")[0]).absolute()
         try:
-            exists = anchor.exists()
+            if anchor.exists():
+                anchors.append(anchor)
         except OSError:
-            exists = False
-        if exists:
-            found += [c for c in _conftest_candidates(anchor, confcutdir)
-                      if not is_own_conftest(c) and c not in found]
+            continue
+    return anchors
+
+
+def foreign_initial_conftests(early_config) -> list:
+    ns = early_config.known_args_namespace
+    confcutdir = Path(ns.confcutdir).resolve() if ns.confcutdir else None
+    found = []
+    for anchor in _initial_anchors(early_config):
+        found += [c for c in _conftest_candidates(anchor, confcutdir) if not is_own_conftest(c) and c not in found]
     return found
+
+
+def foreign_dirs(early_config) -> list:
+    """Directories outside the harness's tests/ that pytest would collect, recursing (and importing
+    every conftest.py below them): plain pytest collects the cwd when no path is given."""
+    gates = HARNESS_ROOT / "tests"
+    return [a for a in _initial_anchors(early_config)
+            if a.is_dir() and not _inside(a.resolve(), gates)]
 
 
 def _refuse_rootdir(rootpath: Path) -> None:
@@ -151,6 +165,12 @@ def pytest_load_initial_conftests(early_config, parser, args):
             "(a conftest outside the harness's root can rewrite any verdict); only the harness's "
             "gates in tests/ take part in a release run: name no directory holding a foreign "
             "conftest.py on the command line, and write path options as --option=PATH")
+    dirs = foreign_dirs(early_config)
+    if dirs:
+        raise pytest.UsageError(
+            f"release run refused: it would collect {', '.join(map(str, dirs))}, outside the harness's "
+            f"gates ({HARNESS_ROOT / 'tests'}), importing any conftest.py below; name the harness's "
+            "tests/ (plain pytest collects the current directory when given no path) or use mxnet-release")
 
 
 def _active_rerun_plugins(config) -> list:
@@ -176,7 +196,14 @@ def _active_rerun_plugins(config) -> list:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
-    config.stash[_LATE_CONFTESTS] = []
+    own = config.pluginmanager.get_plugin(str(HARNESS_ROOT / "conftest.py")) is not None
+    if not own and (_is_release_config(config) or getattr(config.option, "mxnet_src", None)
+                    or getattr(config.option, "wheel", None)):
+        # pytest.ini's -p declares the options, but the harness itself (its root conftest, with the
+        # ledger, the release set, the strict release rules) is loaded only along the paths given
+        raise pytest.UsageError(
+            "the harness's root conftest.py was not loaded: the paths on the command line are all outside "
+            f"{HARNESS_ROOT}, so none of its checks would run; name the harness's tests/ too, or use mxnet-release")
     if not _is_release_config(config):
         return
     _refuse_rootdir(config.rootpath)

@@ -106,8 +106,11 @@ class PublishPlugin:
             "results": str(self.results) if self.results else None,
         }
 
-    @pytest.hookimpl(trylast=True)
+    # The outermost wrapper: its reordering comes after every other plugin's, --ff's and --nf's
+    # (cacheprovider's wrappers) included, which ran the publish gate first otherwise (issue 29).
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_collection_modifyitems(self, session, config, items):
+        yield
         gates = [i for i in items if i.get_closest_marker("publish")]
         rest = [i for i in items if not i.get_closest_marker("publish")]
         if gates and not harness_options(config).publish:
