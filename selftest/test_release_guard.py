@@ -337,7 +337,7 @@ def test_publish_gate_stays_last_under_ff(pytester, release_repo):
     assert order and "test_publish.py::test_publish" in order[-1], order
 
 
-def test_run_dir_parent_made_by_someone_else_is_refused(pytester, tmp_path, monkeypatch):
+def test_run_dir_parent_made_by_someone_else_is_refused(tmp_path):
     import getpass
     temp = tmp_path / "shared-tmp"
     temp.mkdir()
@@ -346,12 +346,17 @@ def test_run_dir_parent_made_by_someone_else_is_refused(pytester, tmp_path, monk
     parent.chmod(0o777)
     if os.getuid() == 0:
         os.chown(parent, 65534, 65534)  # nobody's, as another user would leave it
-    monkeypatch.setenv("TMPDIR", str(temp))
-    other = pytester.makepyfile(test_other_gates=other_gates_source("passes"))
-    result = run_gates(pytester, HARNESS_ROOT / "tests" / "test_publish.py", other, "-m", "release", timeout=300)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*the harness's run dir parent {parent}*is writable by others (mode 0o777)*"])
-    assert list(parent.iterdir()) == []
+    (tmp_path / "test_other_gates.py").write_text(other_gates_source("passes"))
+    # no --basetemp (pytester passes one): the run makes its dir under the temp dir's parent
+    proc = _run([sys.executable, "-m", "pytest", "-c", HARNESS_ROOT / "pytest.ini", "--rootdir", HARNESS_ROOT,
+                 "-p", "no:cacheprovider", HARNESS_ROOT / "tests" / "test_publish.py",
+                 tmp_path / "test_other_gates.py", "-m", "release"], cwd=tmp_path, env={"TMPDIR": str(temp)})
+    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"the harness's run dir parent {parent}" in proc.stderr, proc.stderr
+    assert "is writable by others (mode 0o777)" in proc.stderr
+    if os.getuid() == 0:
+        assert "is owned by uid 65534, not by this user (0)" in proc.stderr
+    assert list(parent.iterdir()) == [] and "passed" not in proc.stdout
 
 
 def test_retargeted_wheel_symlink_is_seen(tmp_path):
