@@ -383,3 +383,20 @@ def test_copy_file_leaves_no_open_file_under_W_error(tmp_path):
                 cwd=HARNESS_ROOT)
     assert proc.returncode == 0 and "ResourceWarning" not in proc.stderr, proc.stderr
     assert (tmp_path / "dst.bin").read_bytes() == src.read_bytes()
+
+
+def test_shards_file_fails_the_override_gate_by_name(pytester, tmp_path):
+    # The narrowing: a shard data file with the fork's shard ids pointed at a tiny test
+    # file made every shard gate pass. A release run with --shards-file is a development run.
+    from build_steps.acceptance import load_suite
+    from selftest.fixtures_build import copy_sample_tree
+    tree = copy_sample_tree(tmp_path / "sample")
+    shards = tmp_path / "narrow.toml"
+    fork = (Path(load_suite().source)).read_text()
+    shards.write_text(fork)
+    result = run_gates(pytester, HARNESS_ROOT / "tests" / "test_build_overrides.py", "-m", "release",
+                       f"--mxnet-src={tree}", "--flavor=cpu", f"--shards-file={shards}", timeout=600)
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out[-3000:]
+    assert "FAILED   tests/test_build_overrides.py::test_no_development_override" in out, out[-3000:]
+    assert f"--shards-file={shards}: the shard gates ran another shard list than the release set's" in out
