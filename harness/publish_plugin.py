@@ -148,7 +148,8 @@ class PublishPlugin:
             self.publish_ids.add(nodeid)
         if report.when == "setup" and not report.passed:
             self.verdicts[nodeid] = report.outcome
-        elif report.when == "call":
+        elif report.when == "call" and self.verdicts.get(nodeid) != "rerun":
+            # a rerun (pytest-rerunfailures' outcome) stays: the attempt that failed is the verdict
             self.verdicts[nodeid] = "xfailed" if hasattr(report, "wasxfail") else report.outcome
         elif report.when == "teardown":
             if report.failed:

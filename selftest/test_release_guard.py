@@ -400,3 +400,28 @@ def test_shards_file_fails_the_override_gate_by_name(pytester, tmp_path):
     assert result.ret == pytest.ExitCode.TESTS_FAILED, out[-3000:]
     assert "FAILED   tests/test_build_overrides.py::test_no_development_override" in out, out[-3000:]
     assert f"--shards-file={shards}: the shard gates ran another shard list than the release set's" in out
+
+
+def test_a_gate_module_that_differs_from_its_manifest_is_refused(monkeypatch):
+    # The other half of "matched by node id AND content hash": the harness's own gate module, changed.
+    from types import SimpleNamespace
+
+    from harness import plugin_guard
+    modules = dict(load_manifest("cuda").modules)
+    assert "tests/test_publish.py" in modules and "tests/test_wheel_integrity.py" in modules
+    assert plugin_guard._check_gate_modules(SimpleNamespace(stash={})) is None  # as committed: accepted
+    monkeypatch.setattr(plugin_guard, "_manifest_modules",
+                        lambda: {**modules, "tests/test_wheel_integrity.py": "0" * 64})
+    with pytest.raises(pytest.UsageError, match=r"gate module\(s\) tests/test_wheel_integrity.py are not the "
+                                                 "ones the release manifests recorded"):
+        plugin_guard._check_gate_modules(SimpleNamespace(stash={}))
+
+
+def test_manifest_check_names_a_changed_gate_module():
+    import dataclasses
+
+    from build_steps.release_manifest import differences
+    committed = load_manifest("cpu")
+    changed = dataclasses.replace(committed, modules={**committed.modules, "tests/test_metadata.py": "0" * 64})
+    assert differences(changed, committed) == [
+        "cpu: the gate modules' sha256 differ from the manifest's (tests/test_metadata.py)"]
