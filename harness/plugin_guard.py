@@ -11,8 +11,9 @@ node ids alias the release set's (``--rootdir``). A release run (``-m release``,
   its ``pytest_load_initial_conftests`` runs before pytest's own), and any that gets registered later;
 - lists its plugins when it is configured and refuses every one that is not pytest's, the
   harness's or a declared dependency's (pytest-xdist, pytest-timeout), naming each;
-- refuses a rerun plugin that would rerun (``--reruns``, a ``flaky`` marker): a gate that failed
-  once is a failed gate. Refused, not counted: the run would otherwise build for an hour to end
+- refuses a rerun plugin that would rerun (``--reruns``, the ``reruns`` ini; a ``flaky`` marker could
+  only sit in a gate module, whose bytes the manifest pins), and the ``flaky`` plugin outright: a
+  gate that failed once is a failed gate. Refused, not counted: the run would otherwise build for an hour to end
   in a verdict that is known at the start. A rerun plugin that is installed but idle (the
   selftest extra installs pytest-rerunfailures) is let be; harness.ledger files any rerun as a
   failure all the same, so a non-release run's table cannot show one as a pass either;
@@ -42,7 +43,7 @@ _OWN_DIRS = tuple(HARNESS_ROOT / d for d in ("harness", "build_steps", "tests", 
 #: plugin modules of pytest itself and of the declared dependencies (pyproject.toml)
 _ALLOWED_MODULES = ("_pytest", "pytest", "xdist", "pytest_timeout")
 #: rerun plugins: their module -> what makes them rerun
-RERUN_PLUGINS = {"pytest_rerunfailures": "--reruns / the reruns ini / a flaky marker",
+RERUN_PLUGINS = {"pytest_rerunfailures": "--reruns / the reruns ini",
                  "flaky": "the flaky plugin"}
 
 
