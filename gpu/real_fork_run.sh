@@ -68,11 +68,18 @@ slim)
   ;;
 opencv)
   debs=${2:-$ROOT/.opencv/debs}
+  gfortran_debs=${3:-$ROOT/.opencv/gfortran-debs}
+  [ -n "$(ls "$gfortran_debs"/*.deb 2>/dev/null)" ] || {
+    echo "no gfortran .debs in $gfortran_debs: python -m tools.opencv_prefix download-gfortran $gfortran_debs"; exit 4; }
   tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
-  (cd "$ROOT" && $PY -m tools.opencv_prefix unpack "$debs" "$tmp/opencv-prefix") || exit 1
-  # what configure (headers, OpenCVConfig.cmake), the link and the bundle (the libraries) read; the
-  # packages' docs, data and manual pages stay behind
-  rm -rf "$tmp"/opencv-prefix/usr/share "$tmp"/opencv-prefix/etc "$tmp"/opencv-prefix/usr/bin
+  (cd "$ROOT" && $PY -m tools.opencv_prefix unpack "$debs" "$tmp/opencv-prefix" "$gfortran_debs") || exit 1
+  # what configure (headers, OpenCVConfig.cmake, the gfortran probe), the link and the bundle (the
+  # libraries) read; the packages' docs, data and manual pages stay behind, and so do the parts of
+  # gcc 12 a Fortran probe never runs (cc1: gfortran preprocesses in f951; lto1; the sanitizers)
+  rm -rf "$tmp"/opencv-prefix/usr/share "$tmp"/opencv-prefix/etc
+  g="$tmp/opencv-prefix/usr/lib/gcc/x86_64-linux-gnu/12"
+  rm -rf "$g"/cc1 "$g"/lto1 "$g"/plugin "$g"/lib{tsan,asan,lsan,ubsan,hwasan}* \
+         "$tmp"/opencv-prefix/usr/bin/*lto-dump*
   rm -rf "$ROOT"/.carry/opencv-*
   mkdir -p "$tmp/pieces" && tar cf - -C "$tmp" opencv-prefix | xz -T0 -6 \
     | split -b "${OPENCV_PIECE_MB:-24}M" -d - "$tmp/pieces/opencv-prefix.tar.xz.part-" || exit 1
@@ -141,11 +148,18 @@ start)
   if [ ! -f "$W/opencv-prefix/usr/lib/x86_64-linux-gnu/cmake/opencv4/OpenCVConfig.cmake" ]; then
     echo "no OpenCV prefix in $W/opencv-prefix: carry .carry/opencv-N and run opencv-stash first"; exit 4
   fi
-  # The profile's toggles untouched (OpenCV, oneDNN, LAPACK ON); CMAKE_NM is the one host workaround
-  # (no gfortran here), recorded as such in the summary and the report.
+  # LAPACK ON: Debian's static OpenBLAS carries LAPACK compiled by gfortran, and the fork's
+  # cmake/ChooseBlas.cmake links the gfortran runtime only after probing a Fortran compiler. The
+  # host has none, so the prefix carries Debian's gfortran 12 (relocatable) and FC names it. The
+  # old way past the probe, CMAKE_NM=/bin/true, leaves libmxnet.so with an undefined
+  # _gfortran_concat_string (measured: docs/gpu_runs/real_fork_features_plan.md).
+  if ! "$W/opencv-prefix/usr/bin/gfortran" --version > /dev/null 2>&1; then
+    echo "the prefix's gfortran does not run ($W/opencv-prefix/usr/bin/gfortran): LAPACK ON needs it"; exit 4
+  fi
+  export FC="$W/opencv-prefix/usr/bin/gfortran" PATH="$W/opencv-prefix/usr/bin:$PATH"
+  # The profile's toggles untouched (OpenCV, oneDNN, LAPACK ON): no -D define at all.
   cmd="$PY -m pytest -p no:cacheprovider -m release --mxnet-src=$W/mxnet \
-      --cuda-arch=native --fast-compile --cmake-define=CMAKE_NM=/bin/true \
-      --opencv-prefix=$W/opencv-prefix \
+      --cuda-arch=native --fast-compile --opencv-prefix=$W/opencv-prefix \
       --compiler-launcher=none --jobs=$(nproc) --build-dir=$W/build --venv-dir=$W/venv --keep-venv \
       --no-deps --no-index --find-links=$W/wheelhouse ${EXTRA_REQS[*]@Q} --lanes=gpu \
       --acceptance-dir=$W/acceptance --provenance-json=$W/report.json ${*@Q}"

@@ -5,7 +5,8 @@ through its own ``OPENCV_ROOT`` and the bundle step resolves the closure from it
 (``--opencv-prefix``). Three commands:
 
   python -m tools.opencv_prefix download [DEBS]    apt-get download the packages (needs apt's network)
-  python -m tools.opencv_prefix unpack DEBS PREFIX dpkg -x each into PREFIX (no network)
+  python -m tools.opencv_prefix download-gfortran DEBS   the gfortran toolchain LAPACK needs (below)
+  python -m tools.opencv_prefix unpack DEBS PREFIX [MORE_DEBS...]   dpkg -x each into PREFIX (no network)
   python -m tools.opencv_prefix measure DEBS PREFIX  packages, MB of .deb, MB unpacked
 
 The package list is the closure of libopencv_imgcodecs/imgproc/core as this host's loader resolves
@@ -14,6 +15,13 @@ it (build_steps.bundle, the same walk the wheel's bundle makes), each file's pac
 and ``.so`` links of the three modules (their -dev packages) and OpenCV's CMake package
 (libopencv-dev), whose export set checks that every module's library exists, hence every
 ``libopencv-*406`` runtime package, without their dependencies.
+
+LAPACK: with Debian's static OpenBLAS (LAPACK compiled by gfortran) the fork's cmake/ChooseBlas.cmake
+links the gfortran runtime only after probing a Fortran compiler; a host without gfortran needs
+CMAKE_NM=/bin/true to skip the probe, and libmxnet.so is then left with an undefined
+``_gfortran_concat_string`` (measured: docs/gpu_runs/real_fork_features_plan.md). The gfortran
+toolchain (GFORTRAN_PACKAGES) unpacked into the same prefix is relocatable (the driver finds f951,
+collect2 and its libraries relative to itself) and lets the probe run instead.
 """
 from __future__ import annotations
 
@@ -38,6 +46,9 @@ CONFIG_PACKAGES = ("libopencv-dev", "libopencv-core-dev", "libopencv-imgproc-dev
 #: liblapack.so.3 of OpenBLAS, NEEDED by libopencv_core).
 ALTERNATIVE_DIRS = ("usr/lib/x86_64-linux-gnu/openblas-pthread",)
 MULTIARCH = "usr/lib/x86_64-linux-gnu"
+#: gfortran 12 (Debian bookworm's) without its dependencies on what any host with a C compiler has
+#: (binutils, libc6-dev, libisl/mpc/mpfr/gmp): the driver, f951, collect2, crt files, libgcc, libgfortran
+GFORTRAN_PACKAGES = ("gfortran-12", "gcc-12", "cpp-12", "libgcc-12-dev", "libgfortran-12-dev")
 
 
 def _run(cmd, **kw) -> str:
@@ -80,15 +91,15 @@ def packages() -> list[str]:
     return sorted(pkgs)
 
 
-def download(debs: Path) -> list[Path]:
+def download(debs: Path, names=None) -> list[Path]:
     debs.mkdir(parents=True, exist_ok=True)
-    _run(["apt-get", "download", "-q", *packages()], cwd=debs)
+    _run(["apt-get", "download", "-q", *(names or packages())], cwd=debs)
     return sorted(debs.glob("*.deb"))
 
 
-def unpack(debs: Path, prefix: Path) -> Path:
-    """dpkg -x every .deb of ``debs`` into ``prefix`` (made anew); the prefix's ``usr``."""
-    found = sorted(debs.glob("*.deb"))
+def unpack(debs: Path, prefix: Path, *more: Path) -> Path:
+    """dpkg -x every .deb of ``debs`` (and of ``more``) into ``prefix`` (made anew); the prefix's ``usr``."""
+    found = sorted(debs.glob("*.deb")) + [d for m in more for d in sorted(Path(m).glob("*.deb"))]
     if not found:
         sys.exit(f"{debs}: no .deb files; run `python -m tools.opencv_prefix download {debs}` first")
     if prefix.exists():
@@ -102,6 +113,10 @@ def unpack(debs: Path, prefix: Path) -> Path:
             link = prefix / MULTIARCH / lib.name
             if not link.exists() and not link.is_symlink():
                 link.symlink_to(os.path.relpath(lib, link.parent))
+    # what the `gfortran` package would add: the unversioned name CMake's probe calls
+    gfortran = prefix / "usr/bin/gfortran"
+    if (prefix / "usr/bin/gfortran-12").exists() and not gfortran.exists():
+        gfortran.symlink_to("gfortran-12")
     return prefix / "usr"
 
 
@@ -120,18 +135,23 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("download")
     d.add_argument("debs", nargs="?", type=Path, default=DEFAULT_DEBS)
+    g = sub.add_parser("download-gfortran")
+    g.add_argument("debs", type=Path)
     sub.add_parser("list")
     for name in ("unpack", "measure"):
         p = sub.add_parser(name)
         p.add_argument("debs", type=Path)
         p.add_argument("prefix", type=Path)
+        p.add_argument("more", type=Path, nargs="*")
     args = ap.parse_args(argv)
     if args.cmd == "list":
         print("\n".join(packages()))
     elif args.cmd == "download":
         print(f"{len(download(args.debs))} .deb files in {args.debs}")
+    elif args.cmd == "download-gfortran":
+        print(f"{len(download(args.debs, GFORTRAN_PACKAGES))} .deb files in {args.debs}")
     elif args.cmd == "unpack":
-        print(unpack(args.debs, args.prefix))
+        print(unpack(args.debs, args.prefix, *args.more))
     else:
         print(measure(args.debs, args.prefix))
     return 0
