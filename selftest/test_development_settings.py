@@ -9,7 +9,6 @@ the allow-list and refuses anything credential-shaped by name (exit 4).
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
