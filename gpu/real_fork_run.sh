@@ -153,8 +153,10 @@ start)
   # host has none, so the prefix carries Debian's gfortran 12 (relocatable) and FC names it. The
   # old way past the probe, CMAKE_NM=/bin/true, leaves libmxnet.so with an undefined
   # _gfortran_concat_string (measured: docs/gpu_runs/real_fork_features_plan.md).
-  if ! "$W/opencv-prefix/usr/bin/gfortran" --version > /dev/null 2>&1; then
-    echo "the prefix's gfortran does not run ($W/opencv-prefix/usr/bin/gfortran): LAPACK ON needs it"; exit 4
+  # f951 needs the host's libisl.so.23, libmpc.so.3, libmpfr.so.6 and libgmp.so.10 (a gcc 13 host has them)
+  echo "end" > "$W/probe.f90"
+  if ! "$W/opencv-prefix/usr/bin/gfortran" -c "$W/probe.f90" -o "$W/probe.o"; then
+    echo "the prefix's gfortran cannot compile ($W/opencv-prefix/usr/bin/gfortran): LAPACK ON needs it"; exit 4
   fi
   export FC="$W/opencv-prefix/usr/bin/gfortran" PATH="$W/opencv-prefix/usr/bin:$PATH"
   # The profile's toggles untouched (OpenCV, oneDNN, LAPACK ON): no -D define at all.
