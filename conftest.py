@@ -14,6 +14,7 @@ import pytest
 # import another's helpers), so the order of the list below is no condition of anything.
 pytest.register_assert_rewrite("harness")
 
+from build_steps.development_settings import option_dests  # noqa: E402
 from build_steps.errors import UsageError  # noqa: E402
 from build_steps.options import RunOptions, make_options  # noqa: E402
 from harness.common import (disabled_harness_plugins, disabled_plugins_message, harness_options,  # noqa: E402
@@ -51,6 +52,8 @@ def pytest_configure(config):
     if disabled:
         raise pytest.UsageError(disabled_plugins_message(disabled))
     raw = {dest: config.getoption(dest) for dest in OPTION_DESTS}
+    # development options registered by other plugins (--shards-file, --no-sandbox)
+    raw.update({d: config.getoption(d, None) for d in option_dests() if d not in raw})
     try:
         options = make_options(raw)
     except UsageError as exc:

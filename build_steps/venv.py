@@ -18,6 +18,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .development_settings import CREDENTIAL_PATTERNS
+from .development_settings import check_pass_env as _check_pass_env
 from .errors import StepError, UsageError, log_tail
 from .readers.wheel_name import WheelNameError, parse_wheel_name
 
@@ -39,8 +41,7 @@ PIP_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDL
            "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy")
 PIP_PREFIXES = ("PIP_", "UV_", "XDG_")
 #: Names that hold secrets: never passed to a child, whatever the allow-list or --pass-env says.
-SECRET_PATTERNS = ("*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*", "AWS_*", "GH_*",
-                   "GITHUB_*")
+SECRET_PATTERNS = CREDENTIAL_PATTERNS
 
 
 def is_secret_name(name: str) -> bool:
@@ -49,22 +50,8 @@ def is_secret_name(name: str) -> bool:
 
 
 def check_pass_env(names) -> tuple:
-    """``--pass-env NAME`` values, checked: a secret-like or loader name is a UsageError."""
-    out = []
-    for name in names or ():
-        name = str(name).strip()
-        if not name or not (name[0].isalpha() or name[0] == "_") or not all(c.isalnum() or c == "_" for c in name):
-            raise UsageError(f"--pass-env {name!r}: give one variable name (letters, digits, _), e.g. "
-                             "--pass-env MXNET_CUDNN_AUTOTUNE_DEFAULT")
-        if is_secret_name(name):
-            raise UsageError(f"--pass-env {name}: the name matches a secret pattern "
-                             f"({', '.join(SECRET_PATTERNS)}); the wheel's code never gets credentials. "
-                             "If the wheel really needs it, it must not be a secret: rename it")
-        if name in LEAKY_ENV:
-            raise UsageError(f"--pass-env {name}: a loader/import variable would let the venv find "
-                             "libraries or modules outside itself, which the install gates exist to catch")
-        out.append(name)
-    return tuple(dict.fromkeys(out))
+    """``--pass-env NAME`` values, checked against the allow-list (development_settings.toml)."""
+    return _check_pass_env(names, leaky=LEAKY_ENV)
 
 
 #: The probe writes its JSON result to the file named by this variable (stdout stays free for

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The real fork, built by the harness and gated on this host's GPU: a development build
-# (--cuda-arch=native --fast-compile) that fits one 30-minute hold of the GPU host.
+# (--cuda-arch=native --fast-compile) with the release profile's features ON (OpenCV, oneDNN, LAPACK;
+# docs/gpu_runs/real_fork_features_plan.md).
 #
 # The GPU host has no network, no OpenCV dev files, no patchelf and no gfortran. What it lacks
 # travels with the repository (ignored paths, named in the device call's carry):
@@ -10,14 +11,22 @@
 #   .whl2/  scipy<1.18, ml_dtypes<0.6 and contourpy<1.4 (numpy<2 builds; the host's matplotlib
 #           would otherwise pull its contourpy 1.4, which needs numpy>=2), in a second call: one
 #           call's carry (64 MiB, the working tree included) does not hold them beside .whl/
-#   .carry/fork-slim.tar.xz  the fork tree of ../shared/fixtures without oneDNN's sources, tests and
-#           docs, its docs and its examples but example/extensions (the fork's CMakeLists builds
-#           those libraries: without them configure stops with "No SOURCES given to target:
-#           customop_lib"); made here by `gpu/real_fork_run.sh slim`
+#   .carry/fork-slim.tar.xz  the fork tree of ../shared/fixtures without oneDNN's tests, docs and
+#           examples (their CMakeLists.txt stay: oneDNN's own CMakeLists adds both directories, and
+#           they return early with its tests and examples off), its docs and its examples but
+#           example/extensions (the fork's CMakeLists builds those libraries: without them configure
+#           stops with "No SOURCES given to target: customop_lib"); made here by `slim` (10.5 MB)
+#   .carry/opencv-N/  OpenCV 4.6 from Debian's packages, unpacked into a prefix (tools.opencv_prefix),
+#           pruned to what configure, the link and the bundle read, in pieces of OPENCV_PIECE_MB
+#           (default 24) with a sha256 manifest; one piece per call; made here by `opencv`
 # Everything else the venv installs comes from the host's own Python, packed back into wheels
 # (gpu/wheelhouse_from_site.py), so pip installs the wheel's dependencies as it would anywhere.
 #
 #   gpu/real_fork_run.sh slim [FIXTURE]   (here, not on the GPU host) make .carry/fork-slim.tar.xz
+#   gpu/real_fork_run.sh opencv [DEBS]    (here) make .carry/opencv-N/ from the .debs
+#                                         (python -m tools.opencv_prefix download DEBS fetches them)
+#   gpu/real_fork_run.sh opencv-stash     (each call that carries a .carry/opencv-N) keep its piece in
+#                                         $W; once every piece is there, unpack $W/opencv-prefix
 #   gpu/real_fork_run.sh setup            unpack, commit, wheelhouse (about a minute)
 #   gpu/real_fork_run.sh setup2           a second call's carry (.whl2/) into the wheelhouse; /tmp
 #                                         survives between calls of a hold
@@ -48,10 +57,54 @@ slim)
   fixture=${2:-$(ls "$ROOT"/../shared/fixtures/mxnet-fork-*.tar.xz | head -1)}
   tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
   tar xJf "$fixture" -C "$tmp" || exit 1
-  rm -rf "$tmp"/mxnet/3rdparty/onednn/{src,tests,doc,examples} "$tmp"/mxnet/docs
+  # oneDNN's sources stay (USE_ONEDNN=ON); its tests and examples keep only their CMakeLists.txt
+  for d in tests examples; do
+    find "$tmp/mxnet/3rdparty/onednn/$d" -mindepth 1 ! -path "$tmp/mxnet/3rdparty/onednn/$d/CMakeLists.txt" -delete
+  done
+  rm -rf "$tmp"/mxnet/3rdparty/onednn/doc "$tmp"/mxnet/docs
   find "$tmp"/mxnet/example -mindepth 1 -maxdepth 1 ! -name extensions -exec rm -rf {} +
   mkdir -p "$ROOT/.carry"
   tar cJf "$ROOT/.carry/fork-slim.tar.xz" -C "$tmp" mxnet && ls -la "$ROOT/.carry/fork-slim.tar.xz"
+  ;;
+opencv)
+  debs=${2:-$ROOT/.opencv/debs}
+  gfortran_debs=${3:-$ROOT/.opencv/gfortran-debs}
+  [ -n "$(ls "$gfortran_debs"/*.deb 2>/dev/null)" ] || {
+    echo "no gfortran .debs in $gfortran_debs: python -m tools.opencv_prefix download-gfortran $gfortran_debs"; exit 4; }
+  tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
+  (cd "$ROOT" && $PY -m tools.opencv_prefix unpack "$debs" "$tmp/opencv-prefix" "$gfortran_debs") || exit 1
+  # what configure (headers, OpenCVConfig.cmake, the gfortran probe), the link and the bundle (the
+  # libraries) read; the packages' docs, data and manual pages stay behind, and so do the parts of
+  # gcc 12 a Fortran probe never runs (cc1: gfortran preprocesses in f951; lto1; the sanitizers)
+  rm -rf "$tmp"/opencv-prefix/usr/share "$tmp"/opencv-prefix/etc
+  g="$tmp/opencv-prefix/usr/lib/gcc/x86_64-linux-gnu/12"
+  rm -rf "$g"/cc1 "$g"/lto1 "$g"/plugin "$g"/lib{tsan,asan,lsan,ubsan,hwasan}* \
+         "$tmp"/opencv-prefix/usr/bin/*lto-dump*
+  rm -rf "$ROOT"/.carry/opencv-*
+  mkdir -p "$tmp/pieces" && tar cf - -C "$tmp" opencv-prefix | xz -T0 -6 \
+    | split -b "${OPENCV_PIECE_MB:-24}M" -d - "$tmp/pieces/opencv-prefix.tar.xz.part-" || exit 1
+  (cd "$tmp/pieces" && sha256sum opencv-prefix.tar.xz.part-*) > "$tmp/MANIFEST"
+  n=0
+  for piece in "$tmp"/pieces/*; do
+    n=$((n + 1)); mkdir -p "$ROOT/.carry/opencv-$n"
+    mv "$piece" "$ROOT/.carry/opencv-$n/" && cp "$tmp/MANIFEST" "$ROOT/.carry/opencv-$n/"
+  done
+  du -sh "$tmp/opencv-prefix" "$ROOT"/.carry/opencv-*
+  echo "carry one .carry/opencv-N per device call, then: gpu/real_fork_run.sh opencv-stash"
+  ;;
+opencv-stash)
+  mkdir -p "$W/opencv-parts"
+  for d in "$ROOT"/.carry/opencv-*/; do
+    [ -f "$d/MANIFEST" ] || continue
+    cp "$d"/MANIFEST "$W/opencv-parts/" && cp "$d"/opencv-prefix.tar.xz.part-* "$W/opencv-parts/"
+  done
+  [ -f "$W/opencv-parts/MANIFEST" ] || { echo "no .carry/opencv-N in this call's carry"; exit 4; }
+  want=$(wc -l < "$W/opencv-parts/MANIFEST")
+  got=$(cd "$W/opencv-parts" && ls opencv-prefix.tar.xz.part-* | wc -l)
+  if [ "$got" -lt "$want" ]; then echo "OpenCV prefix: $got of $want pieces here; carry the next"; exit 0; fi
+  (cd "$W/opencv-parts" && sha256sum --quiet -c MANIFEST) || { echo "a piece of the OpenCV prefix is damaged"; exit 1; }
+  rm -rf "$W/opencv-prefix" && cat "$W"/opencv-parts/opencv-prefix.tar.xz.part-* | tar xJf - -C "$W" || exit 1
+  echo "OpenCV prefix ready: $W/opencv-prefix ($(du -sh "$W/opencv-prefix" | cut -f1))"
   ;;
 setup)
   mkdir -p "$W/wheelhouse"
@@ -92,9 +145,23 @@ start)
   shift
   cd "$ROOT" || exit 1
   rm -f "$W/pytest.rc"
+  if [ ! -f "$W/opencv-prefix/usr/lib/x86_64-linux-gnu/cmake/opencv4/OpenCVConfig.cmake" ]; then
+    echo "no OpenCV prefix in $W/opencv-prefix: carry .carry/opencv-N and run opencv-stash first"; exit 4
+  fi
+  # LAPACK ON: Debian's static OpenBLAS carries LAPACK compiled by gfortran, and the fork's
+  # cmake/ChooseBlas.cmake links the gfortran runtime only after probing a Fortran compiler. The
+  # host has none, so the prefix carries Debian's gfortran 12 (relocatable) and FC names it. The
+  # old way past the probe, CMAKE_NM=/bin/true, leaves libmxnet.so with an undefined
+  # _gfortran_concat_string (measured: docs/gpu_runs/real_fork_features_plan.md).
+  # f951 needs the host's libisl.so.23, libmpc.so.3, libmpfr.so.6 and libgmp.so.10 (a gcc 13 host has them)
+  echo "end" > "$W/probe.f90"
+  if ! "$W/opencv-prefix/usr/bin/gfortran" -c "$W/probe.f90" -o "$W/probe.o"; then
+    echo "the prefix's gfortran cannot compile ($W/opencv-prefix/usr/bin/gfortran): LAPACK ON needs it"; exit 4
+  fi
+  export FC="$W/opencv-prefix/usr/bin/gfortran" PATH="$W/opencv-prefix/usr/bin:$PATH"
+  # The profile's toggles untouched (OpenCV, oneDNN, LAPACK ON): no -D define at all.
   cmd="$PY -m pytest -p no:cacheprovider -m release --mxnet-src=$W/mxnet \
-      --cuda-arch=native --fast-compile --cmake-define=CMAKE_NM=/bin/true \
-      --cmake-define=USE_ONEDNN=OFF --cmake-define=USE_OPENCV=OFF --cmake-define=USE_LAPACK=OFF \
+      --cuda-arch=native --fast-compile --opencv-prefix=$W/opencv-prefix \
       --compiler-launcher=none --jobs=$(nproc) --build-dir=$W/build --venv-dir=$W/venv --keep-venv \
       --no-deps --no-index --find-links=$W/wheelhouse ${EXTRA_REQS[*]@Q} --lanes=gpu \
       --acceptance-dir=$W/acceptance --provenance-json=$W/report.json ${*@Q}"
@@ -148,6 +215,6 @@ collect)
   ls -la "$out"
   ;;
 *)
-  sed -n '2,20p' "$0"; exit 2
+  sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 2
   ;;
 esac

@@ -158,6 +158,7 @@ def _override_lines(options) -> list:
     lines = []
     if options.development_options:
         lines.append("development options: " + " ".join(options.development_options))
+    lines += [f"host workaround (allowed): {w}" for w in options.host_workarounds]
     lines.append("cmake overrides: " + (" ".join(f"-D{k}={v}" for k, v in options.build_defines.items()) or "none"))
     lines += [f"  breaks: {b}" for b in broken]
     if options.allow_dirty:

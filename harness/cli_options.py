@@ -73,6 +73,9 @@ def _run_options(parser):
     g.addoption("--glibc-floor", metavar="VERSIONS",
                 help="oldest host the wheel must load on, replacing the profile's (Ubuntu 24.04: glibc 2.39, "
                 "GLIBCXX_3.4.33, CXXABI_1.3.15): a glibc version (2.28) or GLIBC_2.28,GLIBCXX_3.4.25,CXXABI_1.3.11")
+    g.addoption("--opencv-prefix", metavar="DIR",
+                help="OpenCV installed in a prefix outside / (python -m tools.opencv_prefix): configure gets "
+                     "the fork's OPENCV_ROOT, and the bundle step resolves the closure from it first")
     g.addoption("--allow-gpu-skips", action="store_true",
                 help="a GPU gate that skips (no GPU on this host) does not fail the run")
     g.addoption("--pass-env", dest="pass_env", action="append", metavar="NAME",

@@ -14,7 +14,7 @@ import pytest
 
 from build_steps import gpu_reports, review_page
 from build_steps.errors import HarnessError, UsageError
-from build_steps.overrides import broken_promises
+from build_steps.overrides import broken_promises, development_option_promises
 
 from .common import harness_options, is_worker, report_at_session_end, shared_root
 from .ledger import ledger_of, produced_wheel
@@ -98,13 +98,16 @@ def review_section(config, exitstatus=None, verdicts: dict | None = None) -> dic
         gates = [{"nodeid": n, "verdict": v, "why": "", "markers": []} for n, v in sorted(verdicts.items())]
     records = chain_records(shared_root(config))
     source = (records.get("source") or {}).get("result") or {}
-    development = bool(broken_promises(options) or options.allow_dirty)
+    broken = development_option_promises(options) + broken_promises(options)
+    development = bool(broken or options.allow_dirty)
     return {review_page.SECTION: {
         "verdict": _verdict(config, gates, exitstatus),
         "gates": gates,
         "timeline": _timeline(records),
         "overrides": {"cmake_defines": dict(options.cmake_defines),
-                      "broken": broken_promises(options),
+                      "broken": broken,
+                      "development_options": list(options.development_options),
+                      "host_workarounds": options.host_workarounds,
                       "allow_dirty": options.allow_dirty, "development": development},
         "warnings": list(source.get("submodule_warnings") or ()),
     }}

@@ -167,12 +167,20 @@ def _produce_configure(n) -> dict:
     _say_each("[configure] override -D", (f"{k}={v}" for k, v in options.build_defines.items()))
     res = configure.configure(paths.src, paths.build_dir, n.profile, options.cuda_arch,
                               paths.logs, extra_defs={**(cuda.cmake_args if cuda else {}),
-                                                      **launcher.cmake_defines(tool)},
+                                                      **launcher.cmake_defines(tool),
+                                                      **_opencv_root(options)},
                               env=cuda.env if cuda else None, overrides=options.build_defines)
     say(f"[configure] {'first-time' if res.first_time else 'refresh'} in {res.seconds:.1f}s; "
         f"gencode: {' '.join(res.gencode) or 'none (CPU)'}")
     _say_each("[configure] note: ", res.notes)
     return res.to_json()
+
+
+def _opencv_root(options) -> dict:
+    """The fork's own switch for an OpenCV outside the default search path (--opencv-prefix)."""
+    if options.opencv_prefix is None:
+        return {}
+    return {"OPENCV_ROOT": str(bundle.opencv_config_dir(options.opencv_prefix))}
 
 
 def _produce_compile(n) -> dict:
@@ -193,8 +201,11 @@ def _produce_stage(n) -> dict:
     start = time.monotonic()
     built_with = configure.expected_features(n.profile, n.options.cmake_defines)
     staged = bundle.stage_package(n.libmxnet.library, n.build_paths.src, n.profile,
-                                  wants_opencv=bool(built_with.get("USE_OPENCV")))
-    say(f"[stage] {len(staged.bundle)} libraries bundled into {staged.package_dir / 'lib'}; "
+                                  wants_opencv=bool(built_with.get("USE_OPENCV")),
+                                  prefix=n.options.opencv_prefix)
+    say(f"[stage] {len(staged.bundle)} libraries bundled into {staged.package_dir / 'lib'}"
+        + (f" (resolved from --opencv-prefix {n.options.opencv_prefix} first)" if n.options.opencv_prefix else "")
+        + "; "
         f"libmxnet RUNPATH {':'.join(staged.runpath)}")
     _say_each("[stage] warning: ", staged.warnings)
     return staged.record(time.monotonic() - start).to_json()

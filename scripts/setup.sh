@@ -40,4 +40,8 @@ fi
 # PYTHONWARNINGS=ignore: setuptools' build backend prints an "Editable installation" warning banner
 # for every editable install of a flat layout; it is advice about import shadowing, not a problem here.
 PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q -e ".[selftest]"
+# Debian's OpenCV 4.6 packages as .debs (not installed): selftest/test_opencv_prefix.py unpacks them
+# into a prefix outside / and bundles from it (issue 30); without them that module skips.
+.venv/bin/python -m tools.opencv_prefix download \
+  || echo "WARNING: apt-get download of the OpenCV .debs failed; selftest/test_opencv_prefix.py will skip" >&2
 echo "==> ready: $(.venv/bin/python -m pytest --version 2>&1)"
