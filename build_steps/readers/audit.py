@@ -18,6 +18,7 @@ from . import cmake_cache, gitstate
 from .elf import find_strings, is_elf, normalize_origin, uses_origin
 from ..errors import HarnessError
 from .loader import Closure, ObjectInfo, object_info, reached_dirs, read_by_inode, resolve_closure
+from .install_rules import InstallFacts, collect_install_facts
 from .loadability import Loadability, collect_loadability, elf_members
 from ..profiles import CMAKE_FEATURES
 
@@ -132,6 +133,9 @@ class Audit:
     #: member -> why its .nv_fatbin cannot be read
     fatbin_errors: dict = field(default_factory=dict)
     _fatbin_objs: dict = field(default_factory=dict, repr=False)
+    #: where pip installs each member and what the layout, start-up and ownership gates judge
+    #: (build_steps.readers.install_rules.InstallFacts)
+    install: InstallFacts | None = None
 
     @property
     def needed(self) -> list:
@@ -143,6 +147,8 @@ class Audit:
         data.pop("_fatbin_objs", None)
         data["closure"] = self.closure.to_json()
         data["members"] = len(self.members)
+        if data.get("install"):
+            data["install"].pop("destinations", None)  # the map itself is in install.install
         return data
 
 
@@ -250,10 +256,12 @@ def collect(extracted, options) -> Audit:
     audit.shipped_dirs = reached_dirs(root, closure, BUNDLE_DIR)
     audit.shipped = sorted(m for m in members if not m.endswith("/")
                            and m.rsplit("/", 1)[0] in audit.shipped_dirs and "/" in m)
+    audit.install = _install_facts(extracted, root, members, audit, profile, elves)
     audit.loadability = collect_loadability(
         root, members, BUNDLE_DIR, closure, dict(getattr(extracted, "hashes", None) or {}),
         dict(getattr(extracted, "sizes", None) or {}), audit.tags, profile,
-        getattr(options, "glibc_floor", None), shipped=audit.shipped)
+        getattr(options, "glibc_floor", None), shipped=audit.shipped,
+        destinations=audit.install.destinations)
 
     _build_provenance(audit, options, lib_path)
 
@@ -271,6 +279,12 @@ def collect(extracted, options) -> Audit:
         audit.warnings.append(f"{len(rpath_libs)} librar{'y uses' if len(rpath_libs) == 1 else 'ies use'} "
                               f"DT_RPATH instead of DT_RUNPATH: {', '.join(rpath_libs[:5])}")
     return audit
+
+
+def _install_facts(extracted, root: Path, members: list, audit: Audit, profile, native=()) -> InstallFacts:
+    """The install map's facts (any binary format): ``native`` are the members known to be native code."""
+    return collect_install_facts(root, members, getattr(extracted, "wheel_info", None), audit.tags,
+                                 getattr(extracted, "requires_dist", None) or [], profile, native)
 
 
 def _build_provenance(audit: Audit, options, lib_path: Path | None, strings=find_strings) -> None:
@@ -315,6 +329,8 @@ def _collect_macho(extracted, options) -> Audit:
         requirements=parse_requirements(getattr(extracted, "requires_dist", None) or []),
         onnx_files=[m for m in members if m.startswith("mxnet/onnx/")], macho=facts)
     audit.warnings += tag_warnings(facts)
+    audit.install = _install_facts(extracted, Path(extracted.root), members, audit, options.profile,
+                                   sorted(getattr(facts, "images", {}) or {}))
     readable = policy.libmxnet in facts.images
     _build_provenance(audit, options, Path(extracted.root) / policy.libmxnet if readable else None,
                       macho.find_strings)
