@@ -56,13 +56,16 @@ def _first_line(path: Path) -> str:
     return text if text.strip() else "(an empty first line)"
 
 
-def _is_startup(path: str) -> bool:
-    name = path.rsplit("/", 1)[-1]
-    if name.endswith(".pth"):
+def _is_startup(p) -> bool:
+    """A .pth file anywhere; a sitecustomize/usercustomize module at the top of site-packages, or
+    by that file or package name anywhere in the other schemes (where a data path can be an
+    import path of some layout)."""
+    parts = p.path.split("/")
+    if parts[-1].endswith(".pth"):
         return True
-    first = path.split("/", 1)[0]
-    module = first.split(".", 1)[0] if "/" not in path else first
-    return module in STARTUP_MODULES
+    candidates = [parts[0]] if p.in_site_packages else parts
+    return any(c.split(".", 1)[0] in STARTUP_MODULES and (c.endswith(".py") or c.endswith(".so") or c != parts[-1])
+               for c in candidates)
 
 
 def _native(members: list, elf_members: list) -> list:
@@ -118,7 +121,7 @@ def collect_install_facts(root: Path, members: list, wheel_info, tags, requires_
 
     # Code that runs at interpreter start-up.
     for p in sorted(imap.placements.values(), key=lambda p: p.member):
-        if _is_startup(p.path):
+        if _is_startup(p):
             installed = _where(imap, p)
             facts.startup.append({"member": p.member, "installed": installed,
                                   "first_line": _first_line(root / p.member),
