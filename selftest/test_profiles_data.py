@@ -66,6 +66,6 @@ def test_startup_allowance_needs_a_defined_reason(tmp_path):
 
 
 def test_install_table_is_closed(tmp_path):
-    path = _variant(tmp_path, "[install.dependency_top_level]\n", "[install.dependency_toplevel]\n")
-    with pytest.raises(ProfileDataError, match="dependency_toplevel"):
+    path = _variant(tmp_path, "[install]\n", "[install]\nshadowing_name = [\"tests\"]\n")
+    with pytest.raises(ProfileDataError, match="shadowing_name'"):
         load_profiles(path)
