@@ -240,3 +240,14 @@ def test_local_header_must_match_central_directory(tmp_path, offset, fmt, value,
     with pytest.raises(HeaderMismatch) as err:
         check_headers_agree(path)
     assert "member 'mxnet/__init__.py'" in str(err.value) and words in str(err.value), str(err.value)
+
+
+def test_data_scheme_file_in_a_site_packages_path_is_a_layout_problem(tmp_path):
+    # On the import path in a venv (prefix/lib/python3.11/site-packages), nowhere with --target,
+    # and invisible to every site-packages rule: refused.
+    members = ["mxnet/__init__.py", "mxnet-2.data/data/lib/python3.11/site-packages/mxnet_extra.py"]
+    facts = collect_install_facts(tmp_path, members, None, [], [], PROFILES["cpu"])
+    assert len(facts.layout_problems) == 1 and facts.layout_problems[0].startswith(
+        "mxnet-2.data/data/lib/python3.11/site-packages/mxnet_extra.py: lands in <data>/lib/python3.11/"
+        "site-packages/mxnet_extra.py, a site-packages directory"), facts.layout_problems
+    assert facts.top_level == ["mxnet"]
