@@ -19,6 +19,11 @@ The wheel is built once and cached under .tmp/bench/ (reused while its recipe is
 
 Every figure is the best of --repeat runs with the wheel in the page cache (it is read once
 before timing), so the comparison is CPU work against CPU work. Peak RSS comes from wait4().
+
+Ratios measured (docs/bench_audit_*.txt): on a quiet machine, pytest / unzip = 0.57 (2026-12-03,
+synthetic 900 MB wheel; the last quiet measurement). Issue 32, on the real mxnet-cu112 1.9.1 wheel
+under load 13 on 2 shared cores: 0.68 and 0.82, with this tree / the base commit at 0.85 and 0.72
+(alternated with --baseline-tree). The quiet-machine ratio on the real wheel has not been measured.
 """
 from __future__ import annotations
 
@@ -327,6 +332,7 @@ def main(argv=None) -> int:
          "no RECORD hashes, no arch check (a re-enactment)")
     fork = wall
 
+    CACHE.mkdir(parents=True, exist_ok=True)  # with --wheel nothing was built there yet
     with tempfile.TemporaryDirectory(prefix="bench-extract-", dir=CACHE) as tmp:
         walls = []
         for i in range(n):
