@@ -9,8 +9,10 @@ and into a real venv, and every file must be where the map says, with the same b
 """
 from __future__ import annotations
 
+import csv
 import dataclasses
 import email.parser
+import io
 import struct
 import subprocess
 import sys
@@ -28,7 +30,7 @@ from build_steps.readers.install_map import SCHEMES, build_install_map, prefix_l
 from build_steps.readers.install_rules import collect_install_facts
 from build_steps.readers.wheel import HeaderMismatch, check_headers_agree
 from selftest.conftest import HARNESS_CACHE
-from selftest.fixtures_wheels import read_wheel
+from selftest.fixtures_wheels import _record_hash, read_wheel
 
 #: What pip writes beside the wheel's files (not in the wheel, so not in the map).
 PIP_OWN = ("INSTALLER", "REQUESTED", "direct_url.json")
@@ -74,9 +76,6 @@ def scheme_wheel(tmp_path_factory) -> Path:
 
 def _rewrite(built: Path, out: Path, files: dict) -> Path:
     """``files`` as a wheel named like ``built``, RECORD recomputed (fixtures_wheels' hashing)."""
-    from selftest.fixtures_wheels import _record_hash
-    import csv
-    import io
     dist_info = next(m.split("/", 1)[0] for m in files if m.endswith(".dist-info/WHEEL"))
     rows = [(m, _record_hash(b), str(len(b))) for m, b in files.items()] + [(f"{dist_info}/RECORD", "", "")]
     buf = io.StringIO()
