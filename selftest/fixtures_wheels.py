@@ -662,6 +662,15 @@ def build_selftest_wheels(work: Path) -> dict:
     variant("runpath_from_data_scheme", "cuda", add_member(
         f"{data_dir}/data/lib/{data_lib.name}",
         patched_libmxnet(data_lib, tmp / data_lib.name, ["$ORIGIN/../../../mxnet/lib"])))
+    # The bundled closure shipped under .data/platlib: pip installs it to mxnet/lib/ all the same,
+    # so every gate must judge it there (a good wheel), and a second copy of a package file there
+    # collides with the root's.
+    def lib_via_platlib(files):
+        for m in [m for m in files if m.startswith("mxnet/lib/")]:
+            files[f"{data_dir}/platlib/{m}"] = files.pop(m)
+    variant("bundle_in_data_platlib", "cuda", lib_via_platlib)
+    variant("platlib_collision", "cuda", add_member(f"{data_dir}/platlib/mxnet/__init__.py",
+                                                   b'"""mxnet (an older staging)"""\n'))
     out["header_mismatch"] = str(local_name_mismatch(
         Path(out["good_cpu"]), bad / "header_mismatch" / wheel_name(VERSION["cpu"]), "mxnet/__init__.py",
         "../../../evil.pyc"))

@@ -162,6 +162,9 @@ REGRESSIONS = {
     "owns_onnx": ("cuda", "test_top_level_names_are_own",
                   "onnx/ (onnx/__init__.py) belongs to onnx, which this wheel declares in Requires-Dist"),
     "shadows_tests": ("cuda", "test_top_level_names_are_own", "tests/ (tests/__init__.py) is a well-known name (tests)"),
+    "platlib_collision": ("cuda", "test_members_land_in_their_schemes",
+                          "mxnet/__init__.py and mxnet-2.0.0+cu13.bw.20260614.1.data/platlib/mxnet/__init__.py: all "
+                          "install to mxnet/__init__.py in site-packages"),
     "runpath_from_data_scheme": ("cuda", "test_runpaths_are_origin_relative",
                                  "mxnet-2.0.0+cu13.bw.20260614.1.data/data/lib/libmxnet_selftest_data.so.1 RUNPATH "
                                  "entry '$ORIGIN/../../../mxnet/lib': the library installs to the data scheme"),
@@ -330,3 +333,13 @@ def test_local_header_disagreeing_with_central_directory_is_bad_input(gates, sel
     assert ("member 'mxnet/__init__.py': its local file header and the central directory disagree (the local "
             "header names it '../../../evil.pyc', the central directory 'mxnet/__init__.py')") in text, text
     assert "Traceback" not in text, text
+
+
+def test_bundle_under_data_platlib_is_judged_where_it_installs(gates, selftest_wheels):
+    # mxnet/lib/* shipped as <name>.data/platlib/mxnet/lib/*: pip installs it to mxnet/lib/, where
+    # libmxnet.so's $ORIGIN/lib finds it. Judged by member names it would be "not bundled".
+    result = _audit(gates, selftest_wheels["variants"]["bundle_in_data_platlib"],
+                    f"--mxnet-src={selftest_wheels['src']}")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=N_GATES)
+    result.stdout.fnmatch_lines(["*installs as: platlib root (Root-Is-Purelib: false); top-level mxnet; platlib *"])

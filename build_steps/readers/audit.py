@@ -18,6 +18,7 @@ from . import cmake_cache, gitstate
 from .elf import find_strings, is_elf, normalize_origin, uses_origin
 from ..errors import HarnessError
 from .loader import Closure, ObjectInfo, object_info, reached_dirs, read_by_inode, resolve_closure
+from .install_map import build_install_map, installed_view
 from .install_rules import InstallFacts, collect_install_facts
 from .loadability import Loadability, collect_loadability, elf_members
 from ..profiles import CMAKE_FEATURES
@@ -147,13 +148,11 @@ class Audit:
         data.pop("_fatbin_objs", None)
         data["closure"] = self.closure.to_json()
         data["members"] = len(self.members)
-        if data.get("install"):
-            data["install"].pop("destinations", None)  # the map itself is in install.install
         return data
 
 
-def _libmxnet(root: Path, extracted) -> tuple:
-    if not extracted.has(LIBMXNET):
+def _libmxnet(root: Path, extracted, members=None) -> tuple:
+    if not (LIBMXNET in members if members is not None else extracted.has(LIBMXNET)):
         return False, None, (f"{extracted.filename} does not contain {LIBMXNET}: the package was staged "
                              "without the library (check the build's stage step / setup.py package_data)")
     info = object_info(root, LIBMXNET)
@@ -225,7 +224,22 @@ def collect(extracted, options) -> Audit:
         return _collect_macho(extracted, options)
     root = Path(extracted.root)
     members = list(extracted.members)
-    present, lib_info, lib_error = _libmxnet(root, extracted)
+    hashes = dict(getattr(extracted, "hashes", None) or {})
+    sizes = dict(getattr(extracted, "sizes", None) or {})
+    imap = build_install_map(members, getattr(extracted, "wheel_info", None))
+    view = root.parent / f"{root.name}-installed"
+    names = installed_view(root, imap, view)
+    if names is not None:
+        # Members of <x>.data/purelib|platlib move on install: every ELF fact ($ORIGIN, RUNPATH,
+        # the bundled closure) is read where pip puts the file, in a tree of links laid out so.
+        root, members = view, sorted(names)
+        hashes = {n: hashes[m] for n, m in names.items() if m in hashes}
+        sizes = {n: sizes[m] for n, m in names.items() if m in sizes}
+    else:
+        names = {m: m for m in members}
+    destinations = {n: (imap.placements[m].scheme, imap.placements[m].path)
+                    for n, m in names.items() if m in imap.placements}
+    present, lib_info, lib_error = _libmxnet(root, extracted, set(members))
     lib_path = root / LIBMXNET if present and not lib_error else None
 
     bundled = sorted(m for m in members if m.startswith(BUNDLE_DIR) and not m.endswith("/"))
@@ -256,12 +270,11 @@ def collect(extracted, options) -> Audit:
     audit.shipped_dirs = reached_dirs(root, closure, BUNDLE_DIR)
     audit.shipped = sorted(m for m in members if not m.endswith("/")
                            and m.rsplit("/", 1)[0] in audit.shipped_dirs and "/" in m)
-    audit.install = _install_facts(extracted, root, members, audit, profile, elves)
+    audit.install = _install_facts(extracted, Path(extracted.root), list(extracted.members), audit, profile,
+                                   elves)
     audit.loadability = collect_loadability(
-        root, members, BUNDLE_DIR, closure, dict(getattr(extracted, "hashes", None) or {}),
-        dict(getattr(extracted, "sizes", None) or {}), audit.tags, profile,
-        getattr(options, "glibc_floor", None), shipped=audit.shipped,
-        destinations=audit.install.destinations)
+        root, members, BUNDLE_DIR, closure, hashes, sizes, audit.tags, profile,
+        getattr(options, "glibc_floor", None), shipped=audit.shipped, destinations=destinations)
 
     _build_provenance(audit, options, lib_path)
 

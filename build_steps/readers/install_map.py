@@ -94,6 +94,42 @@ class InstallMap:
                 "refused": [list(r) for r in self.refused], "top_level": sorted(self.top_level())}
 
 
+def collisions(imap: InstallMap) -> list:
+    """(path, [members]) for every site-packages path two members install to: purelib and
+    platlib are one directory on Debian/Ubuntu and with --target, so the later member silently
+    replaces the earlier one there."""
+    by_path: dict = {}
+    for p in imap.placements.values():
+        if p.in_site_packages:
+            by_path.setdefault(p.path, []).append(p.member)
+    return sorted((path, members) for path, members in by_path.items() if len(members) > 1)
+
+
+def installed_view(root: Path, imap: InstallMap, view: Path) -> dict | None:
+    """When members under ``<x>.data/purelib|platlib`` move on install, a tree at ``view`` with
+    every site-packages member at its installed path and the rest at their member names (hard
+    links into the extraction at ``root``); returns view name -> member, or None when nothing
+    moves (the extraction is already site-packages as pip lays it out)."""
+    if not any(p.in_site_packages and p.path != p.member for p in imap.placements.values()):
+        return None
+    import os
+    import shutil
+    names: dict = {}
+    for p in imap.placements.values():
+        name = p.path if p.in_site_packages else p.member
+        names[name] = p.member  # a collision: the later member wins, as pip writes it last
+    if view.exists():
+        shutil.rmtree(view)
+    for name, member in names.items():
+        target = view / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(root / member, target)
+        except OSError:
+            shutil.copy2(root / member, target)
+    return names
+
+
 def _module_name(filename: str) -> str | None:
     """``six.py`` -> ``six``; ``_x.cpython-311-x86_64-linux-gnu.so`` -> ``_x``; others None."""
     for suffix in _MODULE_SUFFIXES:

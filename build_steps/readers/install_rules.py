@@ -15,7 +15,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from ..profiles import SHADOWING_NAMES, dependency_top_level
-from .install_map import InstallMap, build_install_map
+from .install_map import InstallMap, build_install_map, collisions
 from .wheel_name import platform_of
 
 #: Module names the interpreter imports at start-up by itself (site.py's sitecustomize/usercustomize).
@@ -42,8 +42,6 @@ class InstallFacts:
     ownership_problems: list = field(default_factory=list)
     #: the wheel's top-level names in site-packages
     top_level: list = field(default_factory=list)
-    #: member -> (scheme, path under the scheme's root): where each ELF's $ORIGIN will be
-    destinations: dict = field(default_factory=dict)
 
 
 def _first_line(path: Path) -> str:
@@ -93,8 +91,7 @@ def _dependency_names(requires_dist) -> dict:
 def collect_install_facts(root: Path, members: list, wheel_info, tags, requires_dist, profile,
                           elf_members=()) -> InstallFacts:
     imap = build_install_map(members, wheel_info)
-    facts = InstallFacts(install=imap.to_json(),
-                         destinations={m: (p.scheme, p.path) for m, p in imap.placements.items()})
+    facts = InstallFacts(install=imap.to_json())
     root = Path(root)
 
     # Platform wheels belong in platlib.
@@ -118,6 +115,11 @@ def collect_install_facts(root: Path, members: list, wheel_info, tags, requires_
                 f"{p.member}: lands in <data>/{p.path}, a site-packages directory, by way of the data "
                 "scheme: on the import path in one layout and nowhere in another, and seen by no "
                 "site-packages rule; ship it in the package (or .data/platlib) instead")
+
+    for path, owners in collisions(imap):
+        facts.layout_problems.append(
+            f"{' and '.join(owners)}: all install to {path} in site-packages (purelib and platlib are one "
+            "directory in most layouts): pip writes one over the other; ship each file once")
 
     # Code that runs at interpreter start-up.
     for p in sorted(imap.placements.values(), key=lambda p: p.member):
