@@ -20,10 +20,11 @@ The wheel is built once and cached under .tmp/bench/ (reused while its recipe is
 Every figure is the best of --repeat runs with the wheel in the page cache (it is read once
 before timing), so the comparison is CPU work against CPU work. Peak RSS comes from wait4().
 
-Ratios measured (docs/bench_audit_*.txt): on a quiet machine, pytest / unzip = 0.57 (2026-12-03,
-synthetic 900 MB wheel; the last quiet measurement). Issue 32, on the real mxnet-cu112 1.9.1 wheel
-under load 13 on 2 shared cores: 0.68 and 0.82, with this tree / the base commit at 0.85 and 0.72
-(alternated with --baseline-tree). The quiet-machine ratio on the real wheel has not been measured.
+Ratios measured (docs/bench_audit_*.txt). On a quiet machine, with the synthetic 900 MB wheel:
+pytest / unzip = 0.72 with the wheel pin (2026-12-03b) and 0.57 before it (2026-12-03). Issue 32
+measured the real mxnet-cu112 1.9.1 wheel under load 13 on 2 shared cores: pytest / unzip = 0.68
+and 0.82, and this tree / the base commit = 0.85 and 0.72 (alternated with --baseline-tree). The
+quiet-machine ratio on the real wheel has not been measured.
 """
 from __future__ import annotations
 
