@@ -22,9 +22,9 @@ before timing), so the comparison is CPU work against CPU work. Peak RSS comes f
 
 Ratios measured (docs/bench_audit_*.txt). On a quiet machine, with the synthetic 900 MB wheel:
 pytest / unzip = 0.72 with the wheel pin (2026-12-03b) and 0.57 before it (2026-12-03). Issue 32
-measured the real mxnet-cu112 1.9.1 wheel under load 13 on 2 shared cores: pytest / unzip = 0.68
-and 0.82, and this tree / the base commit = 0.85 and 0.72 (alternated with --baseline-tree). The
-quiet-machine ratio on the real wheel has not been measured.
+measured the real mxnet-cu112 1.9.1 wheel on 2 shared cores. Under load 13: pytest / unzip = 0.68
+and 0.82. Under load 5-6: 0.54. This tree / the base commit = 0.85, 0.72 and 0.89 (alternated with
+--baseline-tree). The quiet-machine ratio on the real wheel has not been measured.
 """
 from __future__ import annotations
 
