@@ -13,10 +13,11 @@ from pathlib import Path
 
 from .bundle import opencv_config_dir
 from .development_settings import cmake_define_reason, host_workarounds, used_options
-from .errors import UsageError
+from .errors import UsageError, WheelError
 from .host_gpus import host_gpus, native_arch_list
 from .profiles import PLATFORM_FLAVORS, Arch, Profile, fast_compile_defines, get_profile, make_arch, validate_version
 from .readers.symbol_floor import parse_floor
+from .readers.wheel import check_headers_agree
 from .readers.wheel_name import WheelNameError, parse_wheel_name
 from .venv import check_pass_env
 
@@ -117,6 +118,10 @@ def check_wheel_path(value: str) -> Path:
     try:  # once here, not once per gate: a name pip and the gates cannot read is a usage error
         parse_wheel_name(path)
     except WheelNameError as exc:
+        raise UsageError(f"--wheel {value}: {exc}") from None
+    try:  # two readers (pip's zipfile, a streaming one) must see one wheel: a bad input, once
+        check_headers_agree(path)
+    except WheelError as exc:
         raise UsageError(f"--wheel {value}: {exc}") from None
     return path.resolve()
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import jsonschema
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from .errors import HarnessError, UsageError
@@ -132,6 +133,8 @@ class Profile:
     build_space_gib: float = 0.0
     #: cuda_arch, parsed (NO_ARCH without one)
     release_arch: "ArchSpec" = None
+    #: start-up files the wheel may install: site-packages path -> why (from startup_allowed)
+    startup_allowed: dict = field(default_factory=dict)
 
     @property
     def binary_format(self) -> str:
@@ -234,6 +237,8 @@ PROFILES_SCHEMA = _table({
     "soname_majors": {"type": "object", "additionalProperties": {
         "type": "object", "additionalProperties": _table({"majors": _STRS, "what": _STR},
                                                          required=("majors", "what"))}},
+    "install": _table({"shadowing_names": _STRS, "dependency_top_level": {
+        "type": "object", "additionalProperties": _STRS}}, required=("shadowing_names", "dependency_top_level")),
     "macho": {"type": "object", "additionalProperties": _table(
         {"arch": _STR, "libmxnet": _STR, "system_prefixes": _STRS, "build_host_prefixes": _STRS,
          "bundled_runtimes": _KEYED_STRS, "install_name_prefix": _STR},
@@ -253,12 +258,13 @@ PROFILES_SCHEMA = _table({
         "macho": _STR,
         "build_space_gib": {"type": "number", "minimum": 0},
         "platform_tag": _STR,
+        "startup_allowed": _KEYED_STRS,
         "cmake": {"type": "object", "additionalProperties": _CMAKE_VALUE,
                   "required": list(CMAKE_FEATURES),
                   "properties": {key: {"type": "boolean"} for key in CMAKE_FEATURES}},
     }, required=("requirements", "build_dir", "version_prefix", "cmake"))},
 }, required=("reasons", "requirements", "pip_libraries", "host_baseline", "symbol_floors",
-             "soname_majors", "macho", "profiles"))
+             "soname_majors", "install", "macho", "profiles"))
 
 
 def _cmake_value(value) -> str:
@@ -322,6 +328,8 @@ def _profile(path: Path, name: str, raw: dict, data: dict, macho: dict) -> Profi
         if majors else {},
         build_space_gib=float(raw.get("build_space_gib", 0.0)),
         release_arch=parse_cuda_arch(cuda_arch) if cuda_arch is not None else NO_ARCH,
+        startup_allowed={member: _pick(path, data["reasons"], reason, f"{where} startup_allowed")
+                         for member, reason in raw.get("startup_allowed", {}).items()},
     )
 
 
@@ -337,6 +345,10 @@ class ProfileData:
     pip_distributions: dict
     #: wheel platform-tag prefix -> the flavor a wheel so tagged is audited as
     platform_flavors: dict
+    #: top-level names no wheel may install (the [install] table)
+    shadowing_names: tuple = ()
+    #: canonical distribution name -> the top-level names its wheels install
+    dependency_top_level: dict = field(default_factory=dict)
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> ProfileData:
@@ -364,6 +376,9 @@ def load_profiles(path: Path = PROFILES_FILE) -> ProfileData:
         pip_distributions={lib: value["distribution"] for lib, value in data["pip_libraries"].items()},
         platform_flavors={raw["platform_tag"]: name for name, raw in data["profiles"].items()
                           if "platform_tag" in raw},
+        shadowing_names=tuple(data["install"]["shadowing_names"]),
+        dependency_top_level={canonicalize_name(k): tuple(v)
+                              for k, v in data["install"]["dependency_top_level"].items()},
     )
 
 
@@ -380,6 +395,16 @@ MACOS_POLICY = _DATA.macho["macos"]
 PIP_LIBRARY_DISTRIBUTIONS = _DATA.pip_distributions
 #: Wheel platform tag prefix -> the flavor a wheel so tagged is audited as (when --flavor is not given).
 PLATFORM_FLAVORS = _DATA.platform_flavors
+#: Top-level names no wheel may install, and those of known distributions (the [install] table).
+SHADOWING_NAMES = _DATA.shadowing_names
+DEPENDENCY_TOP_LEVEL = _DATA.dependency_top_level
+
+
+def dependency_top_level(distribution: str) -> tuple:
+    """The top-level names a distribution's wheels install: from [install.dependency_top_level],
+    else its own name with '-' as '_' (how setuptools names a project's package by default)."""
+    name = canonicalize_name(distribution)
+    return DEPENDENCY_TOP_LEVEL.get(name, (name.replace("-", "_"),))
 _BASELINE_RE = {group: _prefix_re(names) for group, names in HOST_BASELINE.items()}
 
 def get_profile(flavor: str) -> Profile:

@@ -336,6 +336,20 @@ def wrong_crc(src: Path, dest: Path, member: str) -> Path:
     return dest
 
 
+def local_name_mismatch(src: Path, dest: Path, member: str, local_name: str) -> Path:
+    """``src`` with ``member``'s local file header naming ``local_name`` (same length) while the
+    central directory and RECORD keep ``member``: zipfile refuses it, ``jar x`` writes the local name."""
+    assert len(local_name.encode()) == len(member.encode())
+    data = bytearray(src.read_bytes())
+    with zipfile.ZipFile(src) as zf:
+        offset = zf.getinfo(member).header_offset
+    assert data[offset + 30:offset + 30 + len(member)] == member.encode()
+    data[offset + 30:offset + 30 + len(member)] = local_name.encode()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(bytes(data))
+    return dest
+
+
 def wheel_name(version: str) -> str:
     return f"mxnet-{version}-{WHEEL_TAG}.whl"
 
@@ -628,13 +642,43 @@ def build_selftest_wheels(work: Path) -> dict:
     with zipfile.ZipFile(bomb, "a", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
         zf.writestr("mxnet/zeros.bin", bytes(64 << 20))
     variants["zip_bomb"] = str(bomb)
+    bad = work / "bad"
+    bad.mkdir()
+    # Issue 32: what pip's installer does with a member, which member names alone do not tell.
+    data_dir = f"mxnet-{VERSION['cuda']}.data"
+    variant("root_is_purelib", "cuda", add_member(f"mxnet-{VERSION['cuda']}.dist-info/WHEEL",
+                                                 WHEEL_FILE.replace(b"Root-Is-Purelib: false", b"Root-Is-Purelib: true")))
+    # The license put under .data without a scheme directory (meant: .data/data/share/...).
+    variant("unknown_scheme", "cuda", add_member(f"{data_dir}/share/doc/mxnet/LICENSE",
+                                                 b"Apache License\nVersion 2.0, January 2004\n"))
+    variant("startup_pth", "cuda", add_member("mxnet-selftest-init.pth",
+                                              b"import os; os.environ.setdefault('MXNET_SELFTEST_PTH', '1')\n"))
+    # mxnet/onnx staged a second time at the top level (a package_dir slip): onnx is a dependency.
+    variant("owns_onnx", "cuda", lambda f: f.__setitem__("onnx/__init__.py", f["mxnet/onnx/__init__.py"]))
+    variant("shadows_tests", "cuda", add_member("tests/__init__.py", b""))
+    # A real library in the data scheme: its RUNPATH climbs three levels in the zip (mxnet-X.data/data/
+    # lib), but it installs to <prefix>/lib/, one level below the scheme's root.
+    data_lib = build_plain_lib(extra / "datalib", "libmxnet_selftest_data.so.1")
+    variant("runpath_from_data_scheme", "cuda", add_member(
+        f"{data_dir}/data/lib/{data_lib.name}",
+        patched_libmxnet(data_lib, tmp / data_lib.name, ["$ORIGIN/../../../mxnet/lib"])))
+    # The bundled closure shipped under .data/platlib: pip installs it to mxnet/lib/ all the same,
+    # so every gate must judge it there (a good wheel), and a second copy of a package file there
+    # collides with the root's.
+    def lib_via_platlib(files):
+        for m in [m for m in files if m.startswith("mxnet/lib/")]:
+            files[f"{data_dir}/platlib/{m}"] = files.pop(m)
+    variant("bundle_in_data_platlib", "cuda", lib_via_platlib)
+    variant("platlib_collision", "cuda", add_member(f"{data_dir}/platlib/mxnet/__init__.py",
+                                                   b'"""mxnet (an older staging)"""\n'))
+    out["header_mismatch"] = str(local_name_mismatch(
+        Path(out["good_cpu"]), bad / "header_mismatch" / wheel_name(VERSION["cpu"]), "mxnet/__init__.py",
+        "../../../evil.pyc"))
     variants["crc_wrong"] = str(wrong_crc(Path(out["good_cpu"]), wheels / "crc_wrong" / wheel_name(VERSION["cpu"]),
                                           "mxnet/__init__.py"))
     out["variants"] = variants
 
     # Bad inputs that are not wheels at all.
-    bad = work / "bad"
-    bad.mkdir()
     (bad / "not-a-wheel.whl").write_text("this is text, not a zip\n")
     data = Path(out["good_cpu"]).read_bytes()
     (bad / wheel_name("9.9.9")).write_bytes(data[: len(data) // 2])

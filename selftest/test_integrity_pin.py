@@ -90,6 +90,31 @@ def test_pin_is_a_private_read_only_copy(tmp_path, selftest_wheels):
     shutil.rmtree(tmp_path / "pin")
 
 
+def test_unchanged_pin_is_not_read_again_and_a_masked_rewrite_is_still_caught(tmp_path, monkeypatch):
+    # Issue 32: verify() and the end-of-run check trust a file whose stat signature (inode, size,
+    # mtime, ctime) is the pinned one, instead of reading ~0.5 GB again. A rewrite that puts the
+    # old mtime back (os.utime) still moves ctime, so it is hashed and caught.
+    from build_steps import pinning
+    wheel = tmp_path / "mxnet-2.0.0-py3-none-any.whl"
+    wheel.write_bytes(b"PK" + os.urandom(1 << 16))
+    pin = pin_wheel(wheel, tmp_path / "pin")
+    assert pin.copy_stat is not None and pin.source_stat is not None
+    reads = []
+    real = pinning.sha256_of
+    monkeypatch.setattr(pinning, "sha256_of", lambda p: reads.append(str(p)) or real(p))
+    assert verify(pin, "extraction") == Path(pin.path) and source_changed(pin) is None
+    assert reads == []
+    before = os.stat(wheel)
+    with open(wheel, "r+b") as fh:
+        fh.seek(100)
+        fh.write(b"\0" * 16)
+    os.utime(wheel, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(wheel).st_size == before.st_size and os.stat(wheel).st_mtime_ns == before.st_mtime_ns
+    assert "replaced during the run" in source_changed(pin)
+    assert reads == [str(wheel)]
+    unlock(pin)
+
+
 #: The writer of the issue, loaded into the child run with -p: while the harness installs the
 #: wheel (after its hash check), the user's file is rewritten in place (same inode) with another
 #: wheel, and restored once the install returns. The install itself is the real one.

@@ -53,3 +53,19 @@ def test_each_toggle_is_stated_once(name):
     profile = PROFILES[name]
     for key in CMAKE_FEATURES:
         assert profile.configure_flags[key] == ("ON" if profile.features[key] else "OFF")
+
+
+def test_startup_allowance_needs_a_defined_reason(tmp_path):
+    # A start-up file a profile allows (issue 32) names its reason by key, like every other exception.
+    path = _variant(tmp_path, "[profiles.cpu]\n", "[profiles.cpu]\nstartup_allowed = { \"mxnet-hook.pth\" = \"no-such-reason\" }\n")
+    with pytest.raises(ProfileDataError, match=r"\[profiles\.cpu\] startup_allowed names 'no-such-reason'"):
+        load_profiles(path)
+    path = _variant(tmp_path, "[profiles.cpu]\n", "[profiles.cpu]\nstartup_allowed = { \"mxnet-hook.pth\" = \"onnx-extra\" }\n")
+    assert load_profiles(path).profiles["cpu"].startup_allowed == {
+        "mxnet-hook.pth": "the CPU wheel keeps onnx as the optional [onnx] extra"}
+
+
+def test_install_table_is_closed(tmp_path):
+    path = _variant(tmp_path, "[install]\n", "[install]\nshadowing_name = [\"tests\"]\n")
+    with pytest.raises(ProfileDataError, match="shadowing_name'"):
+        load_profiles(path)

@@ -134,9 +134,10 @@ REGRESSIONS = {
                       "libcudart.so.11.0 has major 11, but the cuda profile accepts only libcudart.so.13"),
     "needed_with_slash": ("cuda", "test_every_needed_resolves",
                           "NEEDED entry 'deps/libmxnet_selftest_nosoname.so' contains a slash"),
-    "libcuda_in_runpath_dir": ("cuda", "test_nothing_forbidden_bundled",
+    # ... and nvidia/ is the nvidia-* dependencies' top-level name (issue 32: the ownership gate).
+    "libcuda_in_runpath_dir": ("cuda", ("test_nothing_forbidden_bundled", "test_top_level_names_are_own"),
                                "nvidia/cu13/lib/libcuda.so.1: libcuda.so.1 is the NVIDIA driver's"),
-    "soname_conflict_in_runpath_dir": ("cuda", "test_one_content_per_soname",
+    "soname_conflict_in_runpath_dir": ("cuda", ("test_one_content_per_soname", "test_top_level_names_are_own"),
                                        "libopencv_core.so.406: mxnet/lib/libopencv_core.so.406, "
                                        "nvidia/cu13/lib/libopencv_core.so.406 differ"),
     "sm100a_only": ("cuda", "test_sass_for_every_requested_arch",
@@ -148,6 +149,25 @@ REGRESSIONS = {
     "requires_dist_conflict": ("cuda", "test_requires_dist_unambiguous",
                                "Requires-Dist: 'nvidia-cublas<14,>=13.5' and Requires-Dist: 'nvidia-cublas<13.5,>=13.1' "
                                "name nvidia-cublas: conflicting specifiers"),
+    # Issue 32: the wheel as pip installs it (build_steps.readers.install_map).
+    "root_is_purelib": ("cuda", "test_platform_wheel_is_platlib",
+                        "WHEEL says Root-Is-Purelib: true, but its platform tag says linux_x86_64 and it carries "
+                        "native code"),
+    "unknown_scheme": ("cuda", "test_members_land_in_their_schemes",
+                       "mxnet-2.0.0+cu13.bw.20260614.1.data/share/doc/mxnet/LICENSE: "
+                       "mxnet-2.0.0+cu13.bw.20260614.1.data/share/ is no install scheme"),
+    "startup_pth": ("cuda", "test_no_startup_code",
+                    "mxnet-selftest-init.pth (installs as mxnet-selftest-init.pth), first line: "
+                    "\"import os; os.environ.setdefault('MXNET_SELFTEST_PTH', '1')\""),
+    "owns_onnx": ("cuda", "test_top_level_names_are_own",
+                  "onnx/ (onnx/__init__.py) belongs to onnx, which this wheel declares in Requires-Dist"),
+    "shadows_tests": ("cuda", "test_top_level_names_are_own", "tests/ (tests/__init__.py) is a well-known name (tests)"),
+    "platlib_collision": ("cuda", "test_members_land_in_their_schemes",
+                          "mxnet/__init__.py and mxnet-2.0.0+cu13.bw.20260614.1.data/platlib/mxnet/__init__.py: all "
+                          "install to mxnet/__init__.py in site-packages"),
+    "runpath_from_data_scheme": ("cuda", "test_runpaths_are_origin_relative",
+                                 "mxnet-2.0.0+cu13.bw.20260614.1.data/data/lib/libmxnet_selftest_data.so.1 RUNPATH "
+                                 "entry '$ORIGIN/../../../mxnet/lib': the library installs to the data scheme"),
     "not_elf_bundled": ("cuda", "test_every_needed_resolves",
                         "mxnet/lib/libopencv_imgcodecs.so.406 is bundled under the library's name but is not an "
                         "ELF file (it starts with b'/* GNU l'"),
@@ -302,3 +322,24 @@ def test_unextractable_wheel_is_one_failure(gates, selftest_wheels, case, fragme
     assert len(_failed(result)) == 1, text
     assert "build step failed (wheel): the error above is the whole report" in text, text
     assert "Traceback" not in text
+
+
+def test_local_header_disagreeing_with_central_directory_is_bad_input(gates, selftest_wheels):
+    # The local header says ../../../evil.pyc, the central directory (and RECORD) mxnet/__init__.py:
+    # a usage error (exit 4) naming the member and both names, before any gate runs.
+    result = _audit(gates, selftest_wheels["header_mismatch"], "--flavor=cpu")
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == 4, text
+    assert ("member 'mxnet/__init__.py': its local file header and the central directory disagree (the local "
+            "header names it '../../../evil.pyc', the central directory 'mxnet/__init__.py')") in text, text
+    assert "Traceback" not in text, text
+
+
+def test_bundle_under_data_platlib_is_judged_where_it_installs(gates, selftest_wheels):
+    # mxnet/lib/* shipped as <name>.data/platlib/mxnet/lib/*: pip installs it to mxnet/lib/, where
+    # libmxnet.so's $ORIGIN/lib finds it. Judged by member names it would be "not bundled".
+    result = _audit(gates, selftest_wheels["variants"]["bundle_in_data_platlib"],
+                    f"--mxnet-src={selftest_wheels['src']}")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=N_GATES)
+    result.stdout.fnmatch_lines(["*installs as: platlib root (Root-Is-Purelib: false); top-level mxnet; platlib *"])

@@ -18,6 +18,8 @@ from . import cmake_cache, gitstate
 from .elf import find_strings, is_elf, normalize_origin, uses_origin
 from ..errors import HarnessError
 from .loader import Closure, ObjectInfo, object_info, reached_dirs, read_by_inode, resolve_closure
+from .install_map import build_install_map, installed_view
+from .install_rules import InstallFacts, collect_install_facts
 from .loadability import Loadability, collect_loadability, elf_members
 from ..profiles import CMAKE_FEATURES
 
@@ -132,6 +134,9 @@ class Audit:
     #: member -> why its .nv_fatbin cannot be read
     fatbin_errors: dict = field(default_factory=dict)
     _fatbin_objs: dict = field(default_factory=dict, repr=False)
+    #: where pip installs each member and what the layout, start-up and ownership gates judge
+    #: (build_steps.readers.install_rules.InstallFacts)
+    install: InstallFacts | None = None
 
     @property
     def needed(self) -> list:
@@ -146,8 +151,8 @@ class Audit:
         return data
 
 
-def _libmxnet(root: Path, extracted) -> tuple:
-    if not extracted.has(LIBMXNET):
+def _libmxnet(root: Path, extracted, members=None) -> tuple:
+    if not (LIBMXNET in members if members is not None else extracted.has(LIBMXNET)):
         return False, None, (f"{extracted.filename} does not contain {LIBMXNET}: the package was staged "
                              "without the library (check the build's stage step / setup.py package_data)")
     info = object_info(root, LIBMXNET)
@@ -219,7 +224,22 @@ def collect(extracted, options) -> Audit:
         return _collect_macho(extracted, options)
     root = Path(extracted.root)
     members = list(extracted.members)
-    present, lib_info, lib_error = _libmxnet(root, extracted)
+    hashes = dict(getattr(extracted, "hashes", None) or {})
+    sizes = dict(getattr(extracted, "sizes", None) or {})
+    imap = build_install_map(members, getattr(extracted, "wheel_info", None))
+    view = root.parent / f"{root.name}-installed"
+    names = installed_view(root, imap, view)
+    if names is not None:
+        # Members of <x>.data/purelib|platlib move on install: every ELF fact ($ORIGIN, RUNPATH,
+        # the bundled closure) is read where pip puts the file, in a tree of links laid out so.
+        root, members = view, sorted(names)
+        hashes = {n: hashes[m] for n, m in names.items() if m in hashes}
+        sizes = {n: sizes[m] for n, m in names.items() if m in sizes}
+    else:
+        names = {m: m for m in members}
+    destinations = {n: (imap.placements[m].scheme, imap.placements[m].path)
+                    for n, m in names.items() if m in imap.placements}
+    present, lib_info, lib_error = _libmxnet(root, extracted, set(members))
     lib_path = root / LIBMXNET if present and not lib_error else None
 
     bundled = sorted(m for m in members if m.startswith(BUNDLE_DIR) and not m.endswith("/"))
@@ -250,10 +270,11 @@ def collect(extracted, options) -> Audit:
     audit.shipped_dirs = reached_dirs(root, closure, BUNDLE_DIR)
     audit.shipped = sorted(m for m in members if not m.endswith("/")
                            and m.rsplit("/", 1)[0] in audit.shipped_dirs and "/" in m)
+    audit.install = _install_facts(extracted, Path(extracted.root), list(extracted.members), audit, profile,
+                                   elves)
     audit.loadability = collect_loadability(
-        root, members, BUNDLE_DIR, closure, dict(getattr(extracted, "hashes", None) or {}),
-        dict(getattr(extracted, "sizes", None) or {}), audit.tags, profile,
-        getattr(options, "glibc_floor", None), shipped=audit.shipped)
+        root, members, BUNDLE_DIR, closure, hashes, sizes, audit.tags, profile,
+        getattr(options, "glibc_floor", None), shipped=audit.shipped, destinations=destinations)
 
     _build_provenance(audit, options, lib_path)
 
@@ -271,6 +292,12 @@ def collect(extracted, options) -> Audit:
         audit.warnings.append(f"{len(rpath_libs)} librar{'y uses' if len(rpath_libs) == 1 else 'ies use'} "
                               f"DT_RPATH instead of DT_RUNPATH: {', '.join(rpath_libs[:5])}")
     return audit
+
+
+def _install_facts(extracted, root: Path, members: list, audit: Audit, profile, native=()) -> InstallFacts:
+    """The install map's facts (any binary format): ``native`` are the members known to be native code."""
+    return collect_install_facts(root, members, getattr(extracted, "wheel_info", None), audit.tags,
+                                 getattr(extracted, "requires_dist", None) or [], profile, native)
 
 
 def _build_provenance(audit: Audit, options, lib_path: Path | None, strings=find_strings) -> None:
@@ -315,6 +342,8 @@ def _collect_macho(extracted, options) -> Audit:
         requirements=parse_requirements(getattr(extracted, "requires_dist", None) or []),
         onnx_files=[m for m in members if m.startswith("mxnet/onnx/")], macho=facts)
     audit.warnings += tag_warnings(facts)
+    audit.install = _install_facts(extracted, Path(extracted.root), members, audit, options.profile,
+                                   sorted(getattr(facts, "images", {}) or {}))
     readable = policy.libmxnet in facts.images
     _build_provenance(audit, options, Path(extracted.root) / policy.libmxnet if readable else None,
                       macho.find_strings)

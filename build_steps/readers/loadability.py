@@ -94,8 +94,11 @@ def _read_all(root: Path, elves: list, closure: Closure) -> dict:
     return out
 
 
-def _runpath_problems(member: str, facts: ElfFacts) -> list:
-    depth = member.count("/")   # directories between site-packages and the member
+def _runpath_problems(member: str, facts: ElfFacts, destination=None) -> list:
+    """``destination``: (scheme, path under the scheme's root) where pip installs the member
+    (build_steps.readers.install_map); $ORIGIN is that directory, not the member's place in the zip."""
+    scheme, path = destination or ("platlib", member)
+    depth = path.count("/")   # directories between the scheme's root (site-packages) and the member
     out = []
     for entry in facts.runpath:
         norm = normalize_origin(entry)
@@ -112,8 +115,12 @@ def _runpath_problems(member: str, facts: ElfFacts) -> list:
         for part in rest:
             level += -1 if part == ".." else 1
             if level < 0:
-                out.append({"member": member, "tag": facts.runpath_tag, "entry": entry,
-                            "why": "it climbs out of site-packages, to directories the wheel does not install"})
+                why = ("it climbs out of site-packages, to directories the wheel does not install"
+                       if scheme in ("purelib", "platlib") else
+                       f"the library installs to the {scheme} scheme (<{scheme}>/{path}), and the entry "
+                       f"climbs out of that scheme's root, whose place beside site-packages differs "
+                       "between layouts (venv, --user, --prefix, --target)")
+                out.append({"member": member, "tag": facts.runpath_tag, "entry": entry, "why": why})
                 break
     return out
 
@@ -171,7 +178,8 @@ def _reached(bundle_dir: str, facts: dict, closure: Closure, bundled: list) -> s
 
 
 def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes: dict, sizes: dict,
-                        tags, profile, floor_override: dict | None = None, shipped=None) -> Loadability:
+                        tags, profile, floor_override: dict | None = None, shipped=None,
+                        destinations: dict | None = None) -> Loadability:
     """``shipped``: every member of a directory a RUNPATH reaches (default: ``bundle_dir``'s);
     one SONAME with two contents is judged across them all."""
     root = Path(root)
@@ -186,7 +194,7 @@ def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes
         out.objects[member] = facts
         if load is None:
             continue  # facts.error; the closure gate reports an unreadable ELF
-        out.bad_runpath += _runpath_problems(member, facts)
+        out.bad_runpath += _runpath_problems(member, facts, (destinations or {}).get(member))
         out.refused += [{"member": member, "kind": k, "reason": r} for k, r in _refusals(member, facts, platform)]
         for need in load.version_needs:
             parsed = split_version(need.version)

@@ -18,6 +18,12 @@ def summary_lines(audit, verdicts: dict) -> list:
         lines += macho_audit.summary_lines(macho)
     else:
         lines += _elf_lines(audit)
+    install = getattr(audit, "install", None)
+    if install is not None:  # where pip puts it (build_steps.readers.install_map)
+        schemes = install.install.get("schemes", {})
+        lines.append(f"installs as: {install.install.get('root_scheme')} root (Root-Is-Purelib: "
+                     f"{install.install.get('root_is_purelib_text')}); top-level {', '.join(install.top_level) or '(none)'}; "
+                     + "; ".join(f"{s} {len(v)}" for s, v in sorted(schemes.items())))
     hard = ", ".join(f"{n}{s}" for n, s in sorted(audit.requirements.hard.items()))
     lines.append(f"hard dependencies: {hard or '(none)'}")
     if audit.cmake:
