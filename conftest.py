@@ -24,6 +24,7 @@ from harness.run_dir import run_dir_of  # noqa: E402
 #: One module per concern; each finds what it needs from the others through its imports and the
 #: run's state, not through its place in this list.
 pytest_plugins = [
+    "harness.supervision",  # the run's processes die with it; SIGINT/SIGTERM/SIGHUP are interrupts
     "harness.run_dir",   # the run's dir: pytest's basetemp and where xdist workers meet
     "harness.ledger",    # every gate's verdict, filed once by the reporting process (also under xdist)
     "harness.release_set",  # the flavor's whole release set, read before -m/-k deselect

@@ -13,18 +13,21 @@ import re
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .launcher import Server, build_stats, private_server, snapshot
-from . import filesystem, processes
+from . import filesystem, processes, supervise
 from .step_record import record_step
 from .errors import BuildInterrupted, StepError, log_excerpt
 from .once import JsonRecord
 from .readers import ninja_log
 
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]")
+#: ninja's own step before the build's (CONFIGURE_DEPENDS globs): its "[0/2]" is not the build's count
+_GLOB_RECHECK = "Re-checking globbed directories"
 
 
 @dataclass
@@ -121,7 +124,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
             for line in proc.stdout:
                 fh.write(line)
                 m = _PROGRESS.match(line)
-                if m:
+                if m and _GLOB_RECHECK not in line:
                     steps, total = int(m.group(1)), int(m.group(2))
                     now = time.monotonic()
                     if now - last_draw > 0.5 or steps == total:  # keep the terminal readable
@@ -137,18 +140,21 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
             where = f"at [{steps}/{total}]" if total else "before the first step"
             took = time.monotonic() - start
             fh.write(f"==== interrupted {where} after {took:.0f}s ====\n")
+            left = supervise.left_running()
+            stopped = (f"the build was stopped, but {supervise.describe(left)} still ran (stopped again "
+                       "when this run ends)" if left else "the build was stopped (no compiler left running)")
             raise BuildInterrupted(
-                "compile", f"interrupted {where} after {took:.0f}s; the build was stopped (no "
-                f"compiler left running). Re-run the same command to resume: ninja keeps the finished "
-                f"steps. Log: {log}") from None
+                "compile", f"interrupted {where} after {took:.0f}s; {stopped}. Re-run the same command "
+                f"to resume: ninja keeps the finished steps. Log: {log}") from None
         except BaseException:
             stop_build(proc, build_dir, server)
             raise
     seconds = time.monotonic() - start
     if rc != 0:
         tail = log_excerpt(log, since=first_line)
-        if filesystem.disk_was_full(build_dir, tail):
-            raise StepError("compile", f"stopped at [{steps}/{total}]: {filesystem.no_space(build_dir)}",
+        full = filesystem.full_one([build_dir, tempfile.gettempdir(), *(server.disk() if server else ())], tail)
+        if full is not None:
+            raise StepError("compile", f"stopped at [{steps}/{total}]: {filesystem.no_space(full)}",
                             log=log, tail=tail)
         raise StepError("compile", f"cmake --build {build_dir} --target {' '.join(targets)} failed (exit {rc})",
                         log=log, tail=tail)

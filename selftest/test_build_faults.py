@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import configure as configure_step
-from build_steps import run_lock, step_record
+from build_steps import filesystem, run_lock, step_record
 from build_steps.compile import compile_mxnet
 from build_steps.errors import BuildInterrupted, StepError
 from build_steps.profiles import PROFILES, Arch
@@ -425,7 +425,11 @@ def test_full_disk_in_the_harness_own_records_is_one_sentence(small_fs):
 
     def produce():
         step_record.record_step(fs, "compile", "jobs=2")  # the harness's own step log
-    with pytest.raises(StepError) as caught:
-        guarded("compile", produce, fs)()
+    filesystem.place(fs, "--build-dir=DIR")  # as harness.dir_locks registers the run's build dir
+    try:
+        with pytest.raises(StepError) as caught:
+            guarded("compile", produce, fs)()
+    finally:
+        filesystem.forget_places()
     assert str(caught.value).startswith(f"[compile] no space left on {fs} (tmpfs): ")
     assert "--build-dir=DIR" in str(caught.value)
