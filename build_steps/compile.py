@@ -125,6 +125,11 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
                 fh.write(line)
                 m = _PROGRESS.match(line)
                 if m and _GLOB_RECHECK not in line:
+                    if not total and log_before:
+                        said = _resuming(build_dir, targets, int(m.group(2)))
+                        if said:
+                            print(f"[compile] {said}", file=out, flush=True)
+                            fh.write(said + "\n")
                     steps, total = int(m.group(1)), int(m.group(2))
                     now = time.monotonic()
                     if now - last_draw > 0.5 or steps == total:  # keep the terminal readable
@@ -176,6 +181,29 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
     return CompileResult(library=library, seconds=seconds, steps_run=steps, total_steps=total,
                          no_work=no_work, log=log, launcher=stats.to_json() if stats else None,
                          build_time=timing)
+
+
+def _resuming(build_dir: Path, targets: list, left: int) -> str:
+    """``resuming: N of M steps left`` for a build dir an earlier compile worked in ("" when the
+    whole build is to do, or ninja cannot count it): ninja's own M is this run's steps only."""
+    program = _cache_value(build_dir, "CMAKE_MAKE_PROGRAM") or "ninja"
+    try:
+        proc = subprocess.run([program, "-C", str(build_dir), "-t", "commands", *targets],
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    whole = len(proc.stdout.splitlines()) if proc.returncode == 0 else 0
+    return f"resuming: {left} of {whole} steps left" if 0 < left < whole else ""
+
+
+def _cache_value(build_dir: Path, key: str) -> str:
+    try:
+        for line in (Path(build_dir) / "CMakeCache.txt").read_text(errors="replace").splitlines():
+            if line.startswith(key + ":"):
+                return line.split("=", 1)[1]
+    except OSError:
+        pass
+    return ""
 
 
 def _children_cpu() -> float:

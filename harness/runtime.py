@@ -13,6 +13,7 @@ import pytest
 
 from build_steps import once
 from build_steps import venv
+from build_steps.heartbeat import heartbeat
 from build_steps.driver_stub import DRIVER_SONAME, STUB_ENV, driver_missing, make_stub
 from build_steps.readers.elf import read_dynamic
 from build_steps.errors import HarnessError
@@ -21,7 +22,7 @@ from build_steps.pinning import verify
 from build_steps.profiles import GATE_TEST_REQUIREMENTS
 
 from .steps import guarded
-from .common import add_report_lines, is_worker, shared_root
+from .common import add_report_lines, is_worker, say, shared_root
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
 PROBES_DIR = HARNESS_ROOT / "tests" / "probes"
@@ -51,6 +52,11 @@ def release_venv(options, wheel_path, wheel_pin, shared_dir):
     log = shared_dir / "release-venv-install.log"
 
     def make() -> dict:
+        say(f"==> installing the wheel and its requirements into {root} (log: {log})")
+        with heartbeat("install", log, say):
+            return _make()
+
+    def _make() -> dict:
         made = venv.create_venv(root, options.build_python or sys.executable, log=log,
                                 pass_env=options.pass_env)
         installed = venv.install(

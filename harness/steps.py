@@ -285,22 +285,45 @@ def chain_stop(config) -> str | None:
     return None if is_worker(config) else chain_stop_of(chain_records(shared_root(config)))
 
 
-def step_times(records: dict) -> list:
-    """The summary's entries, one per step that ran (a quiet step only when it failed)."""
+#: The steps after the wheel (the venv's install): their run-once state, and the summary's label.
+AFTER_CHAIN = (("release-venv.state", "install"),)
+
+
+def after_chain_records(shared: Path | None) -> dict:
+    """label -> the failure record of each step after the chain that failed or was interrupted
+    (the install's state file holds its product otherwise, which the summary does not time)."""
+    found = {}
+    for key, label in AFTER_CHAIN if shared is not None else ():
+        try:
+            rec = json.loads((shared / f"{key}.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if rec.get("failed"):
+            found[label] = rec
+    return found
+
+
+def step_times(records: dict, after: dict | None = None) -> list:
+    """The summary's entries, one per step that ran (a quiet step only when it failed); ``after``:
+    the failed steps after the chain (after_chain_records), so an interrupted install is named."""
     times = []
     for step in CHAIN:
         rec = records.get(step.record)
         if rec is None or (step.quiet and not rec.get("failed")):
             continue
-        if rec.get("interrupted"):
-            times.append(f"{step.label} INTERRUPTED ({rec.get('error', '').split('] ', 1)[-1].split(';')[0]}; "
-                         "re-run to resume)")
-        elif rec.get("failed"):
-            times.append(f"{step.label} FAILED")
-        else:
-            r = rec["result"]
-            times.append(f"{step.label} {r.get('seconds', 0):.1f}s{step.detail(r)}")
+        times.append(_entry(step.label, rec, step.detail))
+    times += [_entry(label, rec, _no_detail) for label, rec in (after or {}).items()]
     return times
+
+
+def _entry(label: str, rec: dict, detail) -> str:
+    if rec.get("interrupted"):
+        return (f"{label} INTERRUPTED ({rec.get('error', '').split('] ', 1)[-1].split(';')[0]}; "
+                "re-run to resume)")
+    if rec.get("failed"):
+        return f"{label} FAILED"
+    r = rec["result"]
+    return f"{label} {r.get('seconds', 0):.1f}s{detail(r)}"
 
 
 def step_seconds(records: dict) -> dict:
