@@ -28,6 +28,8 @@ from .readers import ninja_log
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]")
 #: ninja's own step before the build's (CONFIGURE_DEPENDS globs): its "[0/2]" is not the build's count
 _GLOB_RECHECK = "Re-checking globbed directories"
+#: compile.log's line after a compile that reached its end
+_FINISHED = "==== finished"
 
 
 @dataclass
@@ -114,6 +116,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
     no_work = False
     last_draw = 0.0
     record_step(build_dir, "compile", f"jobs={jobs}")
+    resumed = _unfinished(log)
     with open(log, "a", buffering=1) as fh:
         first_line = fh.tell()
         fh.write(f"==== compile run {time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} "
@@ -125,7 +128,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
                 fh.write(line)
                 m = _PROGRESS.match(line)
                 if m and _GLOB_RECHECK not in line:
-                    if not total and log_before:
+                    if not total and resumed:
                         said = _resuming(build_dir, targets, int(m.group(2)))
                         if said:
                             print(f"[compile] {said}", file=out, flush=True)
@@ -155,6 +158,9 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
             stop_build(proc, build_dir, server)
             raise
     seconds = time.monotonic() - start
+    if rc == 0:
+        with open(log, "a") as fh:
+            fh.write(f"{_FINISHED} in {seconds:.0f}s ====\n")
     if rc != 0:
         tail = log_excerpt(log, since=first_line)
         full = filesystem.full_one([build_dir, tempfile.gettempdir(), *(server.disk() if server else ())], tail)
@@ -181,6 +187,18 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
     return CompileResult(library=library, seconds=seconds, steps_run=steps, total_steps=total,
                          no_work=no_work, log=log, launcher=stats.to_json() if stats else None,
                          build_time=timing)
+
+
+def _unfinished(log: Path) -> bool:
+    """Whether the last compile in this build dir stopped before the end (interrupted, failed,
+    killed): its section of ``compile.log`` has no finished line."""
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, 2) - 64 * 1024))
+            marks = [l for l in fh.read().decode("utf-8", "replace").splitlines() if l.startswith("==== ")]
+    except OSError:
+        return False
+    return bool(marks) and not marks[-1].startswith(_FINISHED)
 
 
 def _resuming(build_dir: Path, targets: list, left: int) -> str:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import cuda_root, launcher, package, preflight, source
+from build_steps import launcher, package, preflight, source
+from build_steps.cuda_root import default_cache_dir
 from build_steps.errors import HarnessError, UsageError
 from build_steps.overrides import broken_promises, development_option_promises
 from build_steps.pinning import verify
@@ -47,7 +48,7 @@ def pytest_collection_modifyitems(config, items):
         refused = preflight.refusals(root, options.profile, options.cuda_arch, options.cmake_defines,
                                      release=is_release_run(config), allow_dirty=options.allow_dirty,
                                      build_dir=BuildPaths(options, root).build_dir,
-                                     cache=cuda_root.default_cache_dir() if uses_cache else None)
+                                     cache=default_cache_dir() if uses_cache else None)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     if refused:
