@@ -27,8 +27,7 @@ from build_steps.errors import StepError
 from build_steps.heartbeat import heartbeat
 from build_steps.profiles import PROFILES, Arch
 from harness.steps import guarded, step_times
-from selftest.test_build_faults import (HAS_NVCC, HAS_SCCACHE, MOUNTS, _harness, _in_namespace, _say_lines,
-                                        small_fs)  # noqa: F401 (small_fs: a fixture)
+from selftest.test_build_faults import HAS_NVCC, HAS_SCCACHE, MOUNTS, _harness, _in_namespace, _say_lines
 
 CPU = PROFILES["cpu"]
 NONE = launcher.Launcher("none", None, "none")
@@ -85,7 +84,7 @@ def test_a_full_tmpdir_during_compile_is_named_as_tmpdir(sample_tree, small_fs, 
         filesystem.forget_places()
     first = str(caught.value).splitlines()[0]
     print(first)
-    assert first.startswith(f"[compile] stopped at [") and f"no space left on {tmp} (tmpfs)" in first, first
+    assert first.startswith("[compile] stopped at [") and f"no space left on {tmp} (tmpfs)" in first, first
     assert "set TMPDIR=DIR" in first and "--build-dir" not in first, first
 
 

@@ -367,29 +367,6 @@ def test_failed_step_is_filed_under_the_step_and_the_tally_names_it(gates, sampl
 
 # --- 6. ENOSPC anywhere ---------------------------------------------------------------------------
 
-@pytest.fixture
-def small_fs(tmp_path):
-    """``small_fs()``: a real 64 MiB tmpfs, unmounted after the test; ``small_fs.fill(fs, kib)``
-    leaves ``kib`` KiB of it free (a filler file takes the rest)."""
-    mounts = []
-
-    def make(size_mib: int = 64) -> Path:
-        where = tmp_path / f"fs{len(mounts)}"
-        where.mkdir()
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "tmpfs", str(where)], check=True)
-        mounts.append(where)
-        return where
-
-    def fill(where: Path, free_kib: int) -> None:
-        free = shutil.disk_usage(where).free
-        with open(where / "filler", "wb") as fh:
-            fh.write(b"\0" * max(0, free - free_kib * 1024))
-    make.fill = fill
-    yield make
-    for where in mounts:
-        subprocess.run(["umount", "-l", str(where)], check=False)
-
-
 @MOUNTS
 def test_full_disk_at_configure_is_said_as_no_space_not_as_a_compiler_failure(sample_tree, small_fs):
     src = sample_tree()

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from selftest.fixtures_build import slow_compile_edit
-from selftest.test_build_faults import (MOUNTS, _harness, _in_namespace, _kill_marked, _marked, _marked_env,
-                                        _say_lines, _wait_for)
+from selftest.test_build_faults import (HAS_NVCC, HAS_SCCACHE, MOUNTS, _harness, _in_namespace, _kill_marked,
+                                        _marked, _marked_env, _say_lines, _slow_cu, _wait_for)
 
 
 def _procs() -> dict[int, tuple[int, Path, str]]:
@@ -211,10 +211,56 @@ def test_read_only_tree_builds_twice_at_once_into_two_build_dirs(sample_tree, tm
     for k, (rc, out) in enumerate(zip(rcs, outs), 1):
         _say_lines(f"read-only tree, build dir {k} of 2 at once", out)
         assert rc == 0, out[-3000:]
-        assert f"wheel passed " in out and str(tmp_path / f"build{k}" / "dist") in out, out[-3000:]
+        assert "wheel passed " in out and str(tmp_path / f"build{k}" / "dist") in out, out[-3000:]
         assert len(list((tmp_path / f"build{k}" / "dist").glob("*.whl"))) == 1
     assert _snapshot(src) == before, "the run wrote into the source tree"
     status = subprocess.run(["git", "-C", str(src), "status", "--porcelain", "--ignored"],
                             capture_output=True, text=True).stdout
     assert status == "", status
     assert not left, left
+
+
+# --- the sccache server and nvcc's temporaries ---------------------------------------------------
+
+def _env_of(pid: int, key: str) -> str | None:
+    try:
+        for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+            if item.startswith(key.encode() + b"="):
+                return item.split(b"=", 1)[1].decode()
+    except OSError:
+        return None
+    return None
+
+
+@pytest.mark.skipif(not (HAS_SCCACHE and HAS_NVCC), reason="needs sccache and nvcc (CUDA 13)")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
+def test_a_cu_compile_through_sccache_leaves_no_server_and_no_nvcc_temporaries(sample_tree, tmp_path, sig,
+                                                                              monkeypatch):
+    monkeypatch.delenv("SCCACHE_SERVER_PORT", raising=False)  # the build's own server
+    monkeypatch.setenv("SCCACHE_DIR", str(tmp_path / "cache"))
+    src = sample_tree(edit=_slow_cu)
+    build, mark, log = tmp_path / "build", uuid.uuid4().hex, tmp_path / "run.log"
+    cmd = _harness(tmp_path, "-m", "release", f"--mxnet-src={src}", "--cuda-from-wheels", "--jobs=2",
+                   "--compiler-launcher=sccache", f"--build-dir={build}")
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=tmp_path, env=_marked_env(mark),
+                                start_new_session=True)
+    try:
+        assert _wait_for(lambda: "[compile] [" in log.read_text() and {"cicc", "ptxas"} & set(_marked(mark).values()),
+                         600, proc), log.read_text()[-3000:]
+        server = next(p for p, n in _marked(mark).items() if n == "sccache" and _env_of(p, "TMPDIR"))
+        nvcc_tmp = Path(_env_of(server, "TMPDIR"))
+        assert _wait_for(lambda: list(nvcc_tmp.glob("sccache_nvcc*")), 60), "nvcc's temporaries are in the run's dir"
+        proc.send_signal(sig)
+        rc = proc.wait(timeout=60)
+        left = _nothing_left(mark, proc.pid, build, src)
+        gone = _wait_for(lambda: not nvcc_tmp.exists(), 15)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        _kill_marked(mark)
+    out = log.read_text()
+    _say_lines(f"{sig.name} of a .cu compile through sccache", out)
+    assert rc == (-signal.SIGKILL if sig == signal.SIGKILL else pytest.ExitCode.INTERRUPTED), out[-3000:]
+    assert not left, f"left running: {left}"
+    assert gone, f"the run's nvcc temporaries were left: {list(nvcc_tmp.glob('*'))}"
