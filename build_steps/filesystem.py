@@ -94,10 +94,11 @@ def advice_for(path: Path) -> str:
     return f"Free space there, or set {how}=DIR on a larger writable filesystem"
 
 
-def no_space(path: Path) -> str:
-    """The one sentence for a full disk under ``path``."""
+def no_space(path: Path, kept: bool = True) -> str:
+    """The one sentence for a full disk under ``path`` (``kept``: a step failed, the finished
+    ones are kept for the re-run)."""
     return (f"no space left on {filesystem_name(path)}: {human(free_bytes(path))} free at {path}. "
-            f"{advice_for(path)}; then re-run (the finished steps are kept)")
+            f"{advice_for(path)}; then re-run" + (" (the finished steps are kept)" if kept else ""))
 
 
 def full_one(paths, *texts: str) -> Path | None:

@@ -47,12 +47,22 @@ class HeldLock:
     owner: Path
     #: what the run should say: a takeover of a dead run's lock, else ""
     note: str = ""
+    #: the directory this run made to hold its lock: removed again if the run put nothing else there
+    made: Path | None = None
 
     def release(self) -> None:
         try:
             self.owner.unlink(missing_ok=True)
         finally:
             self.lock.release()
+        if self.made is not None:
+            # a run refused before configure leaves no empty build dir behind (in the tree, by default)
+            try:
+                if {e.name for e in self.made.iterdir()} <= {INSIDE}:
+                    (self.made / INSIDE).unlink(missing_ok=True)
+                    self.made.rmdir()
+            except OSError:
+                pass
 
 
 def lock_path(directory: Path, inside: bool = False) -> Path:
@@ -115,6 +125,7 @@ def take(directory: Path, what: str, fix: str, inside: bool = False) -> HeldLock
     lock's few bytes is a UsageError naming the filesystem, and leaves no empty note."""
     path = lock_path(directory, inside)
     owner = path.with_name(path.name + ".owner") if inside else path.with_suffix(".owner")
+    made = Path(directory) if inside and not Path(directory).exists() else None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(path))
@@ -130,7 +141,7 @@ def take(directory: Path, what: str, fix: str, inside: bool = False) -> HeldLock
     except OSError as exc:
         lock.release()
         raise UsageError(_cannot_lock(directory, what, exc)) from None
-    return HeldLock(lock, owner, note)
+    return HeldLock(lock, owner, note, made)
 
 
 def _write_note(owner: Path, record: dict) -> None:
@@ -156,7 +167,7 @@ def _record() -> dict:
 def _cannot_lock(directory: Path, what: str, exc: OSError) -> str:
     where = Path(exc.filename) if exc.filename else Path(directory)
     if filesystem.is_no_space(exc):
-        return f"cannot lock the {what} {directory}: " + filesystem.no_space(where)
+        return f"cannot lock the {what} {directory}: " + filesystem.no_space(where, kept=False)
     return (f"cannot lock the {what} {directory}: {exc.strerror or exc} "
             f"({filesystem.filesystem_name(where)}). " + filesystem.advice_for(where))
 

@@ -34,12 +34,9 @@ def build_dir_of(config) -> Path | None:
 
 
 def _can_hold_lock(build_dir: Path) -> bool:
-    """Whether the lock inside the build dir can be made: a build dir that cannot be made or
-    written (a read-only tree's default one) is preflight's refusal, in its words, not the lock's."""
-    try:
-        build_dir.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return False
+    """Whether the lock inside the build dir can be made (where the build dir is, or would be
+    made): a build dir that cannot be written (a read-only tree's default one) is preflight's
+    refusal, in its words, not the lock's."""
     return filesystem.writable(build_dir) is None
 
 

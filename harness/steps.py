@@ -194,7 +194,8 @@ def _compile_detail(result: dict) -> str:
 
 
 def _produce_stage(n) -> dict:
-    """libmxnet.so + headers staged into python/mxnet, OpenCV closure bundled, RUNPATHs set."""
+    """libmxnet.so + headers staged into a copy of python/mxnet under the build dir, OpenCV closure
+    bundled, RUNPATHs set."""
     start = time.monotonic()
     built_with = configure.expected_features(n.profile, n.options.cmake_defines)
     tree = package.stage_tree(n.build_paths.src, n.build_paths.package_tree)

@@ -257,3 +257,25 @@ def test_a_quiet_install_has_a_pulse(tmp_path):
     assert said and all(re.match(r"\[install\] \d+s: ", s) for s in said), said
     assert said[-1].endswith("Downloading scipy_openblas32-0.3.33.whl"), said
     assert not [t for t in threading.enumerate() if t.name == "install-heartbeat"], "the pulse outlived the step"
+
+
+@MOUNTS
+def test_a_full_venv_dir_at_the_install_names_the_venv_dir(sample_tree, tmp_path):
+    """pip unpacks the ~75 MB wheel into --venv-dir: on a 24 MB filesystem it fails with "No space
+    left on device", which is said as that filesystem, with the option that moves it."""
+    src = sample_tree()
+    small = tmp_path / "small"
+    small.mkdir()
+    venv_dir = small / "venv"
+    cmd = _in_namespace(f"mount -t tmpfs -o size=24m tmpfs {shlex.quote(str(small))}",
+                        _harness(tmp_path, "-m", "release", "-k", "test_mxnet_resolves_inside_venv",
+                                 f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", "--compiler-launcher=none",
+                                 f"--build-dir={tmp_path / 'build'}", f"--venv-dir={venv_dir}", "--no-deps"))
+    rc, out = _run(cmd, tmp_path, timeout=900)
+    _say_lines("full --venv-dir at the install", out)
+    assert rc == 1, out[-3000:]
+    # the venv's creation (its pip) or the wheel's install, whichever fills it first
+    said = [line for line in out.splitlines() if line.startswith(("[venv] ", "[install] ")) and "no space left on" in line]
+    assert said, out[-3000:]
+    assert f"no space left on {small} (tmpfs)" in said[0] and "pass --venv-dir=DIR" in said[0], said
+    assert "Traceback" not in out and "install FAILED" in out, out[-3000:]
