@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -177,35 +177,17 @@ def _take_over(stale: dict, directory: Path, what: str) -> str:
     if not stale.get("pid") or stale["pid"] == os.getpid():
         return ""
     gone = "no longer running" if not _alive(stale["pid"]) else "no longer holding it"
-    left = supervise.stop_members(stale["run_id"]) if stale.get("run_id") else {}
-    left.update(_stop_group(stale.get("pgid"), stale["pid"]))
-    server = supervise.notes_of(stale.get("run_tmp")).get("sccache_server") or {}
-    if stale.get("run_tmp"):
-        shutil.rmtree(stale["run_tmp"], ignore_errors=True)  # its sccache server's nvcc temporaries
+    # by the run's id, not its process group: ninja gives each command a group of its own, and a
+    # group number of a dead run may be a live stranger's by now
+    run_id = stale.get("run_id")
+    left = supervise.stop_members(run_id) if isinstance(run_id, str) and re.fullmatch("[0-9a-f]{32}", run_id) else {}
+    run_tmp = supervise.run_tmp_of(stale.get("run_tmp"))
+    server = supervise.notes_of(run_tmp).get("sccache_server") or {} if run_tmp else {}
+    if run_tmp:
+        shutil.rmtree(run_tmp, ignore_errors=True)  # its sccache server's nvcc temporaries
     stopped = (f"; stopped what it left running: {supervise.describe(left)}" if left
                else "; nothing of it was still running")
     if server.get("port") and any(name == "sccache" for name in left.values()):
         stopped += f" (its sccache server on port {server['port']} among them)"
     return (f"{what} {directory}: took over the lock of an earlier run ({_describe(stale)}), "
             f"which is {gone}: it was stopped without cleaning up{stopped}")
-
-
-def _stop_group(pgid, dead_pid) -> dict:
-    """The members of a dead run's process group (its leader gone, not ours): pid -> name."""
-    if not pgid or pgid == os.getpgrp() or _alive(pgid) and pgid != dead_pid:
-        return {}
-    found = {}
-    for pid in list(Path("/proc").iterdir()):
-        if not pid.name.isdigit():
-            continue
-        try:
-            if os.getpgid(int(pid.name)) == pgid:
-                found[int(pid.name)] = Path(os.readlink(pid / "exe")).name
-        except OSError:
-            continue
-    for pid in found:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-    return found

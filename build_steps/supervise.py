@@ -35,6 +35,7 @@ from . import processes
 RUN_MARK = "MXNET_HARNESS_RUN"
 #: The run's temporary dir: the private sccache server's TMPDIR (its /tmp/sccache_nvcc* dirs).
 RUN_TMP = "MXNET_HARNESS_RUN_TMP"
+_TMP_PREFIX = "mxnet-harness-run-"
 
 
 @dataclass
@@ -68,7 +69,7 @@ def start(environ=os.environ) -> Supervision:
     """Mark everything this process starts from now on as this run's, and start its watchdog."""
     global _current
     run_id = uuid.uuid4().hex
-    tmp = Path(tempfile.mkdtemp(prefix="mxnet-harness-run-"))
+    tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX))
     environ[RUN_MARK] = run_id
     environ[RUN_TMP] = str(tmp)
     sup = Supervision(run_id, tmp)
@@ -105,6 +106,19 @@ def note(key: str, value) -> None:
         os.replace(part, path)
     except OSError:
         part.unlink(missing_ok=True)  # only names what a later takeover stops
+
+
+def run_tmp_of(recorded) -> Path | None:
+    """A run's temp dir as a lock's note records it, or None unless it is one that ``start`` makes
+    (the note is a file in the build dir, by default inside an untrusted tree: it never names
+    what a takeover deletes)."""
+    if not isinstance(recorded, str):
+        return None
+    path = Path(recorded)
+    if (path.name.startswith(_TMP_PREFIX) and path.parent == Path(tempfile.gettempdir())
+            and path.is_dir() and not path.is_symlink()):
+        return path
+    return None
 
 
 def notes_of(tmp) -> dict:
