@@ -27,6 +27,7 @@ from harness.run_dir import run_dir_of  # noqa: E402
 pytest_plugins = [
     "harness.cli_options",  # every option, declared before pytest looks for conftests (pytest.ini's -p)
     "harness.plugin_guard",  # only the harness's plugins, conftests and gate modules take part
+    "harness.supervision",  # the run's processes die with it; SIGINT/SIGTERM/SIGHUP are interrupts
     "harness.run_dir",   # the run's dir: pytest's basetemp and where xdist workers meet
     "harness.ledger",    # every gate's verdict, filed once by the reporting process (also under xdist)
     "harness.release_set",  # the flavor's whole release set, read before -m/-k deselect

@@ -13,18 +13,23 @@ import re
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .launcher import Server, build_stats, private_server, snapshot
-from . import filesystem, processes
+from . import filesystem, processes, supervise
 from .step_record import record_step
 from .errors import BuildInterrupted, StepError, log_excerpt
 from .once import JsonRecord
 from .readers import ninja_log
 
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]")
+#: ninja's own step before the build's (CONFIGURE_DEPENDS globs): its "[0/2]" is not the build's count
+_GLOB_RECHECK = "Re-checking globbed directories"
+#: compile.log's line after a compile that reached its end
+_FINISHED = "==== finished"
 
 
 @dataclass
@@ -111,6 +116,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
     no_work = False
     last_draw = 0.0
     record_step(build_dir, "compile", f"jobs={jobs}")
+    resumed = _unfinished(log)
     with open(log, "a", buffering=1) as fh:
         first_line = fh.tell()
         fh.write(f"==== compile run {time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} "
@@ -121,7 +127,12 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
             for line in proc.stdout:
                 fh.write(line)
                 m = _PROGRESS.match(line)
-                if m:
+                if m and _GLOB_RECHECK not in line:
+                    if not total and resumed:
+                        said = _resuming(build_dir, targets, int(m.group(2)))
+                        if said:
+                            print(f"[compile] {said}", file=out, flush=True)
+                            fh.write(said + "\n")
                     steps, total = int(m.group(1)), int(m.group(2))
                     now = time.monotonic()
                     if now - last_draw > 0.5 or steps == total:  # keep the terminal readable
@@ -137,18 +148,24 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
             where = f"at [{steps}/{total}]" if total else "before the first step"
             took = time.monotonic() - start
             fh.write(f"==== interrupted {where} after {took:.0f}s ====\n")
+            left = supervise.left_running()
+            stopped = (f"the build was stopped, but {supervise.describe(left)} still ran (stopped again "
+                       "when this run ends)" if left else "the build was stopped (no compiler left running)")
             raise BuildInterrupted(
-                "compile", f"interrupted {where} after {took:.0f}s; the build was stopped (no "
-                f"compiler left running). Re-run the same command to resume: ninja keeps the finished "
-                f"steps. Log: {log}") from None
+                "compile", f"interrupted {where} after {took:.0f}s; {stopped}. Re-run the same command "
+                f"to resume: ninja keeps the finished steps. Log: {log}") from None
         except BaseException:
             stop_build(proc, build_dir, server)
             raise
     seconds = time.monotonic() - start
+    if rc == 0:
+        with open(log, "a") as fh:
+            fh.write(f"{_FINISHED} in {seconds:.0f}s ====\n")
     if rc != 0:
         tail = log_excerpt(log, since=first_line)
-        if filesystem.disk_was_full(build_dir, tail):
-            raise StepError("compile", f"stopped at [{steps}/{total}]: {filesystem.no_space(build_dir)}",
+        full = filesystem.full_one([build_dir, tempfile.gettempdir(), *(server.disk() if server else ())], tail)
+        if full is not None:
+            raise StepError("compile", f"stopped at [{steps}/{total}]: {filesystem.no_space(full)}",
                             log=log, tail=tail)
         raise StepError("compile", f"cmake --build {build_dir} --target {' '.join(targets)} failed (exit {rc})",
                         log=log, tail=tail)
@@ -170,6 +187,41 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
     return CompileResult(library=library, seconds=seconds, steps_run=steps, total_steps=total,
                          no_work=no_work, log=log, launcher=stats.to_json() if stats else None,
                          build_time=timing)
+
+
+def _unfinished(log: Path) -> bool:
+    """Whether the last compile in this build dir stopped before the end (interrupted, failed,
+    killed): its section of ``compile.log`` has no finished line."""
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, 2) - 64 * 1024))
+            marks = [l for l in fh.read().decode("utf-8", "replace").splitlines() if l.startswith("==== ")]
+    except OSError:
+        return False
+    return bool(marks) and not marks[-1].startswith(_FINISHED)
+
+
+def _resuming(build_dir: Path, targets: list, left: int) -> str:
+    """``resuming: N of M steps left`` for a build dir an earlier compile worked in ("" when the
+    whole build is to do, or ninja cannot count it): ninja's own M is this run's steps only."""
+    program = _cache_value(build_dir, "CMAKE_MAKE_PROGRAM") or "ninja"
+    try:
+        proc = subprocess.run([program, "-C", str(build_dir), "-t", "commands", *targets],
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    whole = len(proc.stdout.splitlines()) if proc.returncode == 0 else 0
+    return f"resuming: {left} of {whole} steps left" if 0 < left < whole else ""
+
+
+def _cache_value(build_dir: Path, key: str) -> str:
+    try:
+        for line in (Path(build_dir) / "CMakeCache.txt").read_text(errors="replace").splitlines():
+            if line.startswith(key + ":"):
+                return line.split("=", 1)[1]
+    except OSError:
+        pass
+    return ""
 
 
 def _children_cpu() -> float:

@@ -76,6 +76,12 @@ _CAUSE = re.compile(r"CMake Error|^FAILED: |\berror:|\bError \d+\b|fatal error|N
                     r"|undefined reference")
 
 
+#: Where a failed ninja command's output ends: the next step, another failure, ninja's verdict.
+_NEXT_STEP = re.compile(r"^(\[\d+/\d+\] |FAILED: |ninja: |==== )")
+#: The most lines of one failed command shown (a template error can run to thousands).
+WHOLE_ERROR = 200
+
+
 def log_excerpt(path: Path, first: int = 3, before: int = 2, after: int = 8, tail: int = 12,
                 since: int = 0) -> str:
     """What a person needs from a failed step's log: the first ``first`` error lines with
@@ -95,7 +101,13 @@ def log_excerpt(path: Path, first: int = 3, before: int = 2, after: int = 8, tai
             break
         if i <= end:
             continue
-        lo, hi = max(0, i - before), min(len(lines), i + after + 1)
+        lo, hi = max(0, i - before, end + 1), min(len(lines), i + after + 1)
+        if lines[i].startswith("FAILED: "):
+            # a failed command's output is one error, shown whole (up to WHOLE_ERROR lines): cut
+            # after `after` lines, its rest came back as a second, overlapping piece
+            stop = next((j for j in range(i + 1, min(len(lines), i + WHOLE_ERROR))
+                         if _NEXT_STEP.match(lines[j])), None)
+            hi = stop if stop is not None else min(len(lines), max(hi, i + WHOLE_ERROR))
         blocks.append((lo, hi))
         shown.update(range(lo, hi))
         end = hi - 1

@@ -63,11 +63,65 @@ def filesystem_name(path: Path) -> str:
     return f"{point} ({fstype})" if fstype else point
 
 
-def no_space(path: Path) -> str:
-    """The one sentence for a full disk under ``path``."""
+#: (directory, what moves it) of the places a run writes, registered by the harness (the build
+#: dir, the cache, the venv dir); TMPDIR is always known. The advice for a full or read-only
+#: disk names the one a path is under.
+_PLACES: dict = {}
+
+
+def place(directory: Path, moved_by: str) -> None:
+    """Register ``directory`` as a place the run writes, moved elsewhere by ``moved_by``."""
+    _PLACES[Path(directory).absolute()] = moved_by
+
+
+def forget_places() -> None:
+    _PLACES.clear()
+
+
+def moved_by(path: Path) -> str:
+    """The option or variable that moves ``path`` (the innermost registered place it is under)."""
+    path = Path(path).absolute()
+    places = {**_PLACES, Path(tempfile.gettempdir()).absolute(): "TMPDIR"}
+    under = [p for p in places if path == p or p in path.parents]
+    return places[max(under, key=lambda p: len(p.parts))] if under else "--build-dir=DIR"
+
+
+def advice_for(path: Path) -> str:
+    """What to do about a full or read-only filesystem under ``path``, naming what moves it."""
+    how = moved_by(path)
+    if how.startswith("--"):
+        return f"Free space there, or pass {how} on a larger writable filesystem"
+    return f"Free space there, or set {how}=DIR on a larger writable filesystem"
+
+
+def no_space(path: Path, kept: bool = True) -> str:
+    """The one sentence for a full disk under ``path`` (``kept``: a step failed, the finished
+    ones are kept for the re-run)."""
     return (f"no space left on {filesystem_name(path)}: {human(free_bytes(path))} free at {path}. "
-            "Free space there, or pass --build-dir=DIR on a larger filesystem; then re-run (the "
-            "finished steps are kept)")
+            f"{advice_for(path)}; then re-run" + (" (the finished steps are kept)" if kept else ""))
+
+
+def full_one(paths, *texts: str) -> Path | None:
+    """Which of ``paths`` (build dir, TMPDIR, cache, in that order) a failed step ran out of
+    space on: the first that is (nearly) full now; else, when the output says "No space left on
+    device", the first the failing line names (gcc's ``error writing to /tmp/ccX.s``), else the
+    first; None when nothing says the disk was full."""
+    paths = [Path(p) for p in paths if p is not None]
+    for p in paths:
+        try:
+            if free_bytes(p) < NEARLY_FULL:
+                return p
+        except OSError:
+            continue
+    lines = [line for text in texts for line in text.splitlines() if says_no_space(line)]
+    if not lines:
+        return None
+    for p in paths:
+        for line in lines:
+            written = line.split(": No space left")[0].split()[-1:]  # the path the tool failed to write
+            if written and (written[0].startswith(str(p) + "/") or written[0].startswith(str(p.resolve()) + "/")):
+                return p
+    return paths[0] if paths else None
 
 
 def is_no_space(exc: BaseException) -> bool:

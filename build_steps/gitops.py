@@ -29,6 +29,8 @@ def git_env() -> dict:
     env["GIT_TERMINAL_PROMPT"] = "0"
     env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
     env["LC_ALL"] = "C"
+    # `git status` refreshes the index when it can: a run only reads the source tree
+    env["GIT_OPTIONAL_LOCKS"] = "0"
     return env
 
 

@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import processes
+from . import filesystem, processes, supervise
 from .errors import UsageError
 from .once import JsonRecord
 
@@ -233,6 +233,11 @@ class Server:
     private: bool
     pid: int | None = None
 
+    def disk(self) -> list[str]:
+        """Where this server writes: its cache and its temporaries (nvcc's, per compile)."""
+        return [p for p in (self.env.get("SCCACHE_DIR") or os.environ.get("SCCACHE_DIR"),
+                            self.env.get("TMPDIR")) if p]
+
     def processes(self) -> list[int]:
         """The live processes of this private server's build (server, clients, compilers)."""
         return processes.with_env("SCCACHE_SERVER_PORT", self.env["SCCACHE_SERVER_PORT"]) if self.private else []
@@ -249,6 +254,8 @@ class Server:
                 os.kill(self.pid, signal.SIGKILL)  # --stop-server waits for in-flight compiles
             except OSError:
                 pass
+        if self.env.get("TMPDIR"):
+            shutil.rmtree(self.env["TMPDIR"], ignore_errors=True)  # nvcc's temporaries of this build
 
 
 def _free_port() -> int:
@@ -278,16 +285,44 @@ def private_server(launcher: Launcher | None, env: dict | None = None) -> Server
         return None
     given = {**os.environ, **(env or {})}
     if given.get("SCCACHE_SERVER_PORT"):
-        ensure_running(launcher, env)
+        ensure_running(launcher, {**(env or {}), supervise.RUN_MARK: ""})  # the user's, not this run's
         return Server(launcher, {}, private=False)
     own = {"SCCACHE_SERVER_PORT": str(_free_port())}
     if not given.get("SCCACHE_DIR"):
         own["SCCACHE_DIR"] = str(default_sccache_dir())
+    run_tmp = given.get(supervise.RUN_TMP)
+    if run_tmp:
+        # nvcc's per-compile temporaries (/tmp/sccache_nvcc*, 30-200 MB each) go where the run's
+        # end removes them, interrupted or not (build_steps.supervise)
+        own["TMPDIR"] = str(Path(run_tmp) / "sccache")
+        Path(own["TMPDIR"]).mkdir(parents=True, exist_ok=True)
     server = Server(launcher, own, private=True)
     if not ensure_running(launcher, {**(env or {}), **own}):
         return server
     server.pid = next(iter(_servers(own["SCCACHE_SERVER_PORT"])), None)
+    supervise.note("sccache_server", {"pid": server.pid, "port": own["SCCACHE_SERVER_PORT"],
+                                      "tmp": own.get("TMPDIR")})
     return server
+
+
+def cache_warning(env: dict | None = None) -> str:
+    """A warning when sccache's local cache cannot be written ("" when it can, or is remote):
+    sccache then compiles on without a word and caches nothing."""
+    given = {**os.environ, **(env or {})}
+    if any(k.startswith(("SCCACHE_BUCKET", "SCCACHE_REDIS", "SCCACHE_GCS", "SCCACHE_MEMCACHED",
+                         "SCCACHE_WEBDAV", "SCCACHE_AZURE")) for k in given):
+        return ""
+    cache = Path(given.get("SCCACHE_DIR") or default_sccache_dir())
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
+    why = filesystem.writable(cache)
+    if not why:
+        return ""
+    how = "SCCACHE_DIR" if given.get("SCCACHE_DIR") else "MXNET_HARNESS_CACHE (or SCCACHE_DIR)"
+    return (f"the compiler cache {cache} cannot be written ({why}): sccache will compile everything "
+            f"and cache nothing. Set {how} to a writable directory")
 
 
 def ensure_running(launcher: Launcher, env: dict | None = None) -> bool:

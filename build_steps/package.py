@@ -33,8 +33,30 @@ def clean_setuptools_state(python_dir: Path) -> None:
             shutil.rmtree(stale)
 
 
+def stage_tree(src: Path, dest: Path) -> Path:
+    """A tree the package is staged and built in, under the build dir: a fresh copy of
+    ``src/python`` (which setup.py, setuptools and the staging write into), beside links to
+    every other top-level entry of ``src`` (setup.py reads ``../include``, ``../3rdparty``).
+    The source tree itself is only read; two build dirs of one tree never share a staging dir."""
+    src, dest = Path(src), Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    for entry in dest.iterdir():
+        if entry.is_symlink() or entry.is_file():
+            entry.unlink()
+        else:
+            shutil.rmtree(entry)
+    shutil.copytree(src / "python", dest / "python", symlinks=True,
+                    ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
+    for entry in src.iterdir():
+        if entry.name != "python":
+            (dest / entry.name).symlink_to(entry)
+    return dest
+
+
 def build_wheel(src: Path, version: str, profile, staging_dir: Path, log_dir: Path,
-                python: str) -> PackageResult:
+                python: str, commit_of: Path | None = None) -> PackageResult:
+    """The wheel of ``src/python`` (a stage_tree) into ``staging_dir``; ``commit_of``: the
+    source tree whose commit dates the wheel (default ``src``)."""
     src, staging_dir, log_dir = Path(src), Path(staging_dir), Path(log_dir)
     python_dir = src / "python"
     clean_setuptools_state(python_dir)
@@ -47,7 +69,7 @@ def build_wheel(src: Path, version: str, profile, staging_dir: Path, log_dir: Pa
     # for every child that runs it (build_steps.venv.clean_env).
     env = {**clean_env(pip=True), "MXNET_PACKAGE_VERSION": version, **profile.setup_env,
            "MXNET_SETUP_SKIP_AUTOCOMPLETE": "1"}
-    epoch = reproducible.source_date_epoch(src)
+    epoch = reproducible.source_date_epoch(Path(commit_of or src))
     if epoch is not None:
         env["SOURCE_DATE_EPOCH"] = str(epoch)  # the same commit gives the same wheel bytes
     cmd = [python, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(staging_dir)]

@@ -9,8 +9,11 @@ refused here, together, in one message.
 """
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from . import filesystem, source
@@ -42,6 +45,31 @@ def nvcc_virtual_archs(nvcc: Path) -> set[int] | None:
     return archs if proc.returncode == 0 and archs else None
 
 
+def nvcc_version(nvcc: Path) -> tuple[int, int] | None:
+    """(major, minor) from ``nvcc --version`` ("Cuda compilation tools, release 13.0, V13.0.88")."""
+    try:
+        proc = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"release (\d+)\.(\d+)", proc.stdout)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def version_refusal(nvcc: Path, version: tuple[int, int] | None, minimum: str) -> str:
+    """The refusal of an nvcc older than ``minimum`` ("" when it is new enough or cannot say).
+
+    Said before any arch advice: an old nvcc cannot build the release archs, and "drop them from
+    the arch list" would send the user to the next refusal ("the arch list leaves out sm_100")."""
+    if not minimum or version is None:
+        return ""
+    want = tuple(int(x) for x in minimum.split("."))
+    if version >= want:
+        return ""
+    return (f"{nvcc} is nvcc {version[0]}.{version[1]}; this build needs nvcc {minimum} or newer. "
+            f"Install CUDA {minimum} (or newer) and point CUDA_HOME at it, or pass "
+            "--cmake-define=CMAKE_CUDA_COMPILER=PATH to its nvcc")
+
+
 def unsupported_archs(arch: ArchSpec, nvcc: Path | None) -> list[str]:
     """Archs of ``arch`` this nvcc cannot build, each named with what it supports."""
     if nvcc is None:
@@ -57,39 +85,66 @@ def unsupported_archs(arch: ArchSpec, nvcc: Path | None) -> list[str]:
             + ("them" if len(bad) > 1 else "it") + " from the arch list"]
 
 
-def build_dir_refusals(build_dir: Path, profile) -> list[str]:
-    """A build dir that cannot be written, or whose filesystem cannot hold the build.
+def build_dir_refusals(build_dir: Path, profile, *, tmp: Path | None = None, cache: Path | None = None) -> list[str]:
+    """A build dir that cannot be written, or a filesystem the build needs that cannot hold it.
 
-    The need is the profile's measured ``build_space_gib``; what an existing build dir already
-    holds counts towards it (a resumed build needs only the rest)."""
+    Each place the build writes has its own need from the profile: the build dir its measured
+    ``build_space_gib`` (what an existing build dir already holds counts towards it: a resumed
+    build needs only the rest), TMPDIR ``tmp_space_gib``, the harness cache (``cache``, when
+    this build uses it) ``cache_space_gib``. Places on one filesystem add up; each refusal names
+    its filesystem, its figures and what moves each place there."""
     build_dir = Path(build_dir)
     why = filesystem.writable(build_dir)
     if why:
         return [f"the build dir {build_dir} cannot be written ({why}): pass --build-dir=DIR on a "
                 "writable filesystem (the default build dir is inside the source tree)"]
-    need = int(profile.build_space_gib * filesystem.GIB)
-    if not need:
-        return []
-    free = filesystem.free_bytes(build_dir)
-    if free >= need:
-        return []
-    have = filesystem.tree_size(build_dir) if build_dir.is_dir() else 0  # only when short: a walk
-    if free + have >= need:
-        return []
-    held = f" (its {filesystem.human(have)} already built count towards that)" if have else ""
-    return [f"{filesystem.human(free)} free on {filesystem.filesystem_name(build_dir)} for the build dir "
-            f"{build_dir}; a {profile.name} build needs {filesystem.human(need)}{held}. Free space "
-            "there, or pass --build-dir=DIR on a larger filesystem"]
+    places = [("the build dir", build_dir, profile.build_space_gib, "--build-dir=DIR"),
+              ("TMPDIR", Path(tmp or tempfile.gettempdir()), profile.tmp_space_gib, "TMPDIR=DIR"),
+              ("the harness cache", cache, profile.cache_space_gib, "MXNET_HARNESS_CACHE=DIR")]
+    by_fs: dict = {}
+    for what, path, gib, moved_by in places:
+        if path is None or not gib:
+            continue
+        try:
+            device = os.stat(filesystem.existing(path)).st_dev
+        except OSError:
+            continue
+        by_fs.setdefault(device, []).append((what, Path(path), int(gib * filesystem.GIB), moved_by))
+    problems = []
+    for group in by_fs.values():
+        first = group[0][1]
+        free = filesystem.free_bytes(first)
+        need = sum(n for _w, _p, n, _m in group)
+        if free >= need:
+            continue
+        have = sum(filesystem.tree_size(p) for w, p, _n, _m in group
+                   if w == "the build dir" and p.is_dir())  # only when short: a walk
+        if free + have >= need:
+            continue
+        parts = " + ".join(f"{filesystem.human(n)} for {w} {p}" for w, p, n, _m in group)
+        held = f" (its {filesystem.human(have)} already built count towards that)" if have else ""
+        movers = " or ".join(f"set {m}" if not m.startswith("--") else f"pass {m}" for _w, _p, _n, m in group)
+        if len(group) == 1:
+            what, path, n, _m = group[0]
+            problems.append(f"{filesystem.human(free)} free on {filesystem.filesystem_name(first)} for {what} "
+                            f"{path}; a {profile.name} build needs {filesystem.human(n)}{held}. Free space "
+                            f"there, or {movers} on a larger filesystem")
+        else:
+            problems.append(f"{filesystem.human(free)} free on {filesystem.filesystem_name(first)}; a "
+                            f"{profile.name} build needs {filesystem.human(need)} there ({parts}){held}. "
+                            f"Free space there, or {movers} on a larger filesystem")
+    return problems
 
 
 def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bool,
-             allow_dirty: bool, build_dir: Path | None = None) -> list[str]:
+             allow_dirty: bool, build_dir: Path | None = None, cache: Path | None = None) -> list[str]:
     """Every reason not to start this build, as sentences naming the fix (empty: go ahead).
 
     ``arch``: the run's archs. One chosen by an MXNET_CUDA_ARCH override or --cuda-arch=native is a
     declared development build (its gate fails and it cannot publish), so the release-matrix
     refusal does not apply; nvcc is asked about the list that is built.
-    ``build_dir``: checked for writability and free space (build_dir_refusals)."""
+    ``build_dir``: checked for writability and free space with TMPDIR and ``cache`` (the harness
+    cache, when the build uses it) (build_dir_refusals)."""
     problems = []
     # An empty submodule is refused dirty or not: nothing can build it, and git sees an emptied
     # vendored copy as deleted files, which would name only the symptom.
@@ -97,7 +152,7 @@ def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bo
     if missing:
         problems.append(source.missing_text(src, missing))
     if build_dir is not None:
-        problems += build_dir_refusals(build_dir, profile)
+        problems += build_dir_refusals(build_dir, profile, cache=cache)
     if release and not allow_dirty:
         # a submodule whose only change is its commit: judged by mismatch_refusals, with both commits
         changed = [line for line in source.dirty_tracked_paths(src)
@@ -111,6 +166,10 @@ def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bo
                 "development build (the run then cannot publish)")
         problems += source.mismatch_refusals(src)
     if profile.is_cuda:
+        nvcc = nvcc_for_build(cmake_defines)
+        too_old = version_refusal(nvcc, nvcc_version(nvcc), profile.nvcc_minimum) if nvcc else ""
+        if too_old:
+            problems.append(too_old)
         if release and arch.is_release_choice:
             missing = missing_release_archs(profile, arch.requested)
             if missing:
@@ -118,5 +177,6 @@ def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bo
                     f"the arch list leaves out {', '.join(missing)} of the {profile.name} release list "
                     f"{profile.cuda_arch}: those GPUs would get no kernel image. Drop --cuda-arch, or for "
                     "a development build pass --cmake-define=MXNET_CUDA_ARCH=LIST (the run then cannot publish)")
-        problems += unsupported_archs(arch.built, nvcc_for_build(cmake_defines))
+        if not too_old:  # an old nvcc's arch list is not the problem
+            problems += unsupported_archs(arch.built, nvcc)
     return problems

@@ -131,6 +131,12 @@ class Profile:
     soname_majors: dict = field(default_factory=dict)
     #: free space a build dir of the fork needs for this profile, in GiB (measured: see profiles.toml); 0: not checked
     build_space_gib: float = 0.0
+    #: free space the build's temporaries need in TMPDIR, in GiB (estimated: see profiles.toml); 0: not checked
+    tmp_space_gib: float = 0.0
+    #: free space the harness cache (CUDA wheels, compiler cache) needs, in GiB; 0: not checked
+    cache_space_gib: float = 0.0
+    #: the oldest nvcc that builds this profile ("13.0"); "" for a profile without CUDA
+    nvcc_minimum: str = ""
     #: cuda_arch, parsed (NO_ARCH without one)
     release_arch: "ArchSpec" = None
     #: start-up files the wheel may install: site-packages path -> why (from startup_allowed)
@@ -257,6 +263,9 @@ PROFILES_SCHEMA = _table({
         "soname_majors": _STR,
         "macho": _STR,
         "build_space_gib": {"type": "number", "minimum": 0},
+        "tmp_space_gib": {"type": "number", "minimum": 0},
+        "cache_space_gib": {"type": "number", "minimum": 0},
+        "nvcc_minimum": {"type": "string", "pattern": "^[0-9]+[.][0-9]+$"},
         "platform_tag": _STR,
         "startup_allowed": _KEYED_STRS,
         "cmake": {"type": "object", "additionalProperties": _CMAKE_VALUE,
@@ -327,6 +336,9 @@ def _profile(path: Path, name: str, raw: dict, data: dict, macho: dict) -> Profi
                        _pick(path, data["soname_majors"], majors, f"{where} soname_majors").items()}
         if majors else {},
         build_space_gib=float(raw.get("build_space_gib", 0.0)),
+        tmp_space_gib=float(raw.get("tmp_space_gib", 0.0)),
+        cache_space_gib=float(raw.get("cache_space_gib", 0.0)),
+        nvcc_minimum=raw.get("nvcc_minimum", ""),
         release_arch=parse_cuda_arch(cuda_arch) if cuda_arch is not None else NO_ARCH,
         startup_allowed={member: _pick(path, data["reasons"], reason, f"{where} startup_allowed")
                          for member, reason in raw.get("startup_allowed", {}).items()},

@@ -10,14 +10,23 @@ holder's pid and start time.
 The lock is a ``flock`` (filelock's UnixFileLock): the kernel drops it when its holder dies,
 however it dies, so a lock is never stale. What can be stale is the holder's note beside it
 (``.owner``, written after the lock is taken): a note of a pid that is gone means the last run
-was killed (SIGKILL, a lost machine) before it could clean up, and the takeover is said.
-The lock sits *beside* the directory, not inside it: ``--fresh`` deletes the build dir, and a
-lock file deleted while held would let a third run lock a new file of the same name.
+was killed (SIGKILL, a lost machine) before it could clean up. The note records the run's id
+(build_steps.supervise: every process the run started carries it), its process group and its
+sccache server, so the takeover stops whatever that run left still compiling, names it, and only
+then builds.
+
+A build dir's lock lives *inside* the build dir (``.harness-lock``): a run never writes beside it,
+which with the default build dir would be the source tree's root. ``--fresh`` therefore empties
+the build dir but for its lock (``clear_dir``), since a lock file deleted while held would let a
+third run lock a new file of the same name. Other directories (``--venv-dir``, which the venv
+step deletes and recreates whole) keep their lock beside them.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -25,7 +34,11 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from . import filesystem, supervise
 from .errors import UsageError
+
+#: The lock of a directory it lives in (a build dir), and its holder's note.
+INSIDE = ".harness-lock"
 
 
 @dataclass
@@ -34,17 +47,49 @@ class HeldLock:
     owner: Path
     #: what the run should say: a takeover of a dead run's lock, else ""
     note: str = ""
+    #: the directory this run made to hold its lock: removed again if the run put nothing else there
+    made: Path | None = None
 
     def release(self) -> None:
         try:
             self.owner.unlink(missing_ok=True)
         finally:
             self.lock.release()
+        if self.made is not None:
+            # a run refused before configure leaves no empty build dir behind (in the tree, by default)
+            try:
+                if {e.name for e in self.made.iterdir()} <= {INSIDE}:
+                    (self.made / INSIDE).unlink(missing_ok=True)
+                    self.made.rmdir()
+            except OSError:
+                pass
 
 
-def lock_path(directory: Path) -> Path:
+def lock_path(directory: Path, inside: bool = False) -> Path:
     directory = Path(directory)
-    return directory.parent / f".{directory.name}.harness-lock"
+    return directory / INSIDE if inside else directory.parent / f".{directory.name}.harness-lock"
+
+
+def clear_dir(directory: Path) -> None:
+    """Delete everything in ``directory`` but its lock (``--fresh`` while the lock is held)."""
+    for entry in Path(directory).iterdir():
+        if entry.name in (INSIDE, INSIDE + ".owner"):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def typed_command() -> str:
+    """The command as the user typed it: ``python -m pytest -m release``, not
+    ``.../site-packages/pytest/__main__.py -m release`` (what ``sys.argv`` holds under ``-m``)."""
+    argv = list(getattr(sys, "orig_argv", None) or sys.argv)
+    if argv and Path(argv[0]).name.startswith("python"):
+        argv[0] = Path(argv[0]).name
+    elif argv and argv[0].endswith("__main__.py"):
+        argv[0] = Path(argv[0]).parent.name
+    return " ".join(argv)[:300]
 
 
 def _holder(owner: Path) -> dict:
@@ -71,27 +116,78 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def take(directory: Path, what: str, fix: str) -> HeldLock:
+def take(directory: Path, what: str, fix: str, inside: bool = False) -> HeldLock:
     """Lock ``directory`` for this process's run, or raise UsageError naming the holder.
 
     ``what`` names the directory in the message (``build dir``, ``--venv-dir``), ``fix`` says
-    what to do instead. The caller must ``release()`` the result when the run ends."""
-    path = lock_path(directory)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    owner = path.with_suffix(".owner")
-    lock = FileLock(str(path))
+    what to do instead; ``inside``: the lock lives in the directory (made if missing). The
+    caller must ``release()`` the result when the run ends. A disk too full or read-only for the
+    lock's few bytes is a UsageError naming the filesystem, and leaves no empty note."""
+    path = lock_path(directory, inside)
+    owner = path.with_name(path.name + ".owner") if inside else path.with_suffix(".owner")
+    made = Path(directory) if inside and not Path(directory).exists() else None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(path))
         lock.acquire(timeout=0)
     except Timeout:
         raise UsageError(f"{what} {directory} is in use by another harness run ({_describe(_holder(owner))}). "
                          + fix) from None
-    stale = _holder(owner)
-    note = ""
-    if stale.get("pid") and stale["pid"] != os.getpid():
-        gone = "no longer running" if not _alive(stale["pid"]) else "no longer holding it"
-        note = (f"{what} {directory}: took over the lock of an earlier run ({_describe(stale)}), "
-                f"which is {gone}: it was stopped without cleaning up")
-    owner.write_text(json.dumps({"pid": os.getpid(),
-                                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                 "command": " ".join(sys.argv)[:300]}))
-    return HeldLock(lock, owner, note)
+    except OSError as exc:
+        raise UsageError(_cannot_lock(directory, what, exc)) from None
+    try:
+        note = _take_over(_holder(owner), directory, what)
+        _write_note(owner, _record())
+    except OSError as exc:
+        lock.release()
+        raise UsageError(_cannot_lock(directory, what, exc)) from None
+    return HeldLock(lock, owner, note, made)
+
+
+def _write_note(owner: Path, record: dict) -> None:
+    """The holder's note, whole or not at all (a full disk leaves no empty note to misread)."""
+    tmp = owner.with_name(f"{owner.name}.{os.getpid()}.partial")
+    try:
+        tmp.write_text(json.dumps(record))
+        os.replace(tmp, owner)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _record() -> dict:
+    """The holder's note: who, and what a takeover must stop if it dies uncleanly: every process
+    carrying its run id, its process group, and its notes (the sccache server) in its tmp dir."""
+    sup = supervise.current()
+    return {"pid": os.getpid(), "pgid": os.getpgrp(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "command": typed_command(), "run_id": sup.run_id if sup else None,
+            "run_tmp": str(sup.tmp) if sup else None}
+
+
+def _cannot_lock(directory: Path, what: str, exc: OSError) -> str:
+    where = Path(exc.filename) if exc.filename else Path(directory)
+    if filesystem.is_no_space(exc):
+        return f"cannot lock the {what} {directory}: " + filesystem.no_space(where, kept=False)
+    return (f"cannot lock the {what} {directory}: {exc.strerror or exc} "
+            f"({filesystem.filesystem_name(where)}). " + filesystem.advice_for(where))
+
+
+def _take_over(stale: dict, directory: Path, what: str) -> str:
+    """The note for a takeover of a dead run's lock, after stopping what that run left running."""
+    if not stale.get("pid") or stale["pid"] == os.getpid():
+        return ""
+    gone = "no longer running" if not _alive(stale["pid"]) else "no longer holding it"
+    # by the run's id, not its process group: ninja gives each command a group of its own, and a
+    # group number of a dead run may be a live stranger's by now
+    run_id = stale.get("run_id")
+    left = supervise.stop_members(run_id) if isinstance(run_id, str) and re.fullmatch("[0-9a-f]{32}", run_id) else {}
+    run_tmp = supervise.run_tmp_of(stale.get("run_tmp"))
+    server = supervise.notes_of(run_tmp).get("sccache_server") or {} if run_tmp else {}
+    if run_tmp:
+        shutil.rmtree(run_tmp, ignore_errors=True)  # its sccache server's nvcc temporaries
+    stopped = (f"; stopped what it left running: {supervise.describe(left)}" if left
+               else "; nothing of it was still running")
+    if server.get("port") and any(name == "sccache" for name in left.values()):
+        stopped += f" (its sccache server on port {server['port']} among them)"
+    return (f"{what} {directory}: took over the lock of an earlier run ({_describe(stale)}), "
+            f"which is {gone}: it was stopped without cleaning up{stopped}")

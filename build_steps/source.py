@@ -35,6 +35,9 @@ class SubmoduleNeed:
     when: str | None
     #: what CMake or the compiler says without it (measured on the fork at 3f1389053)
     consequence: str
+    #: files the build names in it (its CMakeLists.txt for add_subdirectory, a header the
+    #: sources include): a submodule without them is as good as empty, whatever else it holds
+    files: tuple = ()
 
 
 #: The fork's needs, read from its CMakeLists.txt and include/ links (selftests check them against
@@ -43,23 +46,26 @@ class SubmoduleNeed:
 SUBMODULE_NEEDS = (
     SubmoduleNeed("3rdparty/dmlc-core", "", None,
                   "configure passes (CMakeLists.txt skips add_subdirectory without 3rdparty/dmlc-core/cmake) "
-                  "and the compile stops at its first step: 'dmlc/base.h: No such file or directory'"),
+                  "and the compile stops at its first step: 'dmlc/base.h: No such file or directory'",
+                  files=("include/dmlc/base.h",)),
     SubmoduleNeed("3rdparty/dlpack", "", None,
-                  "configure passes and the compile stops: 'dlpack/dlpack.h: No such file or directory'"),
+                  "configure passes and the compile stops: 'dlpack/dlpack.h: No such file or directory'",
+                  files=("include/dlpack/dlpack.h",)),
     SubmoduleNeed("3rdparty/googletest", "", None,
                   "CMake stops at add_subdirectory(3rdparty/googletest): 'The source directory ... does "
-                  "not contain a CMakeLists.txt file'"),
+                  "not contain a CMakeLists.txt file'", files=("CMakeLists.txt",)),
     SubmoduleNeed("3rdparty/tvm", "nnvm", None,
                   "the nnvm sources come from 3rdparty/tvm/nnvm; CMake stops with only "
                   "'No SOURCES given to target: nnvm'"),
     SubmoduleNeed("3rdparty/onednn", "", None,
                   "include/onednn/*.h link into it, so even with USE_ONEDNN=OFF CMake stops at "
-                  "add_library(mxnet ...) with 'Cannot find source file: include/onednn/dnnl.h'"),
+                  "add_library(mxnet ...) with 'Cannot find source file: include/onednn/dnnl.h'",
+                  files=("CMakeLists.txt",)),
     SubmoduleNeed("3rdparty/intgemm", "", "USE_INTGEMM",
                   "CMake stops at add_subdirectory(3rdparty/intgemm): 'The source directory ... does "
-                  "not contain a CMakeLists.txt file'"),
+                  "not contain a CMakeLists.txt file'", files=("CMakeLists.txt",)),
     SubmoduleNeed("3rdparty/ps-lite", "", "USE_DIST_KVSTORE",
-                  "CMake stops at add_subdirectory(3rdparty/ps-lite)"),
+                  "CMake stops at add_subdirectory(3rdparty/ps-lite)", files=("CMakeLists.txt",)),
     SubmoduleNeed("3rdparty/onnx-tensorrt", "", "USE_TENSORRT",
                   "the TensorRT build reads its headers and prebuilt libraries"),
 )
@@ -137,7 +143,9 @@ def resolve_source(option_value: Path | None, cwd: Path | None = None) -> Path:
 
 
 def _empty(path: Path) -> bool:
-    return not path.is_dir() or not any(p.name != ".git" for p in path.iterdir())
+    """No content the build could read: `rm -rf dir/*` leaves the dotfiles (.git, .gitignore,
+    .github/), which do not count."""
+    return not path.is_dir() or not any(not p.name.startswith(".") for p in path.iterdir())
 
 
 def _short(commit: str | None) -> str:
@@ -275,14 +283,18 @@ def missing_submodules(root: Path, defines: dict | None = None) -> dict[str, str
     """{path: why} of every submodule the build needs that is empty or lacks the part the
     build reads (empty: nothing to build from, whether or not git sees the emptying)."""
     root = Path(root)
-    reads = {n.path: n.reads for n in SUBMODULE_NEEDS}
+    needs = {n.path: n for n in SUBMODULE_NEEDS}
     missing = {}
     for path, consequence in needed_submodules(root, defines).items():
-        part = reads.get(path, "")
+        need = needs.get(path)
+        part = need.reads if need else ""
+        lacks = [f for f in (need.files if need else ()) if not (root / path / f).is_file()]
         if _empty(root / path):
             missing[path] = f"empty or missing: {consequence}"
         elif part and _empty(root / path / part):
             missing[path] = f"has no {part}/ directory: {consequence}"
+        elif lacks:
+            missing[path] = f"lacks {', '.join(lacks)}, which the build reads: {consequence}"
     return missing
 
 

@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from build_steps import launcher, package, preflight, source
+from build_steps.cuda_root import default_cache_dir
 from build_steps.errors import HarnessError, UsageError
 from build_steps.overrides import broken_promises, development_option_promises
 from build_steps.pinning import verify
 from build_steps.readers import ninja_log
 
 from .common import LIVE, harness_options, is_release_run, is_worker, report_at_session_end, shared_root
-from .steps import CHAIN, WHEEL_STEP, BuildPaths, chain_records, step_times
+from .steps import CHAIN, WHEEL_STEP, BuildPaths, after_chain_records, chain_records, step_times
 from .ledger import ledger_of
 from .wheel_pin import load_pin
 
@@ -43,9 +44,11 @@ def pytest_collection_modifyitems(config, items):
             "--wheel=PATH (or select -m release to build and verify a wheel from --mxnet-src)")
     try:
         root = source.resolve_source(options.mxnet_src, Path(config.invocation_params.dir))
+        uses_cache = options.cuda_from_wheels or launcher.choose(options.compiler_launcher).name == "sccache"
         refused = preflight.refusals(root, options.profile, options.cuda_arch, options.cmake_defines,
                                      release=is_release_run(config), allow_dirty=options.allow_dirty,
-                                     build_dir=BuildPaths(options, root).build_dir)
+                                     build_dir=BuildPaths(options, root).build_dir,
+                                     cache=default_cache_dir() if uses_cache else None)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     if refused:
@@ -104,7 +107,7 @@ class DistDecision:
         records = chain_records(shared)
         if not records:
             return
-        lines = _chain_lines(records)
+        lines = _chain_lines(records, after_chain_records(shared))
         lines += _override_lines(harness_options(config))
         rec = records.get(WHEEL_STEP.record)
         if rec and not rec.get("failed"):
@@ -132,14 +135,14 @@ class DistDecision:
         return f"wheel passed {self.passed_provenance} provenance gate(s): {dest}"
 
 
-def _chain_lines(records: dict) -> list:
-    """Which tree was built, and each step's time (or FAILED)."""
+def _chain_lines(records: dict, after: dict | None = None) -> list:
+    """Which tree was built, and each step's time (or FAILED, or INTERRUPTED, the install's too)."""
     lines = []
     src = records.get("source", {}).get("result", {})
     if src:
         lines.append(f"build chain: MXNet tree {src.get('root')} (commit {src.get('commit') or 'n/a'})")
         lines += [f"WARNING: {w}" for w in src.get("submodule_warnings", [])]
-    times = step_times(records)
+    times = step_times(records, after)
     if times:
         lines.append("build chain steps: " + ", ".join(times))
     compiled = (records.get("compile") or {}).get("result") or {}

@@ -33,32 +33,47 @@ def build_dir_of(config) -> Path | None:
     return BuildPaths(options, src).build_dir
 
 
-def _writable_parent(path: Path) -> bool:
-    """Whether the lock beside ``path`` can be made (else preflight refuses the build dir)."""
-    return filesystem.writable(path.parent) is None
+def _can_hold_lock(build_dir: Path) -> bool:
+    """Whether the lock inside the build dir can be made (where the build dir is, or would be
+    made): a build dir that cannot be written (a read-only tree's default one) is preflight's
+    refusal, in its words, not the lock's."""
+    return filesystem.writable(build_dir) is None
+
+
+def _register_places(config, build_dir: Path | None) -> None:
+    """Where this run writes, each with what moves it: a full or read-only disk's advice."""
+    from build_steps.cuda_root import default_cache_dir
+    filesystem.forget_places()
+    filesystem.place(default_cache_dir(), "MXNET_HARNESS_CACHE")
+    if build_dir is not None:
+        filesystem.place(build_dir, "--build-dir=DIR")
+    venv_dir = harness_options(config).venv_dir
+    if venv_dir is not None:
+        filesystem.place(venv_dir, "--venv-dir=DIR")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session):
     config = session.config
+    build_dir = build_dir_of(config)
+    _register_places(config, build_dir)
     if is_worker(config) or config.option.collectonly:
         return
     options = harness_options(config)
     wanted = []
-    build_dir = build_dir_of(config)
-    if build_dir is not None and _writable_parent(build_dir):
+    if build_dir is not None and _can_hold_lock(build_dir):
         wanted.append((build_dir, "build dir",
                        "Two runs on one build dir configure and compile over each other. Wait for it to "
-                       "finish (or stop it), or give this run its own --build-dir=DIR"))
+                       "finish (or stop it), or give this run its own --build-dir=DIR", True))
     if options.venv_dir is not None:
         wanted.append((options.venv_dir, "--venv-dir",
                        "Two runs sharing a venv would reinstall and delete it under each other. Give this "
                        "run its own --venv-dir (or leave it out for a temporary one), or wait for the "
-                       "other run to finish"))
+                       "other run to finish", False))
     held = config.stash.setdefault(_LOCKS_KEY, [])
-    for directory, what, fix in wanted:
+    for directory, what, fix, inside in wanted:
         try:
-            lock = run_lock.take(directory, what, fix)
+            lock = run_lock.take(directory, what, fix, inside=inside)
         except UsageError as exc:
             _release(held)
             raise pytest.UsageError(str(exc)) from None

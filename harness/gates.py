@@ -5,9 +5,6 @@ pass on a gate that did not run. The terminal summary lists every gate with its 
 """
 from __future__ import annotations
 
-import signal
-import threading
-
 import pytest
 
 from build_steps.errors import HarnessError, StepError, UsageError, WheelUnusable
@@ -31,22 +28,6 @@ def pytest_configure(config):
     config.pluginmanager.register(StepStopExitCode(), "mxnet-step-stop-exit-code")
     if not is_worker(config):
         config.pluginmanager.register(StepReportsOnController(), "mxnet-step-reports")
-    _terminate_as_interrupt()
-
-
-def _terminate_as_interrupt():
-    """SIGINT and SIGTERM end the run as Ctrl-C does: the build step stops its processes and the
-    summary says where it stopped. Python's default for SIGTERM kills pytest outright and leaves
-    ninja and the compilers running; and a shell starts a background job (``pytest … &`` in a
-    script, a CI step) with SIGINT *ignored*, so an explicit ``kill -INT`` would do nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        def _raise(signum, frame):
-            raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
-        signal.signal(signal.SIGTERM, _raise)
 
 
 def _stops_the_chain(exc) -> bool:

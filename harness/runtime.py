@@ -7,21 +7,24 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from build_steps import once
 from build_steps import venv
+from build_steps.heartbeat import heartbeat
 from build_steps.driver_stub import DRIVER_SONAME, STUB_ENV, driver_missing, make_stub
 from build_steps.readers.elf import read_dynamic
-from build_steps.errors import HarnessError
+from build_steps import filesystem
+from build_steps.errors import HarnessError, StepError, log_tail
 from build_steps.once import run_once
 from build_steps.pinning import verify
 from build_steps.profiles import GATE_TEST_REQUIREMENTS
 
 from .steps import guarded
-from .common import add_report_lines, is_worker, shared_root
+from .common import add_report_lines, is_worker, say, shared_root
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
 PROBES_DIR = HARNESS_ROOT / "tests" / "probes"
@@ -51,6 +54,19 @@ def release_venv(options, wheel_path, wheel_pin, shared_dir):
     log = shared_dir / "release-venv-install.log"
 
     def make() -> dict:
+        say(f"==> installing the wheel and its requirements into {root} (log: {log})")
+        with heartbeat("install", log, say):
+            try:
+                return _make()
+            except StepError as exc:
+                # pip's "No space left on device" names the venv dir, or its TMPDIR (unpacked wheels)
+                full = filesystem.full_one([root, tempfile.gettempdir()], exc.tail, log_tail(log))
+                if full is None:
+                    raise
+                raise StepError(exc.step, f"{str(exc).splitlines()[0].split('] ', 1)[-1]}: "
+                                f"{filesystem.no_space(full)}", log=exc.log, tail=exc.tail) from None
+
+    def _make() -> dict:
         made = venv.create_venv(root, options.build_python or sys.executable, log=log,
                                 pass_env=options.pass_env)
         installed = venv.install(

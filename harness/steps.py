@@ -18,7 +18,6 @@ from __future__ import annotations
 import errno
 import inspect
 import json
-import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from typing import Any, Callable
 
 import pytest
 
-from build_steps import bundle, compile, configure, cuda_root, filesystem, launcher, package, source
+from build_steps import bundle, compile, configure, cuda_root, filesystem, launcher, package, run_lock, source
 from build_steps.errors import BuildInterrupted, StepError
 from build_steps.once import run_once
 
@@ -55,14 +54,17 @@ def guarded(step: str, produce, where: Path):
                 raise StepError(step, filesystem.no_space(path)) from None
             if exc.errno == errno.EROFS:
                 raise StepError(step, f"cannot write {path}: read-only file system "
-                                f"{filesystem.filesystem_name(path)}; pass --build-dir=DIR on a "
-                                "writable filesystem") from None
+                                f"{filesystem.filesystem_name(path)}. {filesystem.advice_for(path)}") from None
             raise
     return run
 
 
 class BuildPaths:
-    """Where one build of one tree lives: the CMake tree, its logs, the wheel staging dir."""
+    """Where one build of one tree lives: the CMake tree, its logs, the staged package tree, the
+    wheel staging dir. Nothing of a run is written into the source tree but what its build dir
+    and dist/ put there: the package is staged in a copy of ``python/`` under the build dir (two
+    build dirs of one tree never share it), and a tree that cannot be written gets its dist/ in
+    the build dir."""
 
     def __init__(self, options, src: Path):
         self.src = src
@@ -70,7 +72,8 @@ class BuildPaths:
         self.build_dir = (bd if bd.is_absolute() else src / bd).resolve()
         self.logs = self.build_dir / "harness-logs"
         self.staging = self.build_dir / "harness-wheel"
-        self.dist = src / "dist"
+        self.package_tree = self.build_dir / "harness-package"
+        self.dist = src / "dist" if filesystem.writable(src) is None else self.build_dir / "dist"
 
 
 def _always(_n) -> bool:
@@ -161,7 +164,7 @@ def _produce_configure(n) -> dict:
     options, paths, cuda, tool = n.options, n.build_paths, n.cuda_root, n.compiler_launcher
     if options.fresh and paths.build_dir.exists():
         say(f"==> --fresh: deleting {paths.build_dir}")
-        shutil.rmtree(paths.build_dir)
+        run_lock.clear_dir(paths.build_dir)  # but the run's lock, which lives there
     say(f"==> configure {paths.build_dir} (compiler launcher: {tool.path or 'none'})")
     _say_each("[configure] development option ", options.development_options)
     _say_each("[configure] override -D", (f"{k}={v}" for k, v in options.build_defines.items()))
@@ -187,6 +190,8 @@ def _produce_compile(n) -> dict:
     paths = n.build_paths
     say(f"==> compile target mxnet in {paths.build_dir} with {n.options.jobs} jobs "
         f"(log: {paths.logs / 'compile.log'})")
+    if n.compiler_launcher.name == "sccache":
+        _say_each("WARNING: ", filter(None, [launcher.cache_warning(n.cuda_root.env if n.cuda_root else None)]))
     return compile.compile_mxnet(paths.build_dir, n.options.jobs, paths.logs,
                                  env=n.cuda_root.env if n.cuda_root else None, progress=LIVE,
                                  launcher=n.compiler_launcher).to_json()
@@ -197,10 +202,12 @@ def _compile_detail(result: dict) -> str:
 
 
 def _produce_stage(n) -> dict:
-    """libmxnet.so + headers staged into python/mxnet, OpenCV closure bundled, RUNPATHs set."""
+    """libmxnet.so + headers staged into a copy of python/mxnet under the build dir, OpenCV closure
+    bundled, RUNPATHs set."""
     start = time.monotonic()
     built_with = configure.expected_features(n.profile, n.options.cmake_defines)
-    staged = bundle.stage_package(n.libmxnet.library, n.build_paths.src, n.profile,
+    tree = package.stage_tree(n.build_paths.src, n.build_paths.package_tree)
+    staged = bundle.stage_package(n.libmxnet.library, tree, n.profile,
                                   wants_opencv=bool(built_with.get("USE_OPENCV")),
                                   prefix=n.options.opencv_prefix)
     say(f"[stage] {len(staged.bundle)} libraries bundled into {staged.package_dir / 'lib'}"
@@ -215,9 +222,9 @@ def _produce_wheel(n) -> dict:
     """The wheel, in a staging dir: dist/ gets it only after the gates passed (harness.chain)."""
     paths = n.build_paths
     version = n.options.wheel_version or n.profile.default_version()
-    say(f"==> python -m build --wheel (version {version}) in {paths.src / 'python'}")
-    res = package.build_wheel(paths.src, version, n.profile, paths.staging,
-                              paths.logs, n.options.build_python or sys.executable)
+    say(f"==> python -m build --wheel (version {version}) in {paths.package_tree / 'python'}")
+    res = package.build_wheel(paths.package_tree, version, n.profile, paths.staging,
+                              paths.logs, n.options.build_python or sys.executable, commit_of=paths.src)
     say(f"[package] {res.wheel.name} in {res.seconds:.1f}s (staged; dist/ after the gates)")
     return {**res.to_json(), "version": version, "dist": str(paths.dist)}
 
@@ -290,22 +297,45 @@ def chain_stop(config) -> str | None:
     return None if is_worker(config) else chain_stop_of(chain_records(shared_root(config)))
 
 
-def step_times(records: dict) -> list:
-    """The summary's entries, one per step that ran (a quiet step only when it failed)."""
+#: The steps after the wheel (the venv's install): their run-once state, and the summary's label.
+AFTER_CHAIN = (("release-venv.state", "install"),)
+
+
+def after_chain_records(shared: Path | None) -> dict:
+    """label -> the failure record of each step after the chain that failed or was interrupted
+    (the install's state file holds its product otherwise, which the summary does not time)."""
+    found = {}
+    for key, label in AFTER_CHAIN if shared is not None else ():
+        try:
+            rec = json.loads((shared / f"{key}.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if rec.get("failed"):
+            found[label] = rec
+    return found
+
+
+def step_times(records: dict, after: dict | None = None) -> list:
+    """The summary's entries, one per step that ran (a quiet step only when it failed); ``after``:
+    the failed steps after the chain (after_chain_records), so an interrupted install is named."""
     times = []
     for step in CHAIN:
         rec = records.get(step.record)
         if rec is None or (step.quiet and not rec.get("failed")):
             continue
-        if rec.get("interrupted"):
-            times.append(f"{step.label} INTERRUPTED ({rec.get('error', '').split('] ', 1)[-1].split(';')[0]}; "
-                         "re-run to resume)")
-        elif rec.get("failed"):
-            times.append(f"{step.label} FAILED")
-        else:
-            r = rec["result"]
-            times.append(f"{step.label} {r.get('seconds', 0):.1f}s{step.detail(r)}")
+        times.append(_entry(step.label, rec, step.detail))
+    times += [_entry(label, rec, _no_detail) for label, rec in (after or {}).items()]
     return times
+
+
+def _entry(label: str, rec: dict, detail) -> str:
+    if rec.get("interrupted"):
+        return (f"{label} INTERRUPTED ({rec.get('error', '').split('] ', 1)[-1].split(';')[0]}; "
+                "re-run to resume)")
+    if rec.get("failed"):
+        return f"{label} FAILED"
+    r = rec["result"]
+    return f"{label} {r.get('seconds', 0):.1f}s{detail(r)}"
 
 
 def step_seconds(records: dict) -> dict:

@@ -3,6 +3,7 @@
 ``sample_tree()`` copies selftest/sample_mxnet to a fresh directory and commits it in a new git
 repo (so the commit stamp and the clean-tree check see a real HEAD). The selftests never build
 inside the repo's own copy. ``step_counts(build_dir)`` reads the chain's per-step execution log.
+``small_fs()`` mounts a real small tmpfs for one test (root only).
 """
 from __future__ import annotations
 
@@ -67,3 +68,26 @@ def sample_tree(tmp_path):
     def make(name: str = "src", edit=None) -> Path:
         return copy_sample_tree(tmp_path / name, edit)
     return make
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """``small_fs()``: a real 64 MiB tmpfs, unmounted after the test; ``small_fs.fill(fs, kib)``
+    leaves ``kib`` KiB of it free (a filler file takes the rest)."""
+    mounts = []
+
+    def make(size_mib: int = 64) -> Path:
+        where = tmp_path / f"fs{len(mounts)}"
+        where.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "tmpfs", str(where)], check=True)
+        mounts.append(where)
+        return where
+
+    def fill(where: Path, free_kib: int) -> None:
+        free = shutil.disk_usage(where).free
+        with open(where / "filler", "wb") as fh:
+            fh.write(b"\0" * max(0, free - free_kib * 1024))
+    make.fill = fill
+    yield make
+    for where in mounts:
+        subprocess.run(["umount", "-l", str(where)], check=False)

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import configure as configure_step
-from build_steps import run_lock, step_record
+from build_steps import filesystem, run_lock, step_record
 from build_steps.compile import compile_mxnet
 from build_steps.errors import BuildInterrupted, StepError
 from build_steps.profiles import PROFILES, Arch
@@ -367,29 +367,6 @@ def test_failed_step_is_filed_under_the_step_and_the_tally_names_it(gates, sampl
 
 # --- 6. ENOSPC anywhere ---------------------------------------------------------------------------
 
-@pytest.fixture
-def small_fs(tmp_path):
-    """``small_fs()``: a real 64 MiB tmpfs, unmounted after the test; ``small_fs.fill(fs, kib)``
-    leaves ``kib`` KiB of it free (a filler file takes the rest)."""
-    mounts = []
-
-    def make(size_mib: int = 64) -> Path:
-        where = tmp_path / f"fs{len(mounts)}"
-        where.mkdir()
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "tmpfs", str(where)], check=True)
-        mounts.append(where)
-        return where
-
-    def fill(where: Path, free_kib: int) -> None:
-        free = shutil.disk_usage(where).free
-        with open(where / "filler", "wb") as fh:
-            fh.write(b"\0" * max(0, free - free_kib * 1024))
-    make.fill = fill
-    yield make
-    for where in mounts:
-        subprocess.run(["umount", "-l", str(where)], check=False)
-
-
 @MOUNTS
 def test_full_disk_at_configure_is_said_as_no_space_not_as_a_compiler_failure(sample_tree, small_fs):
     src = sample_tree()
@@ -425,7 +402,11 @@ def test_full_disk_in_the_harness_own_records_is_one_sentence(small_fs):
 
     def produce():
         step_record.record_step(fs, "compile", "jobs=2")  # the harness's own step log
-    with pytest.raises(StepError) as caught:
-        guarded("compile", produce, fs)()
+    filesystem.place(fs, "--build-dir=DIR")  # as harness.dir_locks registers the run's build dir
+    try:
+        with pytest.raises(StepError) as caught:
+            guarded("compile", produce, fs)()
+    finally:
+        filesystem.forget_places()
     assert str(caught.value).startswith(f"[compile] no space left on {fs} (tmpfs): ")
     assert "--build-dir=DIR" in str(caught.value)
