@@ -28,7 +28,8 @@ from typing import Any, Callable
 
 import pytest
 
-from build_steps import bundle, compile, configure, cuda_root, filesystem, launcher, package, source
+from build_steps import (bundle, compile, configure, cuda_root, filesystem, launcher, package, reproducible,
+                         source)
 from build_steps.errors import BuildInterrupted, StepError
 from build_steps.once import run_once
 
@@ -167,7 +168,9 @@ def _produce_configure(n) -> dict:
     _say_each("[configure] override -D", (f"{k}={v}" for k, v in options.build_defines.items()))
     res = configure.configure(paths.src, paths.build_dir, n.profile, options.cuda_arch,
                               paths.logs, extra_defs={**(cuda.cmake_args if cuda else {}),
-                                                      **launcher.cmake_defines(tool)},
+                                                      **reproducible.ARCHIVE_DEFINES,
+                                                      **launcher.cmake_defines(tool, reproducible.launcher_prefix(
+                                                          paths.src, paths.build_dir))},
                               env=cuda.env if cuda else None, overrides=options.build_defines)
     say(f"[configure] {'first-time' if res.first_time else 'refresh'} in {res.seconds:.1f}s; "
         f"gencode: {' '.join(res.gencode) or 'none (CPU)'}")
@@ -179,9 +182,12 @@ def _produce_compile(n) -> dict:
     paths = n.build_paths
     say(f"==> compile target mxnet in {paths.build_dir} with {n.options.jobs} jobs "
         f"(log: {paths.logs / 'compile.log'})")
-    return compile.compile_mxnet(paths.build_dir, n.options.jobs, paths.logs,
-                                 env=n.cuda_root.env if n.cuda_root else None, progress=LIVE,
-                                 launcher=n.compiler_launcher).to_json()
+    say(f"[compile] {reproducible.compile_summary(paths.src)}")
+    res = compile.compile_mxnet(paths.build_dir, n.options.jobs, paths.logs,
+                                env={**(n.cuda_root.env if n.cuda_root else {}),
+                                     **reproducible.compile_env(paths.src)},
+                                progress=LIVE, launcher=n.compiler_launcher).to_json()
+    return {**res, "reproducible": reproducible.compile_summary(paths.src)}
 
 
 def _compile_detail(result: dict) -> str:
