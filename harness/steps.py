@@ -154,7 +154,8 @@ def _produce_source(n) -> dict:
 def _produce_cuda_root(n) -> dict:
     say("==> assembling a CUDA root from nvcc + pip's nvidia-* wheels (cached)")
     root = cuda_root.assemble_cuda_root(python=sys.executable, find_links=n.options.find_links,
-                                        index_url=n.options.index_url, progress=LIVE)
+                                        index_url=n.options.index_url, progress=LIVE,
+                                        no_index=n.options.no_index)
     return root.to_json()
 
 
