@@ -13,6 +13,11 @@ nondeterminism and what removes each (docs/reproducible_builds.md has the measur
   tree*, so it differs per object (nvcc requires that) and not per checkout.
 - ``__FILE__``, assert messages and DWARF carry absolute paths of the tree and the build dir:
   ``-ffile-prefix-map`` (host code; nvcc forwards it with ``-Xcompiler``).
+- sccache cannot compile with ``--objdir-as-tempdir`` (it runs nvcc's steps itself, from a
+  ``--dryrun``, in its own temp dir; measured: exit 254, "No such file or directory"): a CUDA
+  compile leaves sccache out of its chain (ccache runs nvcc whole and keeps it). A development build
+  (``--dev``) keeps sccache for .cu objects and gives up ``--objdir-as-tempdir`` instead: fast, not
+  reproducible, and the compile summary says so.
 - ``__DATE__``/``__TIME__``: gcc reads SOURCE_DATE_EPOCH, which the compile step sets to the
   commit time (build_steps.reproducible); it is read from the environment, not the command line,
   so a new commit does not change every command and rebuild the tree.
@@ -65,7 +70,7 @@ def prefix_maps(src: str, build: str) -> list:
                   if os.path.realpath(root) != root])
 
 
-def added_flags(lang: str, args: list, src: str, build: str) -> list:
+def added_flags(lang: str, args: list, src: str, build: str, objdir_temps: bool = True) -> list:
     """What the compile of ``args`` (the compiler's own arguments) gets added."""
     source = source_of(args)
     host = prefix_maps(src, build)
@@ -75,13 +80,14 @@ def added_flags(lang: str, args: list, src: str, build: str) -> list:
         return host
     out = [f"-Xcompiler={flag}" for flag in host if "," not in flag]  # nvcc splits -Xcompiler at commas
     if source is not None and "-c" in args:
-        out += ["--objdir-as-tempdir", f"--frandom-seed={seed(relative_name(source, src, build))}"]
+        out += (["--objdir-as-tempdir"] if objdir_temps else []) + [
+            f"--frandom-seed={seed(relative_name(source, src, build))}"]
     return out
 
 
 def _split(argv: list) -> tuple:
     opts, rest = {}, list(argv)
-    while rest and rest[0].startswith("--") and "=" in rest[0] and rest[0][2:].split("=")[0] in ("lang", "src", "build"):
+    while rest and rest[0].startswith("--") and rest[0][2:].split("=")[0] in ("lang", "src", "build", "dev"):
         key, _, value = rest.pop(0)[2:].partition("=")
         opts[key] = value
     return opts, rest
@@ -97,10 +103,14 @@ def command(argv: list, cwd: str) -> list:
     i = 0
     while i < len(chain) - 1 and os.path.basename(chain[i]) in ("sccache", "ccache"):
         i += 1
-    compiler_args = chain[i + 1:]
-    extra = added_flags(opts.get("lang", "CXX"), compiler_args, opts.get("src", cwd),
-                        opts.get("build", cwd))
-    return chain + extra
+    tools, compiler_args = chain[:i], chain[i:]
+    cuda, dev = opts.get("lang", "CXX") == "CUDA", "dev" in opts
+    if cuda and not dev:
+        tools = [t for t in tools if os.path.basename(t) != "sccache"]
+    objdir_temps = not (cuda and any(os.path.basename(t) == "sccache" for t in tools))
+    extra = added_flags(opts.get("lang", "CXX"), compiler_args[1:], opts.get("src", cwd),
+                        opts.get("build", cwd), objdir_temps)
+    return tools + compiler_args + extra
 
 
 def main(argv=None) -> None:

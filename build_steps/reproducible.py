@@ -79,15 +79,16 @@ def make_reproducible(wheel: Path, epoch: int | None) -> str:
 
 # ---- the compile ------------------------------------------------------------------------------
 
-def launcher_prefix(src: Path, build_dir: Path, python: str | None = None):
+def launcher_prefix(src: Path, build_dir: Path, python: str | None = None, development: bool = False):
     """``lang -> [commands]`` that start each compile's launcher chain: the flag adder of
-    build_steps.deterministic_compile, told the tree and build dir so it can make paths relative."""
+    build_steps.deterministic_compile, told the tree and build dir so it can make paths relative.
+    ``development``: .cu objects may stay cached by sccache (fast, not reproducible)."""
     script = Path(deterministic_compile.__file__).resolve()
     src, build_dir = Path(src).resolve(), Path(build_dir).resolve()
 
     def prefix(lang: str) -> list:
         return [python or sys.executable, "-I", "-S", str(script), f"--lang={lang}",
-                f"--src={src}", f"--build={build_dir}"]
+                f"--src={src}", f"--build={build_dir}", *(["--dev"] if development else [])]
     return prefix
 
 
@@ -109,9 +110,12 @@ def compile_env(src: Path) -> dict:
     return {"SOURCE_DATE_EPOCH": str(epoch)} if epoch is not None else {}
 
 
-def compile_summary(src: Path) -> str:
+def compile_summary(src: Path, development: bool = False, launcher: str = "none") -> str:
     """The build's reproducibility, for the summary (a build says which it is)."""
     epoch = source_date_epoch(src)
+    if development and launcher == "sccache":
+        return ("reproducible compile: NO (development build: .cu objects through sccache, which cannot "
+                "take nvcc's --objdir-as-tempdir; a release build compiles them reproducibly)")
     if epoch is None:
         return ("reproducible compile: NO (not a git checkout and no SOURCE_DATE_EPOCH: __DATE__ and "
                 "the wheel's timestamps are this build's)")

@@ -171,7 +171,8 @@ def _produce_configure(n) -> dict:
                               paths.logs, extra_defs={**(cuda.cmake_args if cuda else {}),
                                                       **reproducible.ARCHIVE_DEFINES,
                                                       **launcher.cmake_defines(tool, reproducible.launcher_prefix(
-                                                          paths.src, paths.build_dir))},
+                                                          paths.src, paths.build_dir,
+                                                          development=bool(options.development_options)))},
                               env=cuda.env if cuda else None, overrides=options.build_defines)
     say(f"[configure] {'first-time' if res.first_time else 'refresh'} in {res.seconds:.1f}s; "
         f"gencode: {' '.join(res.gencode) or 'none (CPU)'}")
@@ -183,12 +184,13 @@ def _produce_compile(n) -> dict:
     paths = n.build_paths
     say(f"==> compile target mxnet in {paths.build_dir} with {n.options.jobs} jobs "
         f"(log: {paths.logs / 'compile.log'})")
-    say(f"[compile] {reproducible.compile_summary(paths.src)}")
+    repro = reproducible.compile_summary(paths.src, bool(n.options.development_options), n.compiler_launcher.name)
+    say(f"[compile] {repro}")
     res = compile.compile_mxnet(paths.build_dir, n.options.jobs, paths.logs,
                                 env={**(n.cuda_root.env if n.cuda_root else {}),
                                      **reproducible.compile_env(paths.src)},
                                 progress=LIVE, launcher=n.compiler_launcher).to_json()
-    return {**res, "reproducible": reproducible.compile_summary(paths.src)}
+    return {**res, "reproducible": repro}
 
 
 def _compile_detail(result: dict) -> str:
