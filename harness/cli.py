@@ -49,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
               "its checkout (`pip install -e <harness checkout>`, as scripts/setup.sh does)", file=sys.stderr)
         return 4
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["rebuild-check"]:  # a command of its own, not a pytest run (build_steps.rebuild_check)
+        from build_steps import rebuild_check
+        return rebuild_check.main(args[1:])
     # The fork's conftest.py in the cwd is never imported: pytest loads conftests along the
     # rootdir and the test paths only (a selftest runs this inside the real fork tree).
     return int(pytest.main(pytest_args(args)))
