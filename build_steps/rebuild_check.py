@@ -70,7 +70,7 @@ def commit_of(wheel: Path, scratch: Path) -> str:
             raise UsageError(f"--wheel {wheel}: no {LIBRARY} in it; pass an MXNet wheel the harness built")
         lib = scratch / LIBRARY
         lib.write_bytes(zf.read(libs[0]))
-    stamps = sorted({s.decode() for s in find_strings(lib, gitstate.STAMP_IN_BINARY)})
+    stamps = sorted(set(find_strings(lib, gitstate.STAMP_IN_BINARY)))
     if len(stamps) != 1:
         raise UsageError(f"--wheel {wheel}: {LIBRARY} carries {len(stamps)} commit stamps "
                          f"({', '.join(s[:12] for s in stamps) or 'none'}); the commit to rebuild is unknown")

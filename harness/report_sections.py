@@ -127,6 +127,9 @@ def extra_sections(config, facts) -> dict:
     if result.get("build_time"):
         out.setdefault("build", {})["compile_time"] = {"wall_seconds": result.get("seconds"),
                                                        **result["build_time"]}
+    for key in ("toolchain", "reproducible"):
+        if result.get(key):
+            out.setdefault("build", {})[key] = result[key]
     steps = step_seconds(records)
     if steps:
         out.setdefault("build", {})["step_seconds"] = steps

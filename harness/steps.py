@@ -29,7 +29,7 @@ from typing import Any, Callable
 import pytest
 
 from build_steps import (bundle, compile, configure, cuda_root, filesystem, launcher, package, reproducible,
-                         source)
+                         source, toolchain)
 from build_steps.errors import BuildInterrupted, StepError
 from build_steps.once import run_once
 
@@ -190,7 +190,8 @@ def _produce_compile(n) -> dict:
                                 env={**(n.cuda_root.env if n.cuda_root else {}),
                                      **reproducible.compile_env(paths.src)},
                                 progress=LIVE, launcher=n.compiler_launcher).to_json()
-    return {**res, "reproducible": repro}
+    tools = toolchain.versions(n.configured_tree.cache, n.cuda_root.wheels_dir if n.cuda_root else None)
+    return {**res, "reproducible": repro, "toolchain": tools}
 
 
 def _compile_detail(result: dict) -> str:
