@@ -5,9 +5,9 @@ The commit is the stamp in W's libmxnet.so (MXNET_COMMIT_HASH in .rodata); TREE'
 that commit and its tracked files clean (else exit 4 with the command that fixes it). The rebuild
 is the harness's own build chain (configure, compile, stage, package) in a fresh build dir, with
 W's version, run without the provenance gates so nothing reaches dist/. Objects are compared with
-the build dir that made W (``--original-build-dir``, default TREE's profile build dir when it is
-there): each object the rebuild's ``.ninja_log`` lists is "command differs" when ninja's hash of
-its command differs, "bytes differ" when only the bytes do. Exit 0 only when every member is
+the build dir that made W (``--original-build-dir``, default TREE's one build dir with a
+``.ninja_log``): each object the rebuild's ``.ninja_log`` lists is compared byte for byte with the
+original's, and each that differs is named. Exit 0 only when every member is
 byte-identical, 1 when something differs.
 """
 from __future__ import annotations
@@ -92,17 +92,20 @@ def ninja_hashes(build_dir: Path) -> dict:
 
 
 def differing_objects(original: Path, rebuilt: Path) -> list:
-    """The objects of the rebuild that differ from the original build's: "path (why)"."""
+    """The objects the rebuild's ``.ninja_log`` lists whose bytes differ from the original build's:
+    "path (why)". Ninja's command hashes say whether the command changed too; they differ for every
+    object when the build dirs differ (the commands name them), so only a difference in the
+    bytes names an object, and the command hash only adds to why when the dirs are one path."""
     before, after = ninja_hashes(original), ninja_hashes(rebuilt)
+    same_dir = Path(original).resolve() == Path(rebuilt).resolve()
     found = []
     for obj in sorted(o for o in after if o.endswith(".o")):
         a, b = Path(original) / obj, Path(rebuilt) / obj
         if not a.is_file():
             found.append(f"{obj} (not in the original build)")
-        elif before.get(obj) != after[obj]:
-            found.append(f"{obj} (command differs)")
         elif not b.is_file() or a.read_bytes() != b.read_bytes():
-            found.append(f"{obj} (bytes differ)")
+            changed = same_dir and before.get(obj) not in (None, after[obj])
+            found.append(f"{obj} ({'command and bytes differ' if changed else 'bytes differ'})")
     return found
 
 

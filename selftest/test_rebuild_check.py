@@ -101,7 +101,7 @@ def test_a_wheel_of_another_commit_is_refused_with_the_checkout_to_run(tmp_path,
     assert f"but the wheel was built from 000000000000; run `git -C {src} checkout {'0' * 40}`" in capsys.readouterr().err
 
 
-def test_differing_objects_names_command_and_byte_differences(tmp_path):
+def test_differing_objects_are_named_by_their_bytes(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     for d in (a, b):
         (d / "o").mkdir(parents=True)
@@ -114,4 +114,9 @@ def test_differing_objects_names_command_and_byte_differences(tmp_path):
         (d / "o" / "x.o").write_bytes(b"same")
         (d / "o" / "y.o").write_bytes(b"same")
         (d / "o" / "z.o").write_bytes(b"z" + tail)
-    assert rebuild_check.differing_objects(a, b) == ["o/y.o (command differs)", "o/z.o (bytes differ)"]
+    # two build dirs: every command names its dir, so only the bytes decide
+    assert rebuild_check.differing_objects(a, b) == ["o/z.o (bytes differ)"]
+    (b / "o" / "y.o").write_bytes(b"changed")
+    assert rebuild_check.differing_objects(a, b) == ["o/y.o (bytes differ)", "o/z.o (bytes differ)"]
+    # one build dir rebuilt in place (the original kept as a copy of its log): the command counts too
+    assert rebuild_check.differing_objects(b, b) == []
