@@ -120,3 +120,8 @@ def test_differing_objects_are_named_by_their_bytes(tmp_path):
     assert rebuild_check.differing_objects(a, b) == ["o/y.o (bytes differ)", "o/z.o (bytes differ)"]
     # one build dir rebuilt in place (the original kept as a copy of its log): the command counts too
     assert rebuild_check.differing_objects(b, b) == []
+
+
+def test_a_missing_wheel_is_a_usage_error(tmp_path, capsys):
+    rc = rebuild_check.main([f"--wheel={tmp_path / 'nope.whl'}", f"--mxnet-src={tmp_path}"])
+    assert rc == 4 and "not a wheel file; pass the path of a built .whl" in capsys.readouterr().err
