@@ -52,6 +52,8 @@ def main(argv=None) -> int:
     ap.add_argument("--cu", type=int, default=3)
     ap.add_argument("--arch", default="9.0")
     ap.add_argument("--find-links", default="/opt/pypi-more/files")
+    ap.add_argument("--objects", type=Path, help="a file naming the object targets, one a line "
+                    "(default: the smallest sources')")
     args = ap.parse_args(argv)
     tree, work = args.tree.resolve(), args.work.resolve()
     profile = PROFILES["cuda"]
@@ -70,6 +72,8 @@ def main(argv=None) -> int:
         configure.configure(tree, build, profile, make_arch(profile, args.arch, {}), build / "harness-logs",
                             extra_defs=defs, env=root.env)
         print(f"[{name}] configured in {time.monotonic() - start:.0f}s", file=sys.stderr, flush=True)
+        if objects is None and args.objects:
+            objects = [line.strip() for line in args.objects.read_text().splitlines() if line.strip()]
         objects = objects or choose_objects(tree, build, args.count, args.cu)
         env = {**root.env, **reproducible.compile_env(tree), "TMPDIR": str(tmp)}
         start = time.monotonic()
