@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .errors import UsageError
 from .readers import gitstate
-from .readers.elf import find_strings, is_elf
+from .readers.elf import find_strings
 from .readers.wheel_name import WheelNameError, parse_wheel_name
 
 LIBRARY = "libmxnet.so"
