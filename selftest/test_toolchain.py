@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-
 from build_steps import review_page, toolchain
 
 
