@@ -61,6 +61,10 @@ def pip_command(python: str, target: Path, requirements_file: Path, find_links=(
     cmd += ["--no-index"] if no_index else ["--index-url", index_url or DEFAULT_INDEX]
     for fl in find_links:
         cmd += ["--find-links", str(fl)]
+    # a host's CA bundle (a TLS-intercepting proxy) still applies: it can refuse a server, never
+    # offer another file, and --isolated would drop it with the rest of PIP_*
+    if os.environ.get("PIP_CERT"):
+        cmd += ["--cert", os.environ["PIP_CERT"]]
     return cmd
 
 

@@ -12,7 +12,6 @@ from . import cuda_lock
 #: cache entry -> the name the report gives the tool
 _TOOLS = (("CMAKE_CUDA_COMPILER", "nvcc"), ("CMAKE_CXX_COMPILER", "c++"), ("CMAKE_COMMAND", "cmake"),
           ("CMAKE_MAKE_PROGRAM", "ninja"))
-_VERSION = re.compile(r"(?:release \d+\.\d+, V|version )?(\d+\.\d+(?:\.\d+)*)")
 
 
 def tool_version(path: str) -> str:
