@@ -6,6 +6,9 @@ MXNet tree that is the fork's own (its markers, its conftest.py, no harness opti
 passes the harness's ini, rootdir and tests/ to pytest and leaves the rest of the command line
 as the user wrote it. In an MXNet tree with neither ``--mxnet-src`` nor ``--wheel`` given, that
 tree is the one built.
+
+``mxnet-release rebuild-check --wheel=W --mxnet-src=TREE`` is a command of its own
+(build_steps.rebuild_check): it rebuilds the commit W names and compares the bytes.
 """
 from __future__ import annotations
 
