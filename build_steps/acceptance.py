@@ -126,6 +126,31 @@ def load_suite(path: Path | None = None) -> ShardSuite:
                       fork_commit=fork.get("commit", ""))
 
 
+#: --shard-split: the plugin the shard's own pytest loads, and the directory that holds it alone
+SHARD_PART_DIR = Path(__file__).resolve().with_name("shard_part")
+SHARD_PART_PLUGIN = "mxnet_shard_part"
+SHARD_PART_ENV = "MXNET_SHARD_PART"
+_SPLIT = re.compile(r"^([A-Za-z0-9_.-]+):(\d+)/(\d+)$")
+
+
+def parse_shard_split(values, known) -> dict:
+    """``["gpu_operator_numpy:2/3", ...]`` -> {shard id: (2, 3)}; UsageError naming a bad one."""
+    out = {}
+    for text in values or ():
+        m = _SPLIT.match(text.strip())
+        if not m:
+            raise UsageError(f"--shard-split {text}: write SHARD:K/N (e.g. gpu_operator_numpy:2/3)")
+        shard, k, n = m.group(1), int(m.group(2)), int(m.group(3))
+        if shard not in known:
+            raise UsageError(f"--shard-split {text}: no shard {shard!r}; known: {', '.join(known)}")
+        if not (n >= 2 and 1 <= k <= n):
+            raise UsageError(f"--shard-split {text}: need N >= 2 and 1 <= K <= N")
+        if shard in out:
+            raise UsageError(f"--shard-split {text}: {shard} is split twice; one run runs one part")
+        out[shard] = (k, n)
+    return out
+
+
 def parse_id_list(text: str | None, known, what: str) -> tuple | None:
     """``a,b`` -> ("a", "b"), each checked against ``known``; None when not given."""
     if not text:
@@ -368,6 +393,8 @@ class ShardResult:
     first_error: str = ""
     command: str = ""
     env: dict = field(default_factory=dict)
+    #: "K/N" when this was one part of a split shard (--shard-split)
+    part: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -474,19 +501,25 @@ def judge(rc: int | None, log_text: str, junit: dict | None, timed_out: bool, ti
 
 
 def run_shard(shard: Shard, venv: Venv, source_root: Path, log_dir: Path, *, parallel: dict, cwd: str = ".",
-              timeout_min: float | None = None, env: dict | None = None) -> ShardResult:
+              timeout_min: float | None = None, env: dict | None = None, part: tuple | None = None) -> ShardResult:
     """Run one shard: ``python -m pytest <args>`` with the venv's interpreter from the source tree,
     loader variables cleared, its own log (header and ``rc=`` footer as the fork writes them),
-    junit XML beside it, killed with its process group after the timeout."""
+    junit XML beside it, killed with its process group after the timeout. ``part`` (K, N): only
+    the K-th of N deterministic parts of its tests (build_steps/shard_part)."""
     timeout_min = shard.timeout_min if timeout_min is None else timeout_min
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     log, junit = log_dir / f"{shard.id}.log", log_dir / f"{shard.id}.junit.xml"
     junit.unlink(missing_ok=True)
     args = shard.pytest_args(parallel)
+    if part is not None:
+        args += ["-p", SHARD_PART_PLUGIN]
+        env = {**(env or {}), SHARD_PART_ENV: f"{part[0]}/{part[1]}"}
     # -rfE puts "FAILED <nodeid>" lines in the log: the gate names the first failing tests from them.
     cmd = [str(venv.python), "-m", "pytest", *args, "-rfE", f"--junitxml={junit}"]
     child_env = shard_env(env, venv.pass_env)
+    if part is not None:
+        child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SHARD_PART_DIR), child_env.get("PYTHONPATH")]))
     start = time.monotonic()
     timed_out = False
     with open(log, "w") as fh:
@@ -518,7 +551,7 @@ def run_shard(shard: Shard, venv: Venv, source_root: Path, log_dir: Path, *, par
     return ShardResult(id=shard.id, lane=shard.lane, result=result, summary=summary, seconds=round(seconds, 1),
                        log=str(log), returncode=124 if timed_out else rc, failing=failing, reason=reason,
                        command=" ".join(shlex.quote(c) for c in cmd), env=dict(env or {}),
-                       first_error=read_shard_log(text)[3])
+                       first_error=read_shard_log(text)[3], part=f"{part[0]}/{part[1]}" if part else "")
 
 
 # ------------------------------------------------------------------------------------------

@@ -27,11 +27,12 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from . import processes
+from . import cuda_lock, processes
 from .errors import StepError, log_tail
 from .once import JsonRecord
 
-#: pip distributions that provide the CUDA libraries the fork links (find_package(CUDAToolkit
+#: pip distributions that provide the CUDA libraries (the ranges cuda_wheels.lock.toml pins within;
+#: installed unlocked only when a development tool asks for them by name) the fork links (find_package(CUDAToolkit
 #: REQUIRED cublas cufft cusolver curand nvrtc) plus cuDNN and NCCL). The ``-cu13`` suffixed names
 #: other than cuDNN/NCCL are deprecated empty stubs, so the plain names are used.
 CUDA_BUILD_WHEELS = (
@@ -99,35 +100,54 @@ def find_nvcc_home() -> Path:
 _PIP_PROGRESS = re.compile(r"^(Collecting|Downloading|Installing collected|Successfully installed)")
 
 
-def install_wheels(cache: Path, requirements=CUDA_BUILD_WHEELS, python: str | None = None,
-                   find_links=(), index_url: str | None = None, progress=None) -> Path:
-    """``pip install --target`` the requirement set once; later calls reuse the directory.
+def install_wheels(cache: Path, requirements=None, python: str | None = None,
+                   find_links=(), index_url: str | None = None, progress=None,
+                   lock: Path | None = None, no_index: bool = False) -> Path:
+    """``pip install --target`` the locked CUDA wheels (``lock``, default cuda_lock.LOCK_FILE)
+    once; later calls reuse the directory. Either way the versions there must be the lock's
+    (StepError naming both otherwise). ``requirements``: an unlocked requirement set instead (a
+    development tool's; pip's own configuration then applies).
 
     The first time is a ~3 GB download: ``progress`` (a stream) gets a line saying so and pip's
     per-wheel lines as they come, so a long silence is not mistaken for a hang."""
-    key = hashlib.sha256(json.dumps(sorted(requirements)).encode()).hexdigest()[:12]
+    pins = None
+    if requirements is None:
+        lock = Path(lock or cuda_lock.LOCK_FILE)
+        pins = cuda_lock.load(lock)
+        key = hashlib.sha256(cuda_lock.requirements_text(pins).encode()).hexdigest()[:12]
+    else:
+        key = hashlib.sha256(json.dumps(sorted(requirements)).encode()).hexdigest()[:12]
     target = cache / f"cuda-wheels-{key}"
     done = target / ".complete"
     cache.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target) + ".lock"):
         if done.exists():
+            _check_lock(target, pins, lock)
             return target
         if target.exists():
             shutil.rmtree(target)  # an interrupted install: start over rather than trust it
         log = cache / f"cuda-wheels-{key}.log"
-        cmd = [python or sys.executable, "-m", "pip", "install", "--disable-pip-version-check",
-               "--no-input", "--target", str(target), *requirements]
-        for fl in find_links:
-            cmd += ["--find-links", str(fl)]
-        if index_url:
-            cmd += ["--index-url", index_url]
+        env = None
+        if pins is not None:
+            reqs = cache / f"cuda-wheels-{key}.requirements.txt"
+            reqs.write_text(cuda_lock.requirements_text(pins))
+            cmd = cuda_lock.pip_command(python or sys.executable, target, reqs, find_links, index_url, no_index)
+            env = cuda_lock.pip_env()
+            requirements = tuple(f"{p.name}=={p.version}" for p in pins)
+        else:
+            cmd = [python or sys.executable, "-m", "pip", "install", "--disable-pip-version-check",
+                   "--no-input", "--target", str(target), *requirements]
+            for fl in find_links:
+                cmd += ["--find-links", str(fl)]
+            if index_url:
+                cmd += ["--index-url", index_url]
         if progress is not None:
             print(f"[cuda-root] first use: downloading the CUDA 13 wheels (~3 GB) into {target} "
                   f"(log: {log}); later runs reuse them", file=progress, flush=True)
         with open(log, "w", buffering=1) as fh:
             fh.write("$ " + " ".join(cmd) + "\n")
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    bufsize=1)
+                                    bufsize=1, env=env)
             try:
                 for line in proc.stdout:
                     fh.write(line)
@@ -142,8 +162,19 @@ def install_wheels(cache: Path, requirements=CUDA_BUILD_WHEELS, python: str | No
             raise StepError("cuda-root", "pip could not install the CUDA wheels "
                             f"({', '.join(requirements)}); pass --find-links/--index-url for an "
                             "offline host", log=log, tail=log_tail(log))
+        _check_lock(target, pins, lock)
         done.write_text(json.dumps(list(requirements)))
     return target
+
+
+def _check_lock(target: Path, pins, lock: Path | None) -> None:
+    """StepError when the wheels under ``target`` are not the lock's versions (names both)."""
+    if pins is None:
+        return
+    wrong = cuda_lock.mismatches(target, pins)
+    if wrong:
+        raise StepError("cuda-root", f"the CUDA wheels in {target} are not the locked ones ({'; '.join(wrong)}); "
+                        f"delete {target} and re-run, or update {lock} if the new versions are wanted")
 
 
 def _link_entries(src_dir: Path, dest_dir: Path) -> None:
@@ -188,12 +219,13 @@ def build_driver_stub(dest: Path, cc: str = "gcc") -> Path:
 
 
 def assemble_cuda_root(cache: Path | None = None, nvcc_home: Path | None = None,
-                       requirements=CUDA_BUILD_WHEELS, python: str | None = None,
-                       find_links=(), index_url: str | None = None, progress=None) -> CudaRoot:
+                       requirements=None, python: str | None = None,
+                       find_links=(), index_url: str | None = None, progress=None,
+                       lock: Path | None = None, no_index: bool = False) -> CudaRoot:
     """Install (cached) the CUDA wheels and assemble the root; returns the CMake definitions."""
     cache = Path(cache) if cache else default_cache_dir()
     nvcc_home = Path(nvcc_home) if nvcc_home else find_nvcc_home()
-    wheels = install_wheels(cache, requirements, python, find_links, index_url, progress)
+    wheels = install_wheels(cache, requirements, python, find_links, index_url, progress, lock, no_index)
     key = hashlib.sha256(f"{nvcc_home}|{wheels}".encode()).hexdigest()[:12]
     root = cache / f"cuda-root-{key}"
     with FileLock(str(root) + ".lock"):

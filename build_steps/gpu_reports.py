@@ -19,8 +19,11 @@ An arch is verified only when the runs on GPUs of that arch passed, between them
 the release set (the cuda manifest's ``gpu_gates``, build_steps.release_manifest) and none failed
 one: a runner that selected a few GPU gates (``-m gpu``, ``-k``, ``--shards``) or whose gates
 skipped or ran out of time leaves its arch INCOMPLETE, naming what did not pass. The GPU lane may
-be split across runners of one arch; an acceptance shard the fork's own script would not run on
-the runner's tree (the report's ``excused``) counts as done, as it does for publish.
+be split across runners of one arch, and one shard across runs (``--shard-split=SHARD:K/N``: the
+report marks that gate's verdict with its ``part``): the shard counts as passed on an arch when
+its parts that passed there cover it, and a missing part leaves the arch INCOMPLETE naming it. An
+acceptance shard the fork's own script would not run on the runner's tree (the report's
+``excused``) counts as done, as it does for publish.
 """
 from __future__ import annotations
 
@@ -64,6 +67,7 @@ REPORT_SCHEMA = {
             "gates": {"type": "object", "additionalProperties": {
                 "type": "object", "required": ["verdict"],
                 "properties": {"verdict": {"type": "string"}, "message": {"type": ["string", "null"]},
+                               "part": {"type": "string", "pattern": "^[0-9]+/[0-9]+$"},
                                "gpu": _GPU}}}}},
     },
 }
@@ -104,6 +108,8 @@ class RunVerdict:
     #: the GPU gates that passed in this run, and those it excused (shards not on its tree)
     passed: frozenset = frozenset()
     excused: frozenset = frozenset()
+    #: gate -> {(K, N)}: the parts of split shards (--shard-split) that passed in this run
+    parts: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -120,11 +126,30 @@ class Merged:
     required: tuple = ()
 
     def missing(self, arch: str) -> list:
-        """The required GPU gates no run on ``arch`` passed (or excused)."""
-        done = set()
+        """The required GPU gates no run on ``arch`` passed (or excused); a split shard is passed
+        when its parts that passed on ``arch`` cover it (every K of one N), and is named with the
+        parts still missing otherwise."""
+        done, parts = set(), {}
         for r in self.per_arch.get(arch, []):
             done |= r.passed | r.excused
-        return [g for g in self.required if g not in done]
+            for gate, got in r.parts.items():
+                parts.setdefault(gate, set()).update(got)
+        out = []
+        for g in self.required:
+            if g in done:
+                continue
+            if g in parts:
+                by_n: dict = {}
+                for k, n in parts[g]:
+                    by_n.setdefault(n, set()).add(k)
+                if any(len(ks) == n for n, ks in by_n.items()):
+                    continue
+                n, ks = max(by_n.items(), key=lambda item: len(item[1]) / item[0])
+                gaps = ", ".join(f"{k}/{n}" for k in range(1, n + 1) if k not in ks)
+                out.append(f"{g} (part {gaps} missing)")
+                continue
+            out.append(g)
+        return out
 
     def state(self, arch: str) -> str:
         """"verified", "failed", "incomplete" (passed, but not the whole GPU set) or "not verified"."""
@@ -217,10 +242,16 @@ def _run_verdict(path: Path, doc: dict) -> RunVerdict | None:
     else:
         outcome = "skipped"
         detail = next((g.get("message", "") for g in gates.values()), "")
+    parts: dict = {}
+    for n, g in gates.items():
+        if g.get("verdict") == "passed" and g.get("part"):
+            k, _, total = g["part"].partition("/")
+            parts.setdefault(n, set()).add((int(k), int(total)))
     return RunVerdict(report=path.name, host=section.get("host", "?"), gpu=gpu, outcome=outcome,
                       detail=detail[:200],
-                      passed=frozenset(n for n, g in gates.items() if g.get("verdict") == "passed"),
-                      excused=frozenset(section.get("excused") or {}))
+                      passed=frozenset(n for n, g in gates.items() if g.get("verdict") == "passed"
+                                       and not g.get("part")),
+                      excused=frozenset(section.get("excused") or {}), parts=parts)
 
 
 def required_gpu_gates() -> tuple:
@@ -284,6 +315,8 @@ def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
                 first.outcome, first.detail = "passed", run.detail
             # ... and the GPU gates either passed count (a GPU set run in parts on one GPU)
             first.passed, first.excused = first.passed | run.passed, first.excused | run.excused
+            for gate, got in run.parts.items():
+                first.parts.setdefault(gate, set()).update(got)
             merged.ignored.append((path.name, f"the same GPU as {first.report} (host {run.host}, GPU "
                                    f"{run.gpu.get('uuid') or run.gpu.get('name')}): counted once"))
             continue

@@ -71,11 +71,13 @@ def choose(requested: str = "auto") -> Launcher:
                      "--compiler-launcher auto|none")
 
 
-def cmake_defines(launcher: Launcher) -> dict:
-    """-D entries that make CMake compile through ``launcher`` and nothing else."""
+def cmake_defines(launcher: Launcher, prefix=None) -> dict:
+    """-D entries that make CMake compile through ``launcher`` and nothing else. ``prefix(lang)``:
+    commands that run first in each language's chain (build_steps.reproducible's flag adder)."""
     defs = {"USE_CCACHE": "OFF"}
     for lang in LANGUAGES:
-        defs[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = launcher.path or ""
+        chain = [*(prefix(lang) if prefix else ()), *([launcher.path] if launcher.path else [])]
+        defs[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = ";".join(chain)
     return defs
 
 

@@ -9,11 +9,12 @@ gets its members restamped here, in the order they were written (RECORD stays la
 from __future__ import annotations
 
 import os
+import sys
 import time
 import zipfile
 from pathlib import Path
 
-from . import gitops
+from . import deterministic_compile, gitops
 
 #: the earliest time a zip member can carry (1980-01-01)
 _ZIP_EPOCH = 315532800
@@ -74,3 +75,49 @@ def make_reproducible(wheel: Path, epoch: int | None) -> str:
     restamp(wheel, epoch)
     return (f"the build backend ignored SOURCE_DATE_EPOCH for {len(stray)} member(s); restamped "
             f"to {epoch}")
+
+
+# ---- the compile ------------------------------------------------------------------------------
+
+def launcher_prefix(src: Path, build_dir: Path, python: str | None = None, development: bool = False):
+    """``lang -> [commands]`` that start each compile's launcher chain: the flag adder of
+    build_steps.deterministic_compile, told the tree and build dir so it can make paths relative.
+    ``development``: .cu objects may stay cached by sccache (fast, not reproducible)."""
+    script = Path(deterministic_compile.__file__).resolve()
+    src, build_dir = Path(src).resolve(), Path(build_dir).resolve()
+
+    def prefix(lang: str) -> list:
+        return [python or sys.executable, "-I", "-S", str(script), f"--lang={lang}",
+                f"--src={src}", f"--build={build_dir}", *(["--dev"] if development else [])]
+    return prefix
+
+
+#: -D entries for deterministic archives (``ar D``: zero uid/gid/mtime, mode 644) and build-tree
+#: RUNPATHs relative to $ORIGIN rather than the build dir's absolute path.
+ARCHIVE_DEFINES = {
+    **{f"CMAKE_{lang}_ARCHIVE_CREATE": "<CMAKE_AR> qcD <TARGET> <LINK_FLAGS> <OBJECTS>"
+       for lang in ("C", "CXX", "CUDA")},
+    **{f"CMAKE_{lang}_ARCHIVE_APPEND": "<CMAKE_AR> qD <TARGET> <LINK_FLAGS> <OBJECTS>"
+       for lang in ("C", "CXX", "CUDA")},
+    **{f"CMAKE_{lang}_ARCHIVE_FINISH": "<CMAKE_RANLIB> -D <TARGET>" for lang in ("C", "CXX", "CUDA")},
+    "CMAKE_BUILD_RPATH_USE_ORIGIN": "ON",
+}
+
+
+def compile_env(src: Path) -> dict:
+    """SOURCE_DATE_EPOCH for the compilers (``__DATE__``/``__TIME__``), {} outside git."""
+    epoch = source_date_epoch(src)
+    return {"SOURCE_DATE_EPOCH": str(epoch)} if epoch is not None else {}
+
+
+def compile_summary(src: Path, development: bool = False, launcher: str = "none") -> str:
+    """The build's reproducibility, for the summary (a build says which it is)."""
+    epoch = source_date_epoch(src)
+    if development and launcher == "sccache":
+        return ("reproducible compile: NO (development build: .cu objects through sccache, which cannot "
+                "take nvcc's --objdir-as-tempdir; a release build compiles them reproducibly)")
+    if epoch is None:
+        return ("reproducible compile: NO (not a git checkout and no SOURCE_DATE_EPOCH: __DATE__ and "
+                "the wheel's timestamps are this build's)")
+    return (f"reproducible compile: yes (per-object seeds, prefix maps, ar D, "
+            f"SOURCE_DATE_EPOCH={epoch})")

@@ -235,6 +235,10 @@ def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
         "closure": closure,
         "timeline": _timeline(review, doc),
         "overrides": review.get("overrides") or {},
+        # the build's nvcc, c++, cmake, ninja and CUDA wheels, and whether it is reproducible
+        "toolchain": {**((doc or {}).get("build") or {}).get("toolchain", {}),
+                      **({"reproducible": ((doc or {}).get("build") or {})["reproducible"].removeprefix("reproducible compile: ")}
+                         if ((doc or {}).get("build") or {}).get("reproducible") else {})},
         "warnings": list(dict.fromkeys([*(review.get("warnings") or ()), *(facts.get("warnings") or ())])),
         "sha256": wheel.get("sha256"),
         # where the wheel lies now (dist/ or set aside), else where it was named or built

@@ -39,12 +39,17 @@
 #                                         (their process groups), so the run writes its report
 #                                         before the hold ends; they are INCOMPLETE, with what
 #                                         they passed until then
+#   gpu/real_fork_run.sh sha              the carried commit and the sha256 of libmxnet.so and the
+#                                         wheel: two holds' builds must agree (docs/reproducible_builds.md
+#                                         has the two-hold plan; gpu-lane takes --shard-split=SHARD:K/N)
 #   gpu/real_fork_run.sh collect DIR      copy the report, the logs and .ninja_log to DIR
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 W=${REAL_FORK_WORK:-/tmp/realfork}
 PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
+#: the carried tree's commit date (author and committer): fixed, so every hold makes the same commit
+FORK_DATE=${FORK_DATE:-2026-12-03T00:00:00Z}
 # The venv's requirements beside the wheel, which goes in with --no-deps: its own include
 # opencv-python and scipy-openblas32, which this host cannot install (no network; OpenCV and the
 # pip OpenBLAS are not used by this build), so its runtime dependencies are named here.
@@ -124,9 +129,14 @@ setup)
       > $W/wheelhouse.log 2>&1; echo \$? > $W/wheelhouse.rc" < /dev/null > /dev/null 2>&1 &
   if [ ! -d "$W/mxnet/.git" ]; then
     tar xJf "$ROOT/.carry/fork-slim.tar.xz" -C "$W" || exit 1
+    # One commit, the same in every hold: fixed author, committer and dates, so the commit hash,
+    # the commit stamp in libmxnet.so and SOURCE_DATE_EPOCH (the commit time) are too, and two
+    # holds' builds can give the same bytes (docs/reproducible_builds.md)
     git -C "$W/mxnet" init -q && git -C "$W/mxnet" add -A \
-      && git -C "$W/mxnet" -c user.name=harness -c user.email=harness@localhost commit -qm \
+      && GIT_AUTHOR_DATE="$FORK_DATE" GIT_COMMITTER_DATE="$FORK_DATE" git -C "$W/mxnet" \
+         -c user.name=harness -c user.email=harness@localhost commit -qm \
          "fork 3f13890 (../shared/fixtures; oneDNN sources, examples and docs left out)" || exit 1
+    git -C "$W/mxnet" log -1 --format='carried tree commit %H (commit time %ct)'
   fi
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv
   nvcc --version | tail -2; nproc; df -h /tmp | tail -1
@@ -200,6 +210,11 @@ stop-shards)
     echo "ending shard process group $pid: $(tr '\0' ' ' < /proc/$pid/cmdline | cut -c1-160)"
     kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
   done
+  ;;
+sha)
+  # what two holds compare: the carried commit, libmxnet.so and the wheel (sha256 each)
+  git -C "$W/mxnet" log -1 --format='commit %H'
+  sha256sum "$W/build/libmxnet.so" "$W"/mxnet/dist/*.whl "$W"/mxnet/dist/rejected/*.whl.FAILED-GATES 2>/dev/null
   ;;
 collect)
   out=${2:?collect DIR}

@@ -31,13 +31,14 @@ def pytest_configure(config):
         ids = acceptance.parse_id_list(config.getoption("shards"), known, "shards")
         lanes = acceptance.parse_id_list(config.getoption("lanes"), acceptance.LANES, "lanes")
         parallel = acceptance.parse_parallel(config.getoption("shard_workers"), suite)
+        split = acceptance.parse_shard_split(config.getoption("shard_split"), known)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     timeout = config.getoption("shard_timeout")
     if timeout is not None and timeout <= 0:
         raise pytest.UsageError(f"--shard-timeout {timeout}: must be a positive number of minutes")
     config.stash[PLAN_KEY] = {"suite": suite, "selected": acceptance.select(suite, ids, lanes), "parallel": parallel,
-                              "timeout": timeout, "dir": config.getoption("acceptance_dir")}
+                              "timeout": timeout, "dir": config.getoption("acceptance_dir"), "split": split}
     if not is_worker(config):
         config.pluginmanager.register(ShardTable(), "mxnet-acceptance-table")
 
@@ -71,6 +72,12 @@ def inapplicable_shard_gates(config, gate_ids) -> dict:
             if gate.endswith(f"::test_shard[{s.id}]") and (why := acceptance.not_applicable(s, root)):
                 out[gate] = why
     return out
+
+
+def split_parts(config) -> dict:
+    """gate id suffix ``::test_shard[ID]`` -> "K/N" for each shard this run runs one part of."""
+    plan = config.stash.get(PLAN_KEY, None)
+    return {f"::test_shard[{sid}]": f"{k}/{n}" for sid, (k, n) in ((plan or {}).get("split") or {}).items()}
 
 
 def shard_timeout_override(config) -> float | None:

@@ -149,6 +149,8 @@ def _chain_lines(records: dict, after: dict | None = None) -> list:
     stats = launcher.LauncherStats.from_json(compiled.get("launcher"))
     if stats:
         lines.append(stats.summary())
+    if compiled.get("reproducible"):
+        lines.append(compiled["reproducible"])
     lines += ninja_log.describe(compiled.get("build_time"), compiled.get("seconds"))
     return lines
 

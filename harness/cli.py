@@ -9,6 +9,9 @@ tree is the one built.
 
 ``mxnet-release publish --report=R --yes`` is the privileged step after a verify run
 (build_steps.publish_step): no pytest, no code of the tree or the wheel, the token used last.
+
+``mxnet-release rebuild-check --wheel=W --mxnet-src=TREE`` is a command of its own
+(build_steps.rebuild_check): it rebuilds the commit W names and compares the bytes.
 """
 from __future__ import annotations
 
@@ -80,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["publish"]:
         return publish_main(args[1:])
+    if args[:1] == ["rebuild-check"]:  # a command of its own, not a pytest run (build_steps.rebuild_check)
+        from build_steps import rebuild_check
+        return rebuild_check.main(args[1:])
     # The fork's conftest.py in the cwd is never imported: pytest loads conftests along the
     # rootdir and the test paths only (a selftest runs this inside the real fork tree).
     return int(pytest.main(pytest_args(args)))

@@ -93,6 +93,9 @@ def _acceptance_options(parser):
     g.addoption("--shard-timeout", type=float, metavar="MIN", help="timeout of every shard in minutes (default: each shard's own)")
     g.addoption("--shard-workers", action="append", metavar="LANE=N",
                 help="pytest-xdist workers inside the shards of LANE (the fork's PARALLEL_<LANE>; repeatable)")
+    g.addoption("--shard-split", action="append", metavar="SHARD:K/N",
+                help="run only part K of N of SHARD's tests (a deterministic split by test id: the N parts, "
+                     "run on the same wheel, cover the shard exactly; tools.gpu_verify adds them up; repeatable)")
     g.addoption("--acceptance-dir", metavar="DIR",
                 help="where the shard logs and summary go (default: .harness/acceptance/<run> in the harness checkout)")
 

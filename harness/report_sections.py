@@ -16,7 +16,7 @@ import pytest
 from build_steps import gpu_reports
 from build_steps.pinning import sha256_of
 
-from .acceptance_shards import inapplicable_shard_gates
+from .acceptance_shards import inapplicable_shard_gates, split_parts
 from .common import harness_options, shared_root
 from .ledger import failure_reason, produced_wheel, verdict_of
 from .steps import chain_records, step_seconds
@@ -98,6 +98,11 @@ def _wheel_path(config, facts) -> Path | None:
     return Path(final) if final else None
 
 
+def _part_of(nodeid: str, parts: dict) -> dict:
+    """{"part": "K/N"} for a gate that ran one part of a split shard (tools.gpu_verify adds parts up)."""
+    return next(({"part": p} for suffix, p in parts.items() if nodeid.endswith(suffix)), {})
+
+
 def extra_sections(config, facts) -> dict:
     """The JSON report's ``wheel``, ``gpu_verification`` and ``build`` sections."""
     out = {}
@@ -105,11 +110,13 @@ def extra_sections(config, facts) -> dict:
     if wheel is not None and wheel.is_file():
         out["wheel"] = {"filename": wheel.name, "sha256": sha256_of(wheel)}
     runs = config.stash.get(GPU_RUNS_KEY, {})
+    parts = split_parts(config)
     gpus = {json.dumps(r["gpu"], sort_keys=True): r["gpu"] for r in runs.values() if r.get("gpu")}
     out[gpu_reports.SECTION] = {
         "host": socket.gethostname(),
         "gpus": list(gpus.values()),
-        "gates": {nodeid: {k: v for k, v in r.items() if k != "wheel"} for nodeid, r in sorted(runs.items())},
+        "gates": {nodeid: {**{k: v for k, v in r.items() if k != "wheel"}, **_part_of(nodeid, parts)}
+                  for nodeid, r in sorted(runs.items())},
         # GPU shards the fork's own script would not run on this tree: tools.gpu_verify counts them done
         "excused": inapplicable_shard_gates(config, gpu_reports.required_gpu_gates()),
     }
@@ -120,6 +127,9 @@ def extra_sections(config, facts) -> dict:
     if result.get("build_time"):
         out.setdefault("build", {})["compile_time"] = {"wall_seconds": result.get("seconds"),
                                                        **result["build_time"]}
+    for key in ("toolchain", "reproducible"):
+        if result.get(key):
+            out.setdefault("build", {})[key] = result[key]
     steps = step_seconds(records)
     if steps:
         out.setdefault("build", {})["step_seconds"] = steps

@@ -27,7 +27,8 @@ from typing import Any, Callable
 
 import pytest
 
-from build_steps import bundle, compile, configure, cuda_root, filesystem, launcher, package, run_lock, source
+from build_steps import (bundle, compile, configure, cuda_root, filesystem, launcher, package, reproducible,
+                         run_lock, source, toolchain)
 from build_steps.errors import BuildInterrupted, StepError
 from build_steps.once import run_once
 
@@ -156,7 +157,8 @@ def _produce_source(n) -> dict:
 def _produce_cuda_root(n) -> dict:
     say("==> assembling a CUDA root from nvcc + pip's nvidia-* wheels (cached)")
     root = cuda_root.assemble_cuda_root(python=sys.executable, find_links=n.options.find_links,
-                                        index_url=n.options.index_url, progress=LIVE)
+                                        index_url=n.options.index_url, progress=LIVE,
+                                        no_index=n.options.no_index)
     return root.to_json()
 
 
@@ -170,7 +172,10 @@ def _produce_configure(n) -> dict:
     _say_each("[configure] override -D", (f"{k}={v}" for k, v in options.build_defines.items()))
     res = configure.configure(paths.src, paths.build_dir, n.profile, options.cuda_arch,
                               paths.logs, extra_defs={**(cuda.cmake_args if cuda else {}),
-                                                      **launcher.cmake_defines(tool),
+                                                      **reproducible.ARCHIVE_DEFINES,
+                                                      **launcher.cmake_defines(tool, reproducible.launcher_prefix(
+                                                          paths.src, paths.build_dir,
+                                                          development=bool(options.development_options))),
                                                       **_opencv_root(options)},
                               env=cuda.env if cuda else None, overrides=options.build_defines)
     say(f"[configure] {'first-time' if res.first_time else 'refresh'} in {res.seconds:.1f}s; "
@@ -192,9 +197,14 @@ def _produce_compile(n) -> dict:
         f"(log: {paths.logs / 'compile.log'})")
     if n.compiler_launcher.name == "sccache":
         _say_each("WARNING: ", filter(None, [launcher.cache_warning(n.cuda_root.env if n.cuda_root else None)]))
-    return compile.compile_mxnet(paths.build_dir, n.options.jobs, paths.logs,
-                                 env=n.cuda_root.env if n.cuda_root else None, progress=LIVE,
-                                 launcher=n.compiler_launcher).to_json()
+    repro = reproducible.compile_summary(paths.src, bool(n.options.development_options), n.compiler_launcher.name)
+    say(f"[compile] {repro}")
+    res = compile.compile_mxnet(paths.build_dir, n.options.jobs, paths.logs,
+                                env={**(n.cuda_root.env if n.cuda_root else {}),
+                                     **reproducible.compile_env(paths.src)},
+                                progress=LIVE, launcher=n.compiler_launcher).to_json()
+    tools = toolchain.versions(n.configured_tree.cache, n.cuda_root.wheels_dir if n.cuda_root else None)
+    return {**res, "reproducible": repro, "toolchain": tools}
 
 
 def _compile_detail(result: dict) -> str:

@@ -7,6 +7,7 @@ inside the repo's own copy. ``step_counts(build_dir)`` reads the chain's per-ste
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections import Counter
@@ -17,15 +18,19 @@ import pytest
 SAMPLE_TREE = Path(__file__).resolve().parent / "sample_mxnet"
 
 
-def copy_sample_tree(dest: Path, edit=None) -> Path:
-    """A committed copy of the sample tree at ``dest``; ``edit(path)`` may change it first."""
+def copy_sample_tree(dest: Path, edit=None, date: str | None = None) -> Path:
+    """A committed copy of the sample tree at ``dest``; ``edit(path)`` may change it first.
+    ``date`` (ISO 8601): the commit's author and committer date, so that two copies are the same
+    commit (the reproducible-build selftests)."""
     shutil.copytree(SAMPLE_TREE, dest, symlinks=True, ignore=_ignore_outputs)
     if edit is not None:
         edit(dest)
-    git = ["git", "-C", str(dest), "-c", "user.email=selftest@example.invalid", "-c", "user.name=selftest"]
+    git = ["git", "-C", str(dest), "-c", "user.email=selftest@example.invalid", "-c", "user.name=selftest",
+           "-c", "init.defaultBranch=main"]
+    env = {**os.environ, **({"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else {})}
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "sample tree"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "sample tree"], check=True, env=env)
     return dest
 
 

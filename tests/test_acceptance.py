@@ -67,7 +67,8 @@ def test_shard(shard, acceptance_plan, acceptance_venv, request):
         pytest.skip("the installed wheel's Features() do not have ONEDNN enabled: the oneDNN shards need it")
     result = acc.run_shard(shard, acceptance_venv["venv"], acceptance_plan["root"], acceptance_plan["dir"] / "shards",
                            parallel=acceptance_plan["parallel"], cwd=acceptance_plan["suite"].cwd,
-                           timeout_min=acceptance_plan["timeout"], env=env)
+                           timeout_min=acceptance_plan["timeout"], env=env,
+                           part=(acceptance_plan.get("split") or {}).get(shard.id))
     request.node.user_properties.append(("acceptance_result", result.to_dict()))
     if result.result != "PASS":
         pytest.fail(result.message(), pytrace=False)

@@ -1,0 +1,93 @@
+"""The CUDA wheels' lock: what ``--cuda-from-wheels`` installs, pinned by version and file hash.
+
+A host's pip configuration (``/etc/pip.conf``, the user's, ``PIP_*`` variables) can add indexes,
+find-links directories and constraints; pip then picks whatever version it likes best among them
+(measured: cuDNN 9.24 instead of 9.28, cuBLAS 13.1.1.3 instead of 13.10 from a mirror). The lock
+(``cuda_wheels.lock.toml``, data) fixes each distribution's version and sha256, and pip runs
+isolated from every configuration (``--isolated`` for the user's file and ``PIP_*``,
+``PIP_CONFIG_FILE=/dev/null`` for the global ones) with ``--require-hashes`` and an explicit
+index. After the install the versions present are compared with the lock: a difference fails the
+run, naming both.
+"""
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+LOCK_FILE = Path(__file__).with_name("cuda_wheels.lock.toml")
+DEFAULT_INDEX = "https://pypi.org/simple"
+
+
+@dataclass(frozen=True)
+class Pin:
+    name: str
+    version: str
+    hashes: tuple       # sha256 of each acceptable file
+
+    def requirement_line(self) -> str:
+        return f"{self.name}=={self.version} " + " ".join(f"--hash=sha256:{h}" for h in self.hashes)
+
+
+def load(path: Path = LOCK_FILE) -> tuple:
+    """The pins of a lock file; ValueError naming the file and entry when one is incomplete."""
+    with open(path, "rb") as fh:
+        data = tomllib.load(fh)
+    pins = []
+    for i, entry in enumerate(data.get("wheel", [])):
+        hashes = tuple(f.get("sha256", "") for f in entry.get("files", []))
+        if not entry.get("name") or not entry.get("version") or not hashes or not all(hashes):
+            raise ValueError(f"{path}: wheel entry {i + 1} needs name, version and files with sha256")
+        pins.append(Pin(canonicalize_name(entry["name"]), entry["version"], hashes))
+    if not pins:
+        raise ValueError(f"{path}: no [[wheel]] entries")
+    return tuple(pins)
+
+
+def requirements_text(pins) -> str:
+    return "".join(p.requirement_line() + "\n" for p in pins)
+
+
+def pip_command(python: str, target: Path, requirements_file: Path, find_links=(),
+                index_url: str | None = None, no_index: bool = False) -> list:
+    """pip install of exactly the locked files: only the index and find-links named here."""
+    cmd = [python, "-m", "pip", "--isolated", "install", "--disable-pip-version-check", "--no-input",
+           "--no-deps", "--require-hashes", "--only-binary=:all:", "--target", str(target),
+           "-r", str(requirements_file)]
+    cmd += ["--no-index"] if no_index else ["--index-url", index_url or DEFAULT_INDEX]
+    for fl in find_links:
+        cmd += ["--find-links", str(fl)]
+    # a host's CA bundle (a TLS-intercepting proxy) still applies: it can refuse a server, never
+    # offer another file, and --isolated would drop it with the rest of PIP_*
+    if os.environ.get("PIP_CERT"):
+        cmd += ["--cert", os.environ["PIP_CERT"]]
+    return cmd
+
+
+def pip_env(base: dict | None = None) -> dict:
+    """The environment pip runs in: no PIP_* setting of the host, and no configuration file."""
+    env = {k: v for k, v in (base if base is not None else os.environ).items() if not k.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    return env
+
+
+def installed_versions(target: Path) -> dict:
+    """name -> version of the distributions installed under ``target`` (pip --target)."""
+    return {canonicalize_name(d.metadata["Name"]): d.version
+            for d in metadata.distributions(path=[str(target)])}
+
+
+def mismatches(target: Path, pins) -> list:
+    """One line per locked distribution whose installed version differs (or is missing)."""
+    have = installed_versions(target)
+    return [f"{p.name}: installed {have.get(p.name, 'nothing')}, lock {p.version}"
+            for p in pins if have.get(p.name) != p.version]
+
+
+def toolchain_entry(target: Path) -> dict:
+    """The installed CUDA wheels, for the report's toolchain section."""
+    return dict(sorted(installed_versions(target).items()))
