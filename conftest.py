@@ -18,7 +18,7 @@ from build_steps.errors import UsageError  # noqa: E402
 from build_steps.options import RunOptions, make_options  # noqa: E402
 from build_steps.profiles import PROFILES  # noqa: E402
 from harness.common import (disabled_harness_plugins, disabled_plugins_message, harness_options,  # noqa: E402
-                            shared_root, start_run)
+                            shared_root, start_run, start_sandbox)
 from harness.run_dir import run_dir_of  # noqa: E402
 
 #: One module per concern; each finds what it needs from the others through its imports and the
@@ -97,6 +97,9 @@ def pytest_addoption(parser):
     g.addoption("--pass-env", dest="pass_env", action="append", metavar="NAME",
                 help="pass this environment variable to the wheel's code (probes, acceptance shards, pip) "
                      "beside the allow-list (repeatable); names that look like secrets are refused")
+    g.addoption("--no-sandbox", action="store_true",
+                help="run the tree's build and the wheel's code without the bubblewrap sandbox (a host "
+                     "without user namespaces): a development run that cannot publish")
     _OPTION_DESTS[:] = [opt.dest for opt in g.options]
 
 
@@ -112,6 +115,7 @@ def pytest_configure(config):
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     start_run(config, options, tuple(pytest_plugins), run_dir_of(config))
+    start_sandbox(config, options, run_dir_of(config).root)
 
 
 @pytest.fixture(scope="session")

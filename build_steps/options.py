@@ -57,6 +57,8 @@ class RunOptions:
     pass_env: tuple = ()
     #: --fast-compile: host code built at profiles.FAST_COMPILE_LEVEL instead of the release's -O3
     fast_compile: bool = False
+    #: --no-sandbox: the tree's and the wheel's code run without bubblewrap (build_steps.sandbox)
+    no_sandbox: bool = False
 
     @property
     def build_defines(self) -> dict:
@@ -73,6 +75,8 @@ class RunOptions:
                         f"{', '.join(self.cuda_arch.native_gpus)})")
         if self.fast_compile:
             opts.append("--fast-compile")
+        if self.no_sandbox:
+            opts.append("--no-sandbox")
         return tuple(opts)
 
     def for_release(self, version: str, mxnet_src: Path | None) -> "RunOptions":
@@ -220,6 +224,7 @@ def make_options(raw: dict) -> RunOptions:
         glibc_floor=parse_floor(raw["glibc_floor"]) if raw.get("glibc_floor") else None,
         pass_env=check_pass_env(raw.get("pass_env")),
         fast_compile=bool(raw.get("fast_compile")),
+        no_sandbox=bool(raw.get("no_sandbox")),
     )
 
 

@@ -65,4 +65,8 @@ def development_option_promises(options) -> list[str]:
     if options.fast_compile:
         broken.append(f"--fast-compile built host code at {FAST_COMPILE_LEVEL} (the release: "
                       f"{RELEASE_HOST_OPT}): breaks the promise of the release's optimised CPU operators")
+    if getattr(options, "no_sandbox", False):
+        broken.append("--no-sandbox ran the tree's build and the wheel's code without the sandbox: breaks "
+                      "the promise that the code being verified could neither see a credential nor reach "
+                      "the verdicts (build_steps.sandbox)")
     return broken

@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import sandbox
 from .errors import StepError, UsageError, log_tail
 from .readers.wheel_name import WheelNameError, parse_wheel_name
 
@@ -109,14 +110,17 @@ def clean_env(extra: dict | None = None, *, pass_env=(), pip: bool = False) -> d
     return env
 
 
-def _run_logged(cmd: list, log: Path, step: str, what: str, env: dict | None = None, timeout: float = 3600):
+def _run_logged(cmd: list, log: Path, step: str, what: str, env: dict | None = None, timeout: float = 3600,
+                box: dict | None = None):
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as fh:
         fh.write("$ " + " ".join(map(str, cmd)) + "\n")
         fh.flush()
         try:
-            proc = subprocess.run(list(map(str, cmd)), stdout=fh, stderr=subprocess.STDOUT,
-                                  env=env or clean_env(pip=True), timeout=timeout)
+            argv, child_env = (sandbox.wrap(cmd, env or clean_env(pip=True), **box) if box is not None
+                               else (cmd, env or clean_env(pip=True)))
+            proc = subprocess.run(list(map(str, argv)), stdout=fh, stderr=subprocess.STDOUT,
+                                  env=child_env, timeout=timeout)
         except FileNotFoundError as exc:
             raise StepError(step, f"{what}: {exc}", log) from None
         except subprocess.TimeoutExpired:
@@ -208,25 +212,52 @@ def install(venv: Venv, wheel: Path, *, find_links=(), index_url: str | None = N
     Returns {distribution name (lowercase): version} as installed.
     """
     wheel = Path(wheel).resolve()
+    # absolute: the sandbox starts elsewhere than this process
+    find_links = [link if "://" in str(link) else Path(link).resolve() for link in find_links]
     cmd = pip_command(venv) + index_args(find_links, index_url, no_index)
+    box = install_box(venv, [wheel, *find_links])
     if no_deps:
         # Only the wheel itself goes in without dependencies; the gates' own needs still resolve.
         _run_logged(cmd + ["--no-deps", wheel], log, "install", f"pip install --no-deps {wheel.name}",
-                    env=venv.env(pip=True))
+                    env=venv.env(pip=True), box=box)
         rest = list(extra_requirements) + list(test_requirements)
         if rest:
             _run_logged(cmd + rest, log, "install", "pip install of the extra/test requirements",
-                        env=venv.env(pip=True))
+                        env=venv.env(pip=True), box=box)
     else:
         _run_logged(cmd + [wheel, *extra_requirements, *test_requirements], log, "install",
-                    f"pip install {wheel.name} with its dependencies", env=venv.env(pip=True))
+                    f"pip install {wheel.name} with its dependencies", env=venv.env(pip=True), box=box)
     return installed_distributions(venv)
+
+
+def install_box(venv: Venv, inputs=()) -> dict:
+    """An install's sandbox (build_steps.sandbox): the venv writable, the wheel and wheelhouses
+    read-only, the package index reachable, pip's and uv's caches reused."""
+    return {"writable": [venv.root, *sandbox.installer_caches()],
+            "readable": [p for p in map(Path, inputs) if p.is_absolute()], "network": True}
+
+
+def venv_box(venv: Venv, workdir: Path | None = None, readable=()) -> dict:
+    """The sandbox of a child that runs the wheel's code: the venv read-only, ``workdir`` (its
+    scratch dir) the only thing writable, no network."""
+    return {"readable": [venv.root, *readable], "writable": [workdir] if workdir else [],
+            "cwd": workdir}
+
+
+def run_venv(venv: Venv, cmd: list, *, env: dict, workdir: Path, readable=(), **kwargs):
+    """``subprocess.run`` of ``cmd`` (the venv's interpreter running the wheel's code), sandboxed."""
+    argv, child_env = sandbox.wrap(cmd, env, **venv_box(venv, workdir, readable))
+    proc = subprocess.run(argv, env=child_env, cwd=str(workdir), **kwargs)
+    proc.returncode = sandbox.returncode(proc.returncode)
+    return proc
 
 
 def installed_distributions(venv: Venv) -> dict:
     code = ("import json, importlib.metadata as m; print(json.dumps({d.metadata['Name'].lower(): d.version "
             "for d in m.distributions() if d.metadata['Name']}))")
-    out = subprocess.run([str(venv.python), "-c", code], capture_output=True, text=True, env=venv.env())
+    with tempfile.TemporaryDirectory(prefix="dists-") as tmp:
+        out = run_venv(venv, [str(venv.python), "-c", code], env=venv.env(), workdir=Path(tmp),
+                       capture_output=True, text=True)
     if out.returncode != 0:
         raise StepError("install", f"cannot list the venv's distributions: {out.stderr.strip()[-400:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -257,8 +288,9 @@ def check_install(venv: Venv, expected_version: str | None) -> dict:
     Does not import mxnet: a CUDA wheel cannot load on a host without a driver, and loading is
     the runtime gates' business. Returns the facts plus ``problems`` (empty when good).
     """
-    out = subprocess.run([str(venv.python), "-c", _CHECK_INSTALL], capture_output=True, text=True,
-                         env=venv.env(), cwd=tempfile.gettempdir())
+    with tempfile.TemporaryDirectory(prefix="check-install-") as tmp:
+        out = run_venv(venv, [str(venv.python), "-c", _CHECK_INSTALL], env=venv.env(), workdir=Path(tmp),
+                       capture_output=True, text=True)
     if out.returncode != 0:
         raise StepError("install", f"the install check could not run in {venv.python}: "
                         f"{out.stderr.strip()[-600:]}")
@@ -312,8 +344,8 @@ def run_probe(venv: Venv, probe: Path, args=(), timeout: float = 600, env: dict 
     cmd = [str(venv.python), str(probe), *map(str, args)]
     base = {"probe": Path(probe).name, "args": [str(a) for a in args], "command": " ".join(cmd)}
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env, cwd=str(workdir),
-                              timeout=timeout)
+        proc = run_venv(venv, cmd, env=child_env, workdir=workdir, readable=[probe],
+                        capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
