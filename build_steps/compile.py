@@ -20,6 +20,7 @@ from pathlib import Path
 from .launcher import Server, build_stats, private_server, snapshot
 from . import filesystem, processes, sandbox
 from .configure import build_box
+from .venv import build_env
 from .step_record import record_step
 from .errors import BuildInterrupted, StepError, log_excerpt
 from .once import JsonRecord
@@ -117,7 +118,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
         fh.write(f"==== compile run {time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} "
                  f"jobs={jobs} target={' '.join(targets)} ====\n$ " + " ".join(cmd) + "\n")
         # sccache's clients reach the build's server on localhost: that build keeps the network
-        argv, child_env = sandbox.wrap(cmd, sandbox.build_env(env), **build_box(
+        argv, child_env = sandbox.wrap(cmd, build_env(env), **build_box(
             _source_of(build_dir), build_dir, network=server is not None))
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 bufsize=1, env=child_env)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import filesystem, processes, sandbox
+from .venv import build_env
 from .readers import cmake_cache
 from .errors import StepError, log_excerpt
 from .profiles import CMAKE_FEATURES, Arch, ArchSpec, parse_cuda_arch
@@ -101,7 +102,7 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
         fh.write("$ " + " ".join(cmd) + "\n")
         fh.flush()
         # processes.run: an interrupt stops CMake's try-compiles too, not only cmake
-        argv, child_env = sandbox.wrap(cmd, sandbox.build_env(env), **build_box(src, build_dir))
+        argv, child_env = sandbox.wrap(cmd, build_env(env), **build_box(src, build_dir))
         rc = processes.run(argv, stdout=fh, stderr=subprocess.STDOUT, env=child_env)
     seconds = time.monotonic() - start
     record_step(build_dir, "configure", "first-time" if first_time else "refresh")

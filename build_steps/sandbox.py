@@ -4,7 +4,7 @@ The tree's CMake scripts, custom commands and ``setup.py``, and the wheel's Pyth
 untrusted input: a malicious commit or a compromised dependency must neither see a credential nor
 reach the harness's verdicts. So each such child is a ``bwrap`` command line:
 
-- an allow-list environment (build_steps.venv.clean_env, or build_env for the build steps) with
+- an allow-list environment (build_steps.venv.clean_env, or venv.build_env for the build steps) with
   ``HOME`` an empty private dir;
 - its own pid (and ipc) namespace, ``--die-with-parent`` and ``--new-session``: nothing it starts
   outlives it or the harness, detached or not, and it cannot type into the harness's terminal;
@@ -32,13 +32,6 @@ import sys
 from pathlib import Path
 
 from .errors import UsageError
-
-#: The build steps' allow-list beyond clean_env's: the toolchain's own settings (compilers, CUDA,
-#: where CMake and pkg-config look, the compiler caches). Secret-like names are dropped whatever.
-BUILD_ENV = ("CC", "CXX", "CUDACXX", "CUDAHOSTCXX", "CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT",
-             "CMAKE_PREFIX_PATH", "CMAKE_GENERATOR", "PKG_CONFIG_PATH", "LIBRARY_PATH", "CPATH",
-             "LD_LIBRARY_PATH", "SOURCE_DATE_EPOCH", "MAKEFLAGS")
-BUILD_PREFIXES = ("SCCACHE_", "CCACHE_", "NVCC_")
 
 #: This harness's checkout (read-only in every sandbox: the build's interpreter may live in it).
 CHECKOUT = Path(__file__).resolve().parent.parent
@@ -127,18 +120,6 @@ def private_home() -> Path:
     return Path(os.environ.get("HOME") or _passwd_home() or "/root")
 
 
-def build_env(extra: dict | None = None) -> dict:
-    """The environment of a build step's child (configure, compile): clean_env's allow-list plus
-    the toolchain's settings; never a secret-like name."""
-    from .venv import clean_env, is_secret_name
-    env = clean_env()
-    env.update({k: v for k, v in os.environ.items()
-                if (k in BUILD_ENV or k.startswith(BUILD_PREFIXES)) and not is_secret_name(k)})
-    env.pop("PYTHONNOUSERSITE", None)
-    env.update({k: v for k, v in (extra or {}).items() if not is_secret_name(k)})
-    return env
-
-
 def path_args(args) -> list[Path]:
     """The existing absolute paths among ``args`` (``/x``, ``-DKEY=/x``, ``--opt=/x``): inputs a
     command names that the sandbox must show read-only."""
@@ -215,9 +196,8 @@ def wrap(cmd, env: dict | None, *, writable=(), readable=(), network: bool = Fal
     check()
     for p in writable:
         Path(p).mkdir(parents=True, exist_ok=True)
+    # the callers' allow-lists (build_steps.venv) already left out every secret-like name
     env = dict(os.environ if env is None else env)
-    from .venv import is_secret_name
-    env = {k: v for k, v in env.items() if not is_secret_name(k)}
     env["HOME"] = str(private_home())
     return command(cmd, writable=writable, readable=readable, network=network, cwd=cwd), env
 

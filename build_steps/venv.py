@@ -39,6 +39,13 @@ ALLOWED_PREFIXES = ("LC_", "MXNET_HARNESS_", "HARNESS_")
 PIP_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HTTP_PROXY",
            "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy")
 PIP_PREFIXES = ("PIP_", "UV_", "XDG_")
+#: The build steps' allow-list beyond clean_env's: the toolchain's own settings (compilers, CUDA,
+#: where CMake and pkg-config look, the compiler caches). Secret-like names are dropped whatever.
+BUILD_ENV = ("CC", "CXX", "CUDACXX", "CUDAHOSTCXX", "CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT",
+             "CMAKE_PREFIX_PATH", "CMAKE_GENERATOR", "PKG_CONFIG_PATH", "LIBRARY_PATH", "CPATH",
+             "LD_LIBRARY_PATH", "SOURCE_DATE_EPOCH", "MAKEFLAGS")
+BUILD_PREFIXES = ("SCCACHE_", "CCACHE_", "NVCC_")
+
 #: Names that hold secrets: never passed to a child, whatever the allow-list or --pass-env says.
 SECRET_PATTERNS = ("*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*", "AWS_*", "GH_*",
                    "GITHUB_*")
@@ -106,6 +113,17 @@ def clean_env(extra: dict | None = None, *, pass_env=(), pip: bool = False) -> d
            if (k in allowed or k.startswith(prefixes)) and k not in LEAKY_ENV and not is_secret_name(k)}
     # user site-packages would shadow the venv
     env["PYTHONNOUSERSITE"] = "1"
+    env.update({k: v for k, v in (extra or {}).items() if not is_secret_name(k)})
+    return env
+
+
+def build_env(extra: dict | None = None) -> dict:
+    """The environment of a build step's child (configure, compile): clean_env's allow-list plus
+    the toolchain's settings; never a secret-like name."""
+    env = clean_env()
+    env.update({k: v for k, v in os.environ.items()
+                if (k in BUILD_ENV or k.startswith(BUILD_PREFIXES)) and not is_secret_name(k)})
+    env.pop("PYTHONNOUSERSITE", None)
     env.update({k: v for k, v in (extra or {}).items() if not is_secret_name(k)})
     return env
 
