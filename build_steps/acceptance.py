@@ -321,10 +321,11 @@ def shard_env(extra: dict | None = None, pass_env=()) -> dict:
 
 
 def shard_box(venv: Venv, source_root: Path, workdir: Path, out_dir: Path | None = None) -> dict:
-    """A shard's sandbox (build_steps.sandbox): the venv and the tree's tests read-only, its log
-    dir (junit XML) writable, no network; it starts in ``workdir``."""
-    return {"readable": [venv.root, source_root], "writable": [out_dir] if out_dir else [],
-            "cwd": workdir}
+    """A shard's sandbox (build_steps.sandbox): the venv read-only; the tree writable, as the fork's
+    tests write beside themselves, but its .git hidden (hooks and config would run outside the
+    sandbox at the user's next git command); its log dir (junit XML) writable; no network."""
+    return {"readable": [venv.root], "writable": [source_root, *([out_dir] if out_dir else [])],
+            "cwd": workdir, "masked": [Path(source_root) / ".git"]}
 
 
 def verify_installed_mxnet(venv: Venv, source_root: Path, cwd: str = ".", env: dict | None = None) -> dict:

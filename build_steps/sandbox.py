@@ -152,10 +152,16 @@ def _gpu_devices() -> list[str]:
     return sorted(str(p) for p in dev.glob("nvidia*") if p.exists())
 
 
-def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None) -> list[str]:
+def _mask(path: Path) -> list[str]:
+    """Mount arguments that hide ``path``: an empty tmpfs over a dir, /dev/null over a file."""
+    return ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+
+
+def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, masked=()) -> list[str]:
     """``cmd`` as a bwrap command line (see the module's docstring). ``writable``: the step's
     outputs (made read-write; they must exist); ``readable``: its inputs under the hidden places
-    (/tmp, homes, the run dir). ``cwd`` is where the command starts (default: the first writable)."""
+    (/tmp, homes, the run dir); ``masked``: paths inside those that stay hidden (a tree's .git).
+    ``cwd`` is where the command starts (default: the first writable)."""
     exe = bwrap_path() or "bwrap"
     rw = _resolved(writable)
     ro = _resolved([*readable, sys.prefix, sys.base_prefix, CHECKOUT, *path_args(cmd)])
@@ -163,11 +169,8 @@ def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None) -
     ops = []  # (depth, order, args): shallow mounts first, so a deeper one shows through them
     for h in dict.fromkeys(hidden):
         ops.append((_depth(h), 0, ["--tmpfs", str(h)]))
-    git = CHECKOUT / ".git"
-    if git.is_dir():
-        ops.append((_depth(git), 0, ["--tmpfs", str(git)]))
-    elif git.exists():
-        ops.append((_depth(git), 0, ["--ro-bind", "/dev/null", str(git)]))
+    for m in _resolved([CHECKOUT / ".git", *masked]):
+        ops.append((_depth(m), 3, _mask(m)))
     for p in dict.fromkeys(ro):
         if p != Path("/"):
             ops.append((_depth(p), 1, ["--ro-bind", str(p), str(p)]))
@@ -188,7 +191,7 @@ def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None) -
 
 
 def wrap(cmd, env: dict | None, *, writable=(), readable=(), network: bool = False,
-         cwd=None) -> tuple[list, dict | None]:
+         cwd=None, masked=()) -> tuple[list, dict | None]:
     """``(argv, env)`` to run ``cmd`` with: sandboxed (HOME the sandbox's empty one), or as given
     under --no-sandbox. The one call each spawn point makes."""
     if not enabled():
@@ -199,7 +202,7 @@ def wrap(cmd, env: dict | None, *, writable=(), readable=(), network: bool = Fal
     # the callers' allow-lists (build_steps.venv) already left out every secret-like name
     env = dict(os.environ if env is None else env)
     env["HOME"] = str(private_home())
-    return command(cmd, writable=writable, readable=readable, network=network, cwd=cwd), env
+    return command(cmd, writable=writable, readable=readable, network=network, cwd=cwd, masked=masked), env
 
 
 def returncode(rc: int, sandboxed: bool | None = None) -> int:
