@@ -255,16 +255,16 @@ def install_box(venv: Venv, inputs=()) -> dict:
             "readable": [p for p in map(Path, inputs) if p.is_absolute()], "network": True}
 
 
-def venv_box(venv: Venv, workdir: Path | None = None, readable=()) -> dict:
+def venv_box(venv: Venv, workdir: Path | None = None, readable=(), writable=()) -> dict:
     """The sandbox of a child that runs the wheel's code: the venv read-only, ``workdir`` (its
-    scratch dir) the only thing writable, no network."""
-    return {"readable": [venv.root, *readable], "writable": [workdir] if workdir else [],
+    scratch dir) and the output dirs a gate hands it the only things writable, no network."""
+    return {"readable": [venv.root, *readable], "writable": [*([workdir] if workdir else []), *writable],
             "cwd": workdir}
 
 
-def run_venv(venv: Venv, cmd: list, *, env: dict, workdir: Path, readable=(), **kwargs):
+def run_venv(venv: Venv, cmd: list, *, env: dict, workdir: Path, readable=(), writable=(), **kwargs):
     """``subprocess.run`` of ``cmd`` (the venv's interpreter running the wheel's code), sandboxed."""
-    argv, child_env = sandbox.wrap(cmd, env, **venv_box(venv, workdir, readable))
+    argv, child_env = sandbox.wrap(cmd, env, **venv_box(venv, workdir, readable, writable))
     proc = subprocess.run(argv, env=child_env, cwd=str(workdir), **kwargs)
     proc.returncode = sandbox.returncode(proc.returncode)
     return proc
@@ -362,7 +362,9 @@ def run_probe(venv: Venv, probe: Path, args=(), timeout: float = 600, env: dict 
     cmd = [str(venv.python), str(probe), *map(str, args)]
     base = {"probe": Path(probe).name, "args": [str(a) for a in args], "command": " ".join(cmd)}
     try:
+        # a directory among the args is an output dir the gate made for the probe (the ONNX export)
         proc = run_venv(venv, cmd, env=child_env, workdir=workdir, readable=[probe],
+                        writable=[Path(str(a)) for a in args if Path(str(a)).is_dir()],
                         capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
