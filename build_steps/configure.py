@@ -102,7 +102,7 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
         fh.write("$ " + " ".join(cmd) + "\n")
         fh.flush()
         # processes.run: an interrupt stops CMake's try-compiles too, not only cmake
-        argv, child_env = sandbox.wrap(cmd, build_env(env), **build_box(src, build_dir))
+        argv, child_env = sandbox.wrap(cmd, build_env(env), **build_box(src, build_dir, env=env))
         rc = processes.run(argv, stdout=fh, stderr=subprocess.STDOUT, env=child_env)
     seconds = time.monotonic() - start
     record_step(build_dir, "configure", "first-time" if first_time else "refresh")
@@ -122,10 +122,10 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
     return result
 
 
-def build_box(src: Path, build_dir: Path, network: bool = False) -> dict:
+def build_box(src: Path, build_dir: Path, network: bool = False, env: dict | None = None) -> dict:
     """What a configure or compile sandbox shows (build_steps.sandbox): the tree and the CUDA
     cache read-only, the build dir and the compiler caches read-write."""
-    readable, writable = sandbox.cache_dirs()
+    readable, writable = sandbox.cache_dirs(env)
     return {"readable": [src, *readable], "writable": [build_dir, *writable], "network": network,
             "cwd": build_dir}
 

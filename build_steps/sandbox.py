@@ -217,20 +217,21 @@ def returncode(rc: int, sandboxed: bool | None = None) -> int:
     return rc
 
 
-def cache_dirs() -> tuple[list[Path], list[Path]]:
+def cache_dirs(env: dict | None = None) -> tuple[list[Path], list[Path]]:
     """(readable, writable) dirs of the compiler caches and the harness's CUDA cache: the build
-    reads the CUDA root there and writes its compiler cache."""
+    reads the CUDA root there and writes its compiler cache (``env``: the step's additions)."""
     from .cuda_root import default_cache_dir
     from .launcher import default_sccache_dir
+    given = {**os.environ, **(env or {})}
     readable = [default_cache_dir()]
     writable = []
     for var, default in (("SCCACHE_DIR", default_sccache_dir()),
-                         ("CCACHE_DIR", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ccache")):
-        d = Path(os.environ.get(var) or default).expanduser()
-        if d.is_dir():
-            writable.append(d)
+                         ("CCACHE_DIR", Path(given.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ccache")):
+        d = Path(given.get(var) or default).expanduser()
+        d.mkdir(parents=True, exist_ok=True)  # made here: a cache the sandbox made would be lost
+        writable.append(d)
     old_ccache = Path.home() / ".ccache"
-    if "CCACHE_DIR" not in os.environ and old_ccache.is_dir():
+    if "CCACHE_DIR" not in given and old_ccache.is_dir():
         writable.append(old_ccache)
     return readable, writable
 
