@@ -523,6 +523,7 @@ def run_shard(shard: Shard, venv: Venv, source_root: Path, log_dir: Path, *, par
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             raise
+        rc = sandbox.returncode(rc)  # bwrap's 128+N of a pytest killed by signal N
         seconds = time.monotonic() - start
         fh.write(f"\n### finished: {datetime.now(timezone.utc):%a %b %d %H:%M:%S UTC %Y}   "
                  f"rc={124 if timed_out else rc}\n")

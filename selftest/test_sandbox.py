@@ -328,3 +328,17 @@ def test_the_sandbox_hides_homes_and_the_run_dir_and_shows_only_the_outputs_writ
     assert "input" in proc.stdout and (outd / "made").exists()
     assert "NETDEVS=1" in proc.stdout  # the network namespace has lo only
     assert f"HOME={sandbox.private_home()}" in proc.stdout
+
+
+def test_a_crash_inside_the_sandbox_reads_as_a_crash():
+    """bwrap reports a child killed by signal N as exit 128+N; the probes and shards judge -N."""
+    saved = (sandbox._State.enabled, sandbox._State.hidden)
+    try:
+        sandbox.configure(True)
+        argv, env = sandbox.wrap(["sh", "-c", "kill -SEGV $$"], {"PATH": "/usr/bin:/bin"})
+        proc = subprocess.run(argv, env=env, capture_output=True, timeout=60)
+    finally:
+        sandbox._State.enabled, sandbox._State.hidden = saved
+    assert proc.returncode == 128 + signal.SIGSEGV, (proc.returncode, proc.stderr)
+    assert sandbox.returncode(proc.returncode, sandboxed=True) == -signal.SIGSEGV
+    assert sandbox.returncode(1, sandboxed=True) == 1 and sandbox.returncode(139, sandboxed=False) == 139
