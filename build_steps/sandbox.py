@@ -180,6 +180,11 @@ def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, m
     argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]
     for _d, _o, args in ops:
         argv += args
+    # the run dir's tmpfs read-only too (the parts bound back keep their own mode): a write there
+    # fails instead of landing in a throwaway tmpfs
+    for h in dict.fromkeys(_resolved(_State.hidden)):
+        if h not in rw:
+            argv += ["--remount-ro", str(h)]
     for dev in _gpu_devices():
         argv += ["--dev-bind", dev, dev]
     start = Path(cwd).resolve() if cwd is not None else (rw[0] if rw else Path("/"))

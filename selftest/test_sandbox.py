@@ -315,6 +315,7 @@ def test_the_sandbox_hides_homes_and_the_run_dir_and_shows_only_the_outputs_writ
     try:
         sandbox.configure(True, hidden=[run_dir])
         script = (f"test ! -e {home_file} && test ! -e {run_dir}/verdict.json && cat {inp}/data && "
+                  f"! touch {run_dir}/forged 2>/dev/null && "
                   f"! touch {inp}/x 2>/dev/null && touch {outd}/made && ! touch {HARNESS_ROOT}/x 2>/dev/null "
                   "&& echo NETDEVS=$(grep -c : /proc/net/dev) && echo HOME=$HOME")
         argv, env = sandbox.wrap(["sh", "-c", script], {"PATH": "/usr/bin:/bin", "HOME": "/nowhere"},
