@@ -119,7 +119,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
                  f"jobs={jobs} target={' '.join(targets)} ====\n$ " + " ".join(cmd) + "\n")
         # sccache's clients reach the build's server on localhost: that build keeps the network
         argv, child_env = sandbox.wrap(cmd, build_env(env), **build_box(
-            _source_of(build_dir), build_dir, network=server is not None, env=env))
+            _source_of(build_dir), build_dir, network=server is not None, env=env), as_pid_1=True)
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 bufsize=1, env=child_env)
         try:

@@ -157,11 +157,15 @@ def _mask(path: Path) -> list[str]:
     return ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
 
 
-def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, masked=()) -> list[str]:
+def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, masked=(),
+            as_pid_1: bool = False) -> list[str]:
     """``cmd`` as a bwrap command line (see the module's docstring). ``writable``: the step's
     outputs (made read-write; they must exist); ``readable``: its inputs under the hidden places
     (/tmp, homes, the run dir); ``masked``: paths inside those that stay hidden (a tree's .git).
-    ``cwd`` is where the command starts (default: the first writable)."""
+    ``cwd`` is where the command starts (default: the first writable). ``as_pid_1``: the command
+    is the namespace's init itself (no bwrap reaper), so its CPU time reaches this process's
+    RUSAGE_CHILDREN, as the compile record counts it; it then ignores SIGTERM from inside, and
+    a stop ends it with SIGKILL (build_steps.processes.stop_tree)."""
     exe = bwrap_path() or "bwrap"
     rw = _resolved(writable)
     ro = _resolved([*readable, sys.prefix, sys.base_prefix, CHECKOUT, *path_args(cmd)])
@@ -189,14 +193,14 @@ def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, m
         argv += ["--dev-bind", dev, dev]
     start = Path(cwd).resolve() if cwd is not None else (rw[0] if rw else Path("/"))
     argv += ["--chdir", str(start), "--unshare-pid", "--unshare-ipc", "--die-with-parent",
-             "--new-session"]
+             "--new-session", *(["--as-pid-1"] if as_pid_1 else [])]
     if not network:
         argv.append("--unshare-net")
     return argv + ["--", *map(str, cmd)]
 
 
 def wrap(cmd, env: dict | None, *, writable=(), readable=(), network: bool = False,
-         cwd=None, masked=()) -> tuple[list, dict | None]:
+         cwd=None, masked=(), as_pid_1: bool = False) -> tuple[list, dict | None]:
     """``(argv, env)`` to run ``cmd`` with: sandboxed (HOME the sandbox's empty one), or as given
     under --no-sandbox. The one call each spawn point makes."""
     if not enabled():
@@ -207,7 +211,8 @@ def wrap(cmd, env: dict | None, *, writable=(), readable=(), network: bool = Fal
     # the callers' allow-lists (build_steps.venv) already left out every secret-like name
     env = dict(os.environ if env is None else env)
     env["HOME"] = str(private_home())
-    return command(cmd, writable=writable, readable=readable, network=network, cwd=cwd, masked=masked), env
+    return command(cmd, writable=writable, readable=readable, network=network, cwd=cwd, masked=masked,
+                   as_pid_1=as_pid_1), env
 
 
 def returncode(rc: int, sandboxed: bool | None = None) -> int:
