@@ -18,7 +18,7 @@ from build_steps.development_settings import option_dests  # noqa: E402
 from build_steps.errors import UsageError  # noqa: E402
 from build_steps.options import RunOptions, make_options  # noqa: E402
 from harness.common import (disabled_harness_plugins, disabled_plugins_message, harness_options,  # noqa: E402
-                            shared_root, start_run)
+                            shared_root, start_run, start_sandbox)
 from harness.cli_options import OPTION_DESTS  # noqa: E402
 from harness.run_dir import run_dir_of  # noqa: E402
 
@@ -60,6 +60,7 @@ def pytest_configure(config):
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     start_run(config, options, tuple(pytest_plugins), run_dir_of(config))
+    start_sandbox(config, options, run_dir_of(config).root)
 
 
 @pytest.fixture(scope="session")

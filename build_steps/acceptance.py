@@ -25,7 +25,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .errors import StepError, UsageError
-from .venv import Venv, clean_env, index_args, pip_command
+from . import sandbox
+from .venv import Venv, clean_env, index_args, install_box, pip_command
 
 DEFAULT_SHARDS_FILE = Path(__file__).resolve().with_name("acceptance_shards.toml")
 LANES = ("cpu", "dnnl", "quant", "onnx", "gpu")
@@ -300,7 +301,8 @@ def install_test_requirements(venv: Venv, requirements, *, pins=(), find_links=(
             with open(log, "a") as fh:
                 fh.write("$ " + " ".join(cmd) + "\n")
                 fh.flush()
-                proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=venv.env(pip=True),
+                argv, child_env = sandbox.wrap(cmd, venv.env(pip=True), **install_box(venv, find_links))
+                proc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, env=child_env,
                                       timeout=3600)
             if proc.returncode != 0:
                 from .errors import log_tail
@@ -343,12 +345,21 @@ def shard_env(extra: dict | None = None, pass_env=()) -> dict:
     return env
 
 
+def shard_box(venv: Venv, source_root: Path, workdir: Path, out_dir: Path | None = None) -> dict:
+    """A shard's sandbox (build_steps.sandbox): the venv read-only; the tree writable, as the fork's
+    tests write beside themselves, but its .git hidden (hooks and config would run outside the
+    sandbox at the user's next git command); its log dir (junit XML) writable; no network."""
+    return {"readable": [venv.root], "writable": [source_root, *([out_dir] if out_dir else [])],
+            "cwd": workdir, "masked": [Path(source_root) / ".git"]}
+
+
 def verify_installed_mxnet(venv: Venv, source_root: Path, cwd: str = ".", env: dict | None = None) -> dict:
     """Import mxnet as the shards will (venv interpreter, the shards' cwd and environment) and
     check it is the venv's; returns version, Features, num_gpus and ``problems``."""
     workdir = Path(source_root) / cwd
-    proc = subprocess.run([str(venv.python), "-c", _VERIFY], capture_output=True, text=True,
-                          cwd=str(workdir), env=shard_env(env, venv.pass_env), timeout=600)
+    argv, child_env = sandbox.wrap([str(venv.python), "-c", _VERIFY], shard_env(env, venv.pass_env),
+                                   **shard_box(venv, source_root, workdir))
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=str(workdir), env=child_env, timeout=600)
     line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("HARNESS-VERIFY ")), None)
     if line is None:
         raise StepError("acceptance", f"the import check in {venv.python} (cwd {workdir}) exited "
@@ -529,7 +540,9 @@ def run_shard(shard: Shard, venv: Venv, source_root: Path, log_dir: Path, *, par
             fh.write(f"### env: {' '.join(f'{k}={v}' for k, v in env.items())}\n")
         fh.write("\n")
         fh.flush()
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=str(Path(source_root) / cwd),
+        argv, child_env = sandbox.wrap(cmd, child_env, **shard_box(venv, source_root, Path(source_root) / cwd,
+                                                                   log_dir))
+        proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, cwd=str(Path(source_root) / cwd),
                                 env=child_env, start_new_session=True)
         try:
             rc = proc.wait(timeout=timeout_min * 60)
@@ -543,6 +556,7 @@ def run_shard(shard: Shard, venv: Venv, source_root: Path, log_dir: Path, *, par
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             raise
+        rc = sandbox.returncode(rc)  # bwrap's 128+N of a pytest killed by signal N
         seconds = time.monotonic() - start
         fh.write(f"\n### finished: {datetime.now(timezone.utc):%a %b %d %H:%M:%S UTC %Y}   "
                  f"rc={124 if timed_out else rc}\n")

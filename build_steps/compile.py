@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .launcher import Server, build_stats, private_server, snapshot
-from . import filesystem, processes, supervise
+from . import filesystem, processes, sandbox, supervise
+from .configure import build_box
+from .venv import build_env
 from .step_record import record_step
 from .errors import BuildInterrupted, StepError, log_excerpt
 from .once import JsonRecord
@@ -121,8 +123,11 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
         first_line = fh.tell()
         fh.write(f"==== compile run {time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} "
                  f"jobs={jobs} target={' '.join(targets)} ====\n$ " + " ".join(cmd) + "\n")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                bufsize=1, env={**os.environ, **(env or {})})
+        # sccache's clients reach the build's server on localhost: that build keeps the network
+        argv, child_env = sandbox.wrap(cmd, build_env(env), **build_box(
+            _source_of(build_dir), build_dir, network=server is not None, env=env), as_pid_1=True)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                bufsize=1, env=child_env)
         try:
             for line in proc.stdout:
                 fh.write(line)
@@ -222,6 +227,14 @@ def _cache_value(build_dir: Path, key: str) -> str:
     except OSError:
         pass
     return ""
+
+
+def _source_of(build_dir: Path) -> Path | None:
+    """The tree a build dir was configured from (CMake re-runs its scripts when they changed)."""
+    from .configure import read_cache
+    home = read_cache(Path(build_dir) / "CMakeCache.txt").get("CMAKE_HOME_DIRECTORY") \
+        if (Path(build_dir) / "CMakeCache.txt").is_file() else None
+    return Path(home) if home else None
 
 
 def _children_cpu() -> float:

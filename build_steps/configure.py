@@ -8,7 +8,6 @@ unversioned libcudnn.so, so each wanted library must also have been found.
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -16,7 +15,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import filesystem, processes
+from . import filesystem, processes, sandbox
+from .venv import build_env
 from .readers import cmake_cache
 from .errors import StepError, log_excerpt
 from .profiles import CMAKE_FEATURES, Arch, ArchSpec, parse_cuda_arch
@@ -102,7 +102,8 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
         fh.write("$ " + " ".join(cmd) + "\n")
         fh.flush()
         # processes.run: an interrupt stops CMake's try-compiles too, not only cmake
-        rc = processes.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+        argv, child_env = sandbox.wrap(cmd, build_env(env), **build_box(src, build_dir, env=env))
+        rc = processes.run(argv, stdout=fh, stderr=subprocess.STDOUT, env=child_env)
     seconds = time.monotonic() - start
     record_step(build_dir, "configure", "first-time" if first_time else "refresh")
     if rc != 0:
@@ -119,6 +120,14 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
     result.gencode = emitted_gencode(log, build_dir)
     verify_cache(result, profile, arch.built, expected_features(profile, overrides))
     return result
+
+
+def build_box(src: Path, build_dir: Path, network: bool = False, env: dict | None = None) -> dict:
+    """What a configure or compile sandbox shows (build_steps.sandbox): the tree and the CUDA
+    cache read-only, the build dir and the compiler caches read-write."""
+    readable, writable = sandbox.cache_dirs(env)
+    return {"readable": [src, *readable], "writable": [build_dir, *writable], "network": network,
+            "cwd": build_dir}
 
 
 def _try_compile_output(build_dir: Path) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from . import sandbox
 from .cuda_root import build_driver_stub
 
 #: the probes preload the stub named by this variable (tests/probes/probe_common.py)
@@ -24,8 +25,10 @@ _CAN_LOAD = "import ctypes, sys\ntry:\n    ctypes.CDLL(sys.argv[1])\nexcept OSEr
 
 def driver_missing(python: Path, env: dict | None = None) -> str | None:
     """Why ``python`` cannot load libcuda.so.1 (None when a driver is installed)."""
-    proc = subprocess.run([str(python), "-c", _CAN_LOAD, DRIVER_SONAME], capture_output=True, text=True,
-                          env=env)
+    # the venv's interpreter runs the installed wheel's .pth files: sandboxed like every probe
+    argv, child_env = sandbox.wrap([str(python), "-c", _CAN_LOAD, DRIVER_SONAME], env,
+                                   readable=[Path(python).parent.parent])
+    proc = subprocess.run(argv, capture_output=True, text=True, env=child_env)
     return None if proc.returncode == 0 else (proc.stdout.strip() or proc.stderr.strip() or "cannot load")
 
 

@@ -64,6 +64,8 @@ class RunOptions:
     opencv_prefix: Path | None = None
     #: (as written, why) of each development run option (development_settings.toml [options])
     development_settings: tuple = ()
+    #: --no-sandbox: the tree's and the wheel's code run without bubblewrap (build_steps.sandbox)
+    no_sandbox: bool = False
 
     @property
     def build_defines(self) -> dict:
@@ -241,6 +243,7 @@ def make_options(raw: dict) -> RunOptions:
         fast_compile=bool(raw.get("fast_compile")),
         opencv_prefix=_opencv_prefix(raw.get("opencv_prefix")),
         development_settings=used_options(raw),
+        no_sandbox=bool(raw.get("no_sandbox")),
     )
 
 

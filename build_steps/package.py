@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import atomic, filesystem, processes, reproducible
+from . import atomic, filesystem, processes, reproducible, sandbox
 from .step_record import record_step
 from .errors import HarnessError, StepError, log_tail
 from .once import JsonRecord
@@ -79,7 +79,9 @@ def build_wheel(src: Path, version: str, profile, staging_dir: Path, log_dir: Pa
         fh.write("".join(f"  {k}={env[k]}\n" for k in sorted(profile.setup_env) + ["MXNET_PACKAGE_VERSION"]))
         fh.write(f"  SOURCE_DATE_EPOCH={env.get('SOURCE_DATE_EPOCH', '(unset)')}\n")
         fh.flush()
-        rc = processes.run(cmd, cwd=python_dir, stdout=fh, stderr=subprocess.STDOUT, env=env)
+        argv, child_env = sandbox.wrap(cmd, env, readable=[src], writable=[python_dir, staging_dir],
+                                       cwd=python_dir)
+        rc = processes.run(argv, cwd=python_dir, stdout=fh, stderr=subprocess.STDOUT, env=child_env)
     seconds = time.monotonic() - start
     record_step(staging_dir, "package", version)
     if rc != 0:

@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import sandbox
 from .development_settings import CREDENTIAL_PATTERNS
 from .development_settings import check_pass_env as _check_pass_env
 from .errors import StepError, UsageError, log_tail
@@ -40,6 +41,13 @@ ALLOWED_PREFIXES = ("LC_", "MXNET_HARNESS_", "HARNESS_")
 PIP_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HTTP_PROXY",
            "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy")
 PIP_PREFIXES = ("PIP_", "UV_", "XDG_")
+#: The build steps' allow-list beyond clean_env's: the toolchain's own settings (compilers, CUDA,
+#: where CMake and pkg-config look, the compiler caches). Secret-like names are dropped whatever.
+BUILD_ENV = ("CC", "CXX", "CUDACXX", "CUDAHOSTCXX", "CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT",
+             "CMAKE_PREFIX_PATH", "CMAKE_GENERATOR", "PKG_CONFIG_PATH", "LIBRARY_PATH", "CPATH",
+             "LD_LIBRARY_PATH", "SOURCE_DATE_EPOCH", "MAKEFLAGS")
+BUILD_PREFIXES = ("SCCACHE_", "CCACHE_", "NVCC_")
+
 #: Names that hold secrets: never passed to a child, whatever the allow-list or --pass-env says.
 SECRET_PATTERNS = CREDENTIAL_PATTERNS
 
@@ -96,14 +104,28 @@ def clean_env(extra: dict | None = None, *, pass_env=(), pip: bool = False) -> d
     return env
 
 
-def _run_logged(cmd: list, log: Path, step: str, what: str, env: dict | None = None, timeout: float = 3600):
+def build_env(extra: dict | None = None) -> dict:
+    """The environment of a build step's child (configure, compile): clean_env's allow-list plus
+    the toolchain's settings; never a secret-like name."""
+    env = clean_env()
+    env.update({k: v for k, v in os.environ.items()
+                if (k in BUILD_ENV or k.startswith(BUILD_PREFIXES)) and not is_secret_name(k)})
+    env.pop("PYTHONNOUSERSITE", None)
+    env.update({k: v for k, v in (extra or {}).items() if not is_secret_name(k)})
+    return env
+
+
+def _run_logged(cmd: list, log: Path, step: str, what: str, env: dict | None = None, timeout: float = 3600,
+                box: dict | None = None):
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as fh:
         fh.write("$ " + " ".join(map(str, cmd)) + "\n")
         fh.flush()
         try:
-            proc = subprocess.run(list(map(str, cmd)), stdout=fh, stderr=subprocess.STDOUT,
-                                  env=env or clean_env(pip=True), timeout=timeout)
+            argv, child_env = (sandbox.wrap(cmd, env or clean_env(pip=True), **box) if box is not None
+                               else (cmd, env or clean_env(pip=True)))
+            proc = subprocess.run(list(map(str, argv)), stdout=fh, stderr=subprocess.STDOUT,
+                                  env=child_env, timeout=timeout)
         except FileNotFoundError as exc:
             raise StepError(step, f"{what}: {exc}", log) from None
         except subprocess.TimeoutExpired:
@@ -195,25 +217,52 @@ def install(venv: Venv, wheel: Path, *, find_links=(), index_url: str | None = N
     Returns {distribution name (lowercase): version} as installed.
     """
     wheel = Path(wheel).resolve()
+    # absolute: the sandbox starts elsewhere than this process
+    find_links = [link if "://" in str(link) else Path(link).resolve() for link in find_links]
     cmd = pip_command(venv) + index_args(find_links, index_url, no_index)
+    box = install_box(venv, [wheel, *find_links])
     if no_deps:
         # Only the wheel itself goes in without dependencies; the gates' own needs still resolve.
         _run_logged(cmd + ["--no-deps", wheel], log, "install", f"pip install --no-deps {wheel.name}",
-                    env=venv.env(pip=True))
+                    env=venv.env(pip=True), box=box)
         rest = list(extra_requirements) + list(test_requirements)
         if rest:
             _run_logged(cmd + rest, log, "install", "pip install of the extra/test requirements",
-                        env=venv.env(pip=True))
+                        env=venv.env(pip=True), box=box)
     else:
         _run_logged(cmd + [wheel, *extra_requirements, *test_requirements], log, "install",
-                    f"pip install {wheel.name} with its dependencies", env=venv.env(pip=True))
+                    f"pip install {wheel.name} with its dependencies", env=venv.env(pip=True), box=box)
     return installed_distributions(venv)
+
+
+def install_box(venv: Venv, inputs=()) -> dict:
+    """An install's sandbox (build_steps.sandbox): the venv writable, the wheel and wheelhouses
+    read-only, the package index reachable, pip's and uv's caches reused."""
+    return {"writable": [venv.root, *sandbox.installer_caches()],
+            "readable": [p for p in map(Path, inputs) if p.is_absolute()], "network": True}
+
+
+def venv_box(venv: Venv, workdir: Path | None = None, readable=(), writable=()) -> dict:
+    """The sandbox of a child that runs the wheel's code: the venv read-only, ``workdir`` (its
+    scratch dir) and the output dirs a gate hands it the only things writable, no network."""
+    return {"readable": [venv.root, *readable], "writable": [*([workdir] if workdir else []), *writable],
+            "cwd": workdir}
+
+
+def run_venv(venv: Venv, cmd: list, *, env: dict, workdir: Path, readable=(), writable=(), **kwargs):
+    """``subprocess.run`` of ``cmd`` (the venv's interpreter running the wheel's code), sandboxed."""
+    argv, child_env = sandbox.wrap(cmd, env, **venv_box(venv, workdir, readable, writable))
+    proc = subprocess.run(argv, env=child_env, cwd=str(workdir), **kwargs)
+    proc.returncode = sandbox.returncode(proc.returncode)
+    return proc
 
 
 def installed_distributions(venv: Venv) -> dict:
     code = ("import json, importlib.metadata as m; print(json.dumps({d.metadata['Name'].lower(): d.version "
             "for d in m.distributions() if d.metadata['Name']}))")
-    out = subprocess.run([str(venv.python), "-c", code], capture_output=True, text=True, env=venv.env())
+    with tempfile.TemporaryDirectory(prefix="dists-") as tmp:
+        out = run_venv(venv, [str(venv.python), "-c", code], env=venv.env(), workdir=Path(tmp),
+                       capture_output=True, text=True)
     if out.returncode != 0:
         raise StepError("install", f"cannot list the venv's distributions: {out.stderr.strip()[-400:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -244,8 +293,9 @@ def check_install(venv: Venv, expected_version: str | None) -> dict:
     Does not import mxnet: a CUDA wheel cannot load on a host without a driver, and loading is
     the runtime gates' business. Returns the facts plus ``problems`` (empty when good).
     """
-    out = subprocess.run([str(venv.python), "-c", _CHECK_INSTALL], capture_output=True, text=True,
-                         env=venv.env(), cwd=tempfile.gettempdir())
+    with tempfile.TemporaryDirectory(prefix="check-install-") as tmp:
+        out = run_venv(venv, [str(venv.python), "-c", _CHECK_INSTALL], env=venv.env(), workdir=Path(tmp),
+                       capture_output=True, text=True)
     if out.returncode != 0:
         raise StepError("install", f"the install check could not run in {venv.python}: "
                         f"{out.stderr.strip()[-600:]}")
@@ -299,8 +349,10 @@ def run_probe(venv: Venv, probe: Path, args=(), timeout: float = 600, env: dict 
     cmd = [str(venv.python), str(probe), *map(str, args)]
     base = {"probe": Path(probe).name, "args": [str(a) for a in args], "command": " ".join(cmd)}
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env, cwd=str(workdir),
-                              timeout=timeout)
+        # a directory among the args is an output dir the gate made for the probe (the ONNX export)
+        proc = run_venv(venv, cmd, env=child_env, workdir=workdir, readable=[probe],
+                        writable=[Path(str(a)) for a in args if Path(str(a)).is_dir()],
+                        capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")

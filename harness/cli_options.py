@@ -78,6 +78,9 @@ def _run_options(parser):
                      "the fork's OPENCV_ROOT, and the bundle step resolves the closure from it first")
     g.addoption("--allow-gpu-skips", action="store_true",
                 help="a GPU gate that skips (no GPU on this host) does not fail the run")
+    g.addoption("--no-sandbox", action="store_true",
+                help="run the tree's build and the wheel's code without the bubblewrap sandbox (a host "
+                     "without user namespaces): a development run that cannot publish")
     g.addoption("--pass-env", dest="pass_env", action="append", metavar="NAME",
                 help="pass this environment variable to the wheel's code (probes, acceptance shards, pip) "
                      "beside the allow-list (repeatable); names that look like secrets are refused")

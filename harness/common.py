@@ -43,6 +43,25 @@ def start_run(config, options: RunOptions, plugins: tuple, run_dir: "RunDir") ->
     return run
 
 
+def start_sandbox(config, options: RunOptions, run_dir: Path) -> None:
+    """Once per process: the sandbox on (or off under --no-sandbox) with the run dir hidden from it;
+    a host where none can be made refuses the run (exit 4) unless --no-sandbox was given, and a
+    --no-sandbox run says so once."""
+    from build_steps import sandbox
+    sandbox.configure(enabled=not options.no_sandbox, hidden=[run_dir])
+    if is_worker(config):
+        return
+    if options.no_sandbox:
+        why = sandbox.probe() or "a sandbox could be made here"
+        say(f"WARNING: --no-sandbox: the tree's build and the wheel's code run unsandboxed ({why}); "
+            "a development run, it cannot publish")
+        return
+    try:
+        sandbox.check()
+    except sandbox.SandboxUnavailable as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def harness_run(config) -> HarnessRun | None:
     """This run's state; None when pytest_configure refused the run before making it."""
     return config.stash.get(_RUN_KEY, None)

@@ -21,6 +21,7 @@ from build_steps.errors import UsageError
 
 from .common import fix_release_options, harness_options, is_release_run, is_worker
 from .ledger import produced_wheel
+from .run_dir import run_dir_of
 from .steps import chain_stop
 
 #: tests/test_publish.py finds the plugin object by this name.
@@ -71,7 +72,8 @@ def pytest_sessionstart(session):
         except UsageError as exc:
             raise pytest.UsageError(str(exc)) from None
         src = opts.mxnet_src or state.repo
-        results = Path(tempfile.mkdtemp(prefix="mxnet-publish-")) / "verdicts.json"
+        # In the run dir, which no sandbox of the tree's or the wheel's code sees (build_steps.sandbox)
+        results = Path(tempfile.mkdtemp(prefix="publish-", dir=run_dir_of(config).root)) / "verdicts.json"
     elif (opts.dry_run or opts.yes or config.getoption("release_report")) and not opts.publish:
         raise pytest.UsageError("--dry-run, --yes and --release-report only apply together with --publish")
     if release:

@@ -127,7 +127,7 @@ import json, os
 from setuptools import setup
 
 here = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(here, "..", "environ-setup.json"), "w") as fh:
+with open(os.path.join(here, "environ-setup.json"), "w") as fh:  # python/: the step's own output
     json.dump(dict(os.environ), fh)
 setup(name="mxnet", version=os.environ["MXNET_PACKAGE_VERSION"], packages=["mxnet"])
 '''
@@ -147,6 +147,6 @@ def test_package_build_runs_the_trees_setup_py_without_secrets(tmp_path, monkeyp
     result = package.build_wheel(tree, "2.0.0", PROFILES["cpu"], tmp_path / "staging", tmp_path / "logs",
                                  sys.executable)
     assert result.wheel.is_file()
-    environ = json.loads((tree / "environ-setup.json").read_text())
+    environ = json.loads((tree / "python" / "environ-setup.json").read_text())
     assert not set(SECRETS) & set(environ), sorted(set(SECRETS) & set(environ))
     assert environ["MXNET_PACKAGE_VERSION"] == "2.0.0" and "UNRELATED_SETTING" not in environ

@@ -1,0 +1,254 @@
+"""The sandbox every child that runs code of the audited tree or wheel runs in (bubblewrap).
+
+The tree's CMake scripts, custom commands and ``setup.py``, and the wheel's Python code, are
+untrusted input: a malicious commit or a compromised dependency must neither see a credential nor
+reach the harness's verdicts. So each such child is a ``bwrap`` command line:
+
+- an allow-list environment (build_steps.venv.clean_env, or venv.build_env for the build steps) with
+  ``HOME`` an empty private dir;
+- its own pid (and ipc) namespace, ``--die-with-parent`` and ``--new-session``: nothing it starts
+  outlives it or the harness, detached or not, and it cannot type into the harness's terminal;
+- no network (``--unshare-net``) unless the step installs packages (``network=True``);
+- the root filesystem read-only; a private ``/tmp``; empty tmpfs over ``/root``, ``/home`` and the
+  user's HOME (``~/.netrc``, ``~/.ssh``, ``~/.config/gh`` are not there), over the harness's run
+  dir (verdicts, ledger, pin, report) and over its checkout's ``.git``; then the step's inputs
+  bound back read-only and its outputs read-write, nothing else writable;
+- the GPU's device nodes (``/dev/nvidia*``) bound when present (DESIGN.md: CUDA works in a sandbox
+  that binds those).
+
+Whether a sandbox can be made is tested once per process (``check``). Where it cannot, the run is
+refused unless it was started with ``--no-sandbox``, a development option that makes the run
+unpublishable (build_steps.overrides).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from .errors import UsageError
+
+#: This harness's checkout (read-only in every sandbox: the build's interpreter may live in it).
+CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+class SandboxUnavailable(UsageError):
+    """bubblewrap cannot make a sandbox on this host and --no-sandbox was not given."""
+
+
+class _State:
+    #: None: not configured (a plain call from a selftest or a tool): sandbox when possible
+    enabled: bool | None = None
+    #: paths no sandbox sees (the run dir), set by the harness once per process
+    hidden: tuple = ()
+
+
+def configure(enabled: bool, hidden=()) -> None:
+    """Set once per process by the harness: ``enabled`` is False only under --no-sandbox;
+    ``hidden`` are the harness's own dirs (the run dir) that get an empty tmpfs in every sandbox."""
+    _State.enabled = bool(enabled)
+    _State.hidden = tuple(Path(p).resolve() for p in hidden)
+
+
+def enabled() -> bool:
+    return _State.enabled is not False
+
+
+def bwrap_path() -> str | None:
+    return shutil.which("bwrap")
+
+
+@functools.lru_cache(maxsize=None)
+def probe() -> str | None:
+    """None when a sandbox with this module's namespaces starts here, else why not (cached: once
+    per process, a few ms)."""
+    exe = bwrap_path()
+    if exe is None:
+        return "bwrap is not installed (Debian/Ubuntu package bubblewrap)"
+    try:
+        proc = subprocess.run([exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                               "--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent",
+                               "--new-session", "true"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap did not run: {exc}"
+    if proc.returncode != 0:
+        return f"bwrap cannot make a user namespace here: {proc.stderr.strip()[-300:] or proc.returncode}"
+    return None
+
+
+def unavailable_message(why: str) -> str:
+    return (f"no sandbox for the tree's and the wheel's code: {why}. Without one, the build's CMake "
+            "scripts and the wheel's code would run with this harness's privileges (its environment, "
+            "your credential files, its verdicts). Install bubblewrap (apt-get install bubblewrap) and "
+            "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
+            "kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu); for a development run only, "
+            "--no-sandbox runs them unsandboxed (the run cannot publish)")
+
+
+def check() -> None:
+    """Raise SandboxUnavailable when sandboxing is on and no sandbox can be made."""
+    if not enabled():
+        return
+    why = probe()
+    if why is not None:
+        raise SandboxUnavailable(unavailable_message(why))
+
+
+def homes() -> list[Path]:
+    """Where credential files live: /root, /home and the user's HOME (by env and by passwd)."""
+    found = [Path("/root"), Path("/home")]
+    for home in (os.environ.get("HOME"), _passwd_home()):
+        if home:
+            found.append(Path(home))
+    return found
+
+
+def _passwd_home() -> str | None:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return None
+
+
+def private_home() -> Path:
+    """The sandbox's HOME: the user's home path, which is an empty tmpfs inside."""
+    return Path(os.environ.get("HOME") or _passwd_home() or "/root")
+
+
+def path_args(args) -> list[Path]:
+    """The existing absolute paths among ``args`` (``/x``, ``-DKEY=/x``, ``--opt=/x``): inputs a
+    command names that the sandbox must show read-only."""
+    found = []
+    for arg in map(str, args):
+        value = arg.split("=", 1)[1] if "=" in arg else arg
+        for part in value.split(";"):
+            if part.startswith("/") and os.path.exists(part):
+                found.append(Path(part))
+    return found
+
+
+def _resolved(paths) -> list[Path]:
+    out = []
+    for p in paths:
+        if p is None:
+            continue
+        p = Path(p)
+        if p.exists():
+            out.append(p.resolve())
+    return out
+
+
+def _depth(p: Path) -> int:
+    return len(p.parts)
+
+
+def _gpu_devices() -> list[str]:
+    dev = Path("/dev")
+    return sorted(str(p) for p in dev.glob("nvidia*") if p.exists())
+
+
+def _mask(path: Path) -> list[str]:
+    """Mount arguments that hide ``path``: an empty tmpfs over a dir, /dev/null over a file."""
+    return ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+
+
+def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, masked=(),
+            as_pid_1: bool = False) -> list[str]:
+    """``cmd`` as a bwrap command line (see the module's docstring). ``writable``: the step's
+    outputs (made read-write; they must exist); ``readable``: its inputs under the hidden places
+    (/tmp, homes, the run dir); ``masked``: paths inside those that stay hidden (a tree's .git).
+    ``cwd`` is where the command starts (default: the first writable). ``as_pid_1``: the command
+    is the namespace's init itself (no bwrap reaper), so its CPU time reaches this process's
+    RUSAGE_CHILDREN, as the compile record counts it; it then ignores SIGTERM from inside, and
+    a stop ends it with SIGKILL (build_steps.processes.stop_tree)."""
+    exe = bwrap_path() or "bwrap"
+    rw = _resolved(writable)
+    ro = _resolved([*readable, sys.prefix, sys.base_prefix, CHECKOUT, *path_args(cmd)])
+    hidden = [Path("/tmp")] + [h for h in _resolved(homes()) if h != Path("/")] + _resolved(_State.hidden)
+    ops = []  # (depth, order, args): shallow mounts first, so a deeper one shows through them
+    for h in dict.fromkeys(hidden):
+        ops.append((_depth(h), 0, ["--tmpfs", str(h)]))
+    for m in _resolved([CHECKOUT / ".git", *masked]):
+        ops.append((_depth(m), 3, _mask(m)))
+    for p in dict.fromkeys(ro):
+        if p != Path("/"):
+            ops.append((_depth(p), 1, ["--ro-bind", str(p), str(p)]))
+    for p in dict.fromkeys(rw):
+        ops.append((_depth(p), 2, ["--bind", str(p), str(p)]))
+    ops.sort(key=lambda o: (o[0], o[1]))
+    argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]
+    for _d, _o, args in ops:
+        argv += args
+    # the run dir's tmpfs read-only too (the parts bound back keep their own mode): a write there
+    # fails instead of landing in a throwaway tmpfs
+    for h in dict.fromkeys(_resolved(_State.hidden)):
+        if h not in rw:
+            argv += ["--remount-ro", str(h)]
+    for dev in _gpu_devices():
+        argv += ["--dev-bind", dev, dev]
+    start = Path(cwd).resolve() if cwd is not None else (rw[0] if rw else Path("/"))
+    argv += ["--chdir", str(start), "--unshare-pid", "--unshare-ipc", "--die-with-parent",
+             "--new-session", *(["--as-pid-1"] if as_pid_1 else [])]
+    if not network:
+        argv.append("--unshare-net")
+    return argv + ["--", *map(str, cmd)]
+
+
+def wrap(cmd, env: dict | None, *, writable=(), readable=(), network: bool = False,
+         cwd=None, masked=(), as_pid_1: bool = False) -> tuple[list, dict | None]:
+    """``(argv, env)`` to run ``cmd`` with: sandboxed (HOME the sandbox's empty one), or as given
+    under --no-sandbox. The one call each spawn point makes."""
+    if not enabled():
+        return list(cmd), env
+    check()
+    for p in writable:
+        Path(p).mkdir(parents=True, exist_ok=True)
+    # the callers' allow-lists (build_steps.venv) already left out every secret-like name
+    env = dict(os.environ if env is None else env)
+    env["HOME"] = str(private_home())
+    return command(cmd, writable=writable, readable=readable, network=network, cwd=cwd, masked=masked,
+                   as_pid_1=as_pid_1), env
+
+
+def returncode(rc: int, sandboxed: bool | None = None) -> int:
+    """A sandboxed child killed by a signal N reaches us as bwrap's exit 128+N: give it back as
+    subprocess's -N, so a crash reads as a crash."""
+    if (enabled() if sandboxed is None else sandboxed) and rc > 128:
+        try:
+            signal.Signals(rc - 128)
+            return -(rc - 128)
+        except ValueError:
+            return rc
+    return rc
+
+
+def cache_dirs(env: dict | None = None) -> tuple[list[Path], list[Path]]:
+    """(readable, writable) dirs of the compiler caches and the harness's CUDA cache: the build
+    reads the CUDA root there and writes its compiler cache (``env``: the step's additions)."""
+    from .cuda_root import default_cache_dir
+    from .launcher import default_sccache_dir
+    given = {**os.environ, **(env or {})}
+    readable = [default_cache_dir()]
+    writable = []
+    for var, default in (("SCCACHE_DIR", default_sccache_dir()),
+                         ("CCACHE_DIR", Path(given.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ccache")):
+        d = Path(given.get(var) or default).expanduser()
+        d.mkdir(parents=True, exist_ok=True)  # made here: a cache the sandbox made would be lost
+        writable.append(d)
+    old_ccache = Path.home() / ".ccache"
+    if "CCACHE_DIR" not in given and old_ccache.is_dir():
+        writable.append(old_ccache)
+    return readable, writable
+
+
+def installer_caches() -> list[Path]:
+    """pip's and uv's download caches, when they exist: an install from the index reuses them."""
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    out = [Path(os.environ["UV_CACHE_DIR"]) if os.environ.get("UV_CACHE_DIR") else base / "uv",
+           Path(os.environ["PIP_CACHE_DIR"]) if os.environ.get("PIP_CACHE_DIR") else base / "pip"]
+    return [p for p in out if p.is_dir()]
