@@ -21,7 +21,10 @@ pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = Path(__file__).resolve().parent / "gpu_reports"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Debian's chromium + chromium-driver (scripts/setup.sh), else a Chrome and its driver on PATH (Ubuntu,
+# where Chromium is a snap: GitHub's ubuntu runners have google-chrome and chromedriver).
+CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "google-chrome", "google-chrome-stable"))),
+                "/usr/bin/chromium")
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
 
@@ -29,8 +32,8 @@ CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 def browser():
     """Headless Chromium from the system's packages (scripts/setup.sh installs them)."""
     if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-        pytest.fail("chromium and chromium-driver are not installed: run scripts/setup.sh "
-                    "(apt-get install chromium chromium-driver)", pytrace=False)
+        pytest.fail("no Chromium and chromedriver: on Debian run scripts/setup.sh (apt-get install chromium "
+                    "chromium-driver); on Ubuntu put google-chrome and chromedriver on PATH", pytrace=False)
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
