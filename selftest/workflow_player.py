@@ -252,8 +252,19 @@ class Player:
         unused = [s for s in self.subs if s.used != 1]
         if unused:
             raise WorkflowError("substitutions that did not match exactly one step: "
-                                + "; ".join(f"{s.job}: {s.old!r} matched {s.used}" for s in unused))
+                                + "; ".join(f"{s.job}: {s.old!r} matched {s.used}" for s in unused)
+                                + "\nthe play:\n" + "\n".join(self.log) + "\n" + self.failures())
         return self.results
+
+    def failures(self) -> str:
+        """The output of every step that failed, and why each job that did not run did not."""
+        out = []
+        for job, results in self.results.items():
+            for r in results:
+                if r.note:
+                    out.append(f"--- {r.instance}: {r.result}, {r.note}")
+                out += [f"--- {r.instance}: {s.name} exit {s.rc}\n{s.output[-3000:]}" for s in r.steps if s.rc]
+        return "\n".join(out)
 
     def job_result(self, job: str) -> str:
         rs = [r.result for r in self.results[job]]
@@ -327,6 +338,7 @@ class Player:
             expr = Expr(ctx, step_status.__getitem__)
             if not _truthy(expr.evaluate(_cond(step.get("if", "success()")))):
                 result.steps.append(StepResult(job, name, None))
+                self.log.append(f"[{instance}] {name}: skipped (its if:)")
                 continue
             step_env = {**env}
             for k, v in (step.get("env") or {}).items():
