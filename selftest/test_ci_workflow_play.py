@@ -66,10 +66,10 @@ def test_the_workflow_plays_on_the_sample_tree(tmp_path, gh_standin):
     fork = make_release_repo(tmp_path / "fork", source=copy_sample_tree(tmp_path / "sample"))
     subs = [
         Substitution("build", '-m release --mxnet-src',
-                     '-m "release and not gpu and not runtime and not publish" --mxnet-src',
-                     "no GPU here: the gates a host without a GPU runs (the README's main job); the "
+                     new='-m "release and not gpu and not runtime and not publish" --mxnet-src',
+                     why="no GPU here: the gates a host without a GPU runs (the README's main job); the "
                      "publish gate is left out with them, since a partial run's publish is refused"),
-        Substitution("gpu", '-m "gpu or cublas"', "no GPU here: the recorded H200 run is this runner's report",
+        Substitution("gpu", '-m "gpu or cublas"', why="no GPU here: the recorded H200 run is this runner's report",
                      call=place_h200_report),
     ]
     publish_run = " ".join(s.get("run", "") for s in workflow["jobs"]["publish"]["steps"])
