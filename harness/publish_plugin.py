@@ -21,6 +21,7 @@ from build_steps.errors import UsageError
 
 from .common import fix_release_options, harness_options, is_release_run, is_worker
 from .ledger import produced_wheel
+from .release_set import scope_line
 from .steps import chain_stop
 
 #: tests/test_publish.py finds the plugin object by this name.
@@ -216,4 +217,7 @@ class PublishPlugin:
             return
         tr.write_line(f"RELEASE {wheel}: {verdict} ({counted}); {published}",
                       bold=True, green=verdict == "PASS", red=verdict != "PASS")
+        scope = scope_line(config, gates)
+        if scope:  # what the verdict covers, said where it is read (issue 36)
+            tr.write_line(scope, bold=True)
 
