@@ -333,7 +333,9 @@ def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
         "not_run": _not_run(review),
         "selection": (review.get("verdict") or {}).get("selection"),
         "closure_facts": _closure(facts),
-        "provenance": review.get("provenance") or {},
+        # an audit builds nothing: the commit is the one --mxnet-src's checkout showed (facts.git)
+        "provenance": ({"commit": (facts.get("git") or {}).get("commit")} if facts.get("git") else {})
+                      | (review.get("provenance") or {}),
         "configure_notes": list(review.get("configure_notes") or ()),
         "sample": bool((review.get("provenance") or {}).get("sample")),
         "written": list(review.get("written") or ()),

@@ -150,7 +150,7 @@ def _cuda_wheels(cuda: dict) -> list:
     wheels = Path(cuda.get("wheels_dir") or "/nonexistent")
     names = sorted({d.name.removesuffix(".dist-info") for d in [*wheels.glob("*.dist-info"), *wheels.glob("*/*.dist-info")]
                     if d.name.lower().startswith("nvidia")})
-    return [n.replace("_", "-").replace("-", " ", 1) if n.count("-") == 1 else n for n in names]
+    return [n.replace("-", " ", 1) for n in names]  # "nvidia_cublas 13.1.0.3"
 
 
 def _os_name() -> str:
@@ -162,11 +162,13 @@ def _os_name() -> str:
     return m.group(1) if m else platform.platform()
 
 
-def _provenance(records: dict, facts_git: dict | None = None) -> dict:
+def _provenance(records: dict) -> dict:
     source = (records.get("source") or {}).get("result") or {}
     conf = (records.get("configure") or {}).get("result") or {}
     cuda = (records.get("cuda_root") or {}).get("result") or {}
     cache = conf.get("cache") or {}
+    if not conf and not source:
+        return {}  # an audit: nothing was built on this host
     out = {"host": socket.gethostname(), "os": _os_name(), "python": platform.python_version(),
            "source": source.get("root"), "commit": source.get("commit"), "branch": source.get("branch"),
            # the sample tree (selftest/sample_mxnet) names its CMake project so
