@@ -65,10 +65,11 @@ def test_the_workflow_plays_on_the_sample_tree(tmp_path, gh_standin):
     subprocess.run(["git", "clone", "-q", "--bare", str(HARNESS_ROOT), str(harness_git)], check=True)
     fork = make_release_repo(tmp_path / "fork", source=copy_sample_tree(tmp_path / "sample"))
     subs = [
-        Substitution("build", '-m release --mxnet-src',
-                     new='-m "release and not gpu and not runtime and not publish" --mxnet-src',
-                     why="no GPU here: the gates a host without a GPU runs (the README's main job); the "
-                     "publish gate is left out with them, since a partial run's publish is refused"),
+        Substitution("build", '-m release --mxnet-src="$GITHUB_WORKSPACE/$MXNET" --cuda-from-wheels --publish --dry-run',
+                     new='-m "release and not gpu and not runtime" --mxnet-src="$GITHUB_WORKSPACE/$MXNET" --cuda-from-wheels',
+                     why="no GPU here: the gates a host without a GPU runs (the README's main job); the publish "
+                     "gate's dry run needs the whole release set (a partial run's publish is refused), so "
+                     "--publish --dry-run goes with it"),
         Substitution("gpu", '-m "gpu or cublas"', why="no GPU here: the recorded H200 run is this runner's report",
                      call=place_h200_report),
     ]

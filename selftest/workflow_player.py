@@ -390,11 +390,13 @@ class Player:
                     "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": self.github["repository"],
                     "GITHUB_JOB": job, "RUNNER_NAME": runner.name}
         try:
+            # one stream, interleaved as a CI log shows it
             proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script_file)],
-                                  cwd=cwd, env=full_env, capture_output=True, text=True, timeout=self.step_timeout)
-            rc, out = proc.returncode, proc.stdout + proc.stderr
+                                  cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, timeout=self.step_timeout)
+            rc, out = proc.returncode, proc.stdout
         except subprocess.TimeoutExpired as exc:
-            rc, out = 124, f"timed out after {self.step_timeout} s: {exc.stdout or ''}{exc.stderr or ''}"
+            rc, out = 124, f"timed out after {self.step_timeout} s: {exc.stdout or ''}"
         return rc, out, _read_kv(env_file), _read_kv(out_file)
 
     # -- uses: steps ----------------------------------------------------------------------------
