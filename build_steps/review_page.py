@@ -234,7 +234,8 @@ def verdict(gates: list, release_set: list | None, flavor: str, interrupted: boo
         out["scope"] = f"the whole {flavor} release set ran ({len(set_ids)} gates)"
     elif set_ids:
         out["scope"] = f"{out['set_ran']} of the {flavor} release set's {len(set_ids)} gates ran"
-        out["headline"] = f"PARTIAL: {out['set_ran']} of {len(set_ids)} gates of the release set ran"
+        if out["outcome"] == "PARTIAL":  # a FAIL stays FAIL, with the scope beside it
+            out["headline"] = f"PARTIAL: {out['set_ran']} of {len(set_ids)} gates of the release set ran"
         out["meaning"] = (f"{len(set_ids) - out['set_ran']} gates of the release set did not run (listed below by "
                           "marker): this is the verdict of this selection, not a release verdict; only a run "
                           "of the whole set can say PASS or publish")

@@ -101,7 +101,8 @@ def pytest_itemcollected(item):
 def _first_sentence(doc: str | None) -> str:
     para = " ".join((doc or "").strip().split("\n\n", 1)[0].split())
     m = re.match(r"(.+?\.)(\s|$)", para)
-    return (m.group(1) if m else para)[:200]
+    line = m.group(1) if m else para
+    return line if len(line) <= 200 else line[:200].rsplit(" ", 1)[0] + " …"
 
 
 def gate_meanings(nodeids, root: Path = HARNESS_ROOT) -> dict:
@@ -191,7 +192,8 @@ def _run_timeline(config, steps: list) -> dict:
     built = sum(s["seconds"] for s in steps)
     setup, call = clock["setup"], clock["call"]
     phases = [*({"name": s["name"], "seconds": s["seconds"]} for s in steps),
-              {"name": "other gate setup (CUDA wheels, venv, wheel extraction)", "seconds": max(setup - built, 0.0)},
+              # the gates' fixture setup beyond the build steps: the venv and its wheels, extraction
+              {"name": "other setup (venv, extraction)", "seconds": max(setup - built, 0.0)},
               {"name": "gate bodies", "seconds": call},
               {"name": "collection, teardown, reporting", "seconds": max(total - setup - call, 0.0)}]
     note = ""

@@ -357,3 +357,12 @@ def test_overflow_check_catches_a_page_wider_than_the_window(browser, tmp_path):
         assert overflow(browser) > 0
     finally:
         browser.set_window_size(1200, 900)
+
+
+def test_a_partial_run_that_failed_says_fail_not_partial():
+    gates = _release_set()
+    rows = [{"nodeid": n, "verdict": "passed"} for n in gates[:45]] + [{"nodeid": gates[45], "verdict": "failed"}]
+    v = review_page.verdict(rows, gates, "cuda")
+    assert v["outcome"] == "FAIL" and "headline" not in v and v["scope"] == f"46 of the cuda release set's {len(gates)} gates ran"
+    html = review_page.render(review_page.page_view({"profile": "cuda", "review": {"verdict": v, "gates": rows}}))
+    assert '<div class="word">FAIL</div>' in html
