@@ -126,7 +126,7 @@ def test_the_workflow_plays_on_the_sample_tree(tmp_path, gh_standin):
         # replaces this job's pytest line: the harness refuses --publish with --wheel.
         step = publish.step("publish the wheel")
         assert step.rc == 4 and "only a full build publishes" in step.output, show("publish")
-        assert publish.step("gh auth setup-git").rc == 0
+        assert all(s.rc == 0 for s in publish.steps if s is not step), show("publish")  # its other steps
     else:
         assert publish.result == "success", show("publish")
     assert fork.remote_tags() == [], "a rehearsal tagged the fork"
