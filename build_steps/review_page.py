@@ -14,12 +14,14 @@ Functions take paths and plain data and return products; nothing here knows abou
 """
 from __future__ import annotations
 
+import re
 import zipfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import jinja2
+from markupsafe import Markup, escape
 
 from . import gpu_reports
 from .atomic import write_atomic
@@ -175,7 +177,13 @@ def _timeline(review: dict, doc: dict | None = None) -> dict:
     command = tl.get("command_seconds")
     compile_wall = next((s["seconds"] for s in steps if s["name"] == "compile"), 0)
     wall = sum(s["seconds"] for s in steps)
-    return {"steps": bars(steps, "seconds", fmt=_duration) if steps else None,
+    run = tl.get("run") or {}
+    phases = [{"name": p.get("name"), "seconds": float(p.get("seconds") or 0)} for p in run.get("phases") or ()
+              if isinstance(p, dict)]
+    return {"run": bars(phases, "seconds", fmt=_duration, limit=12) if phases else None,
+            "run_total": _duration(run["total"]) if isinstance(run.get("total"), (int, float)) else None,
+            "run_note": run.get("note", ""),
+            "steps": bars(steps, "seconds", fmt=_duration) if steps else None,
             "notes": [s for s in steps if s["note"]], "wall": _duration(wall) if steps else None,
             "slowest": bars(slowest, "seconds", fmt=_duration, limit=10) if slowest else None,
             "commands": tl.get("commands"),
@@ -183,6 +191,55 @@ def _timeline(review: dict, doc: dict | None = None) -> dict:
             "cpu": _duration(cpu) if isinstance(cpu, (int, float)) else None,
             "parallelism": (f"{cpu / compile_wall:.1f}x" if isinstance(cpu, (int, float)) and compile_wall
                             else None)}
+
+
+#: The marker a not-run gate is grouped under: the first of these it carries (what deselects it).
+GROUP_MARKERS = ("gpu", "cublas", "acceptance", "onnx", "runtime", "opencv", "publish", "build", "provenance")
+
+
+def group_of(nodeid: str, markers) -> str:
+    """The group a gate is listed under on the page: its telling marker, else its module."""
+    marks = set(markers or ())
+    return next((m for m in GROUP_MARKERS if m in marks), nodeid.split("::", 1)[0])
+
+
+def verdict(gates: list, release_set: list | None, flavor: str, interrupted: bool = False,
+            selection: str | None = None) -> dict:
+    """The page's verdict over ``gates`` (``{"nodeid", "verdict"}``, "not run" included).
+
+    FAIL when a gate that ran did not pass; PARTIAL when all that ran passed but part of the
+    flavor's ``release_set`` did not run (a selection is no release verdict); PASS only when every
+    gate of the set ran and passed. Without a release set (an unknown flavor) a run is PARTIAL."""
+    ran = [g for g in gates if g.get("verdict") not in (None, "not run")]
+    passed = sum(g["verdict"] == "passed" for g in ran)
+    skipped = sum(g["verdict"] in ("skipped", "xfailed") for g in ran)
+    failed = len(ran) - passed - skipped
+    out = {"passed": passed, "skipped": skipped, "ran": len(ran), "failed": failed, "flavor": flavor}
+    if selection:
+        out["selection"] = selection
+    set_ids = list(release_set or ())
+    ran_ids = {g["nodeid"] for g in ran}
+    out["set_size"] = len(set_ids)
+    out["set_ran"] = sum(n in ran_ids for n in set_ids)
+    whole = bool(set_ids) and out["set_ran"] == len(set_ids)
+    if interrupted:
+        out["outcome"] = "INTERRUPTED"
+    elif failed or (skipped and whole) or not passed:
+        out["outcome"] = "FAIL"
+    elif not whole:
+        out["outcome"] = "PARTIAL"
+    else:
+        out["outcome"] = "PASS"
+    if whole:
+        out["scope"] = f"the whole {flavor} release set ran ({len(set_ids)} gates)"
+    elif set_ids:
+        out["scope"] = f"{out['set_ran']} of the {flavor} release set's {len(set_ids)} gates ran"
+        if out["outcome"] == "PARTIAL":  # a FAIL stays FAIL, with the scope beside it
+            out["headline"] = f"PARTIAL: {out['set_ran']} of {len(set_ids)} gates of the release set ran"
+        out["meaning"] = (f"{len(set_ids) - out['set_ran']} gates of the release set did not run (listed below by "
+                          "marker): this is the verdict of this selection, not a release verdict; only a run "
+                          "of the whole set can say PASS or publish")
+    return out
 
 
 def _verdict(review: dict, doc: dict) -> dict:
@@ -193,7 +250,40 @@ def _verdict(review: dict, doc: dict) -> dict:
         v = {"outcome": "PASS" if gates and passed == len(gates) else "FAIL",
              "passed": passed, "ran": len(gates), "scope": "the static (provenance) gates of this report"}
     v.setdefault("outcome", "FAIL")
+    if v["outcome"] == "PASS" and v.get("set_size") is None and v.get("scope", "").find("whole") < 0:
+        # A report written before the review section knew its release set: never a green PASS.
+        v["outcome"] = "PARTIAL"
+        v.setdefault("headline", f"PARTIAL: {v.get('scope') or 'a selection of the gates'}")
     return v
+
+
+def _not_run(review: dict) -> list:
+    """``[(group, [gate, ...]), ...]``: the release set's gates that did not run, by marker."""
+    groups: dict = {}
+    for g in review.get("not_run") or ():
+        groups.setdefault(g.get("group") or "other", []).append(g)
+    return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
+def _closure(facts: dict) -> dict | None:
+    """What the console's provenance report says of the closure: libmxnet's NEEDED, each NEEDED
+    entry's resolution by kind, what is left to the host and the symbol-version floor."""
+    closure = facts.get("closure") or {}
+    load = facts.get("loadability") or {}
+    lib = facts.get("libmxnet") or {}
+    if not closure and not load and not lib:
+        return None
+    kinds: dict = {}
+    for r in closure.get("resolutions") or ():
+        kinds[r.get("verdict") or "?"] = kinds.get(r.get("verdict") or "?", 0) + 1
+    unresolved = sum(n for k, n in kinds.items() if k in ("unresolved", "missing"))
+    return {"needed": lib.get("needed") or [], "runpath": lib.get("search_path") or lib.get("runpath") or [],
+            "resolved": sum(kinds.values()) - unresolved, "unresolved": unresolved,
+            "kinds": sorted(kinds.items()), "host": sorted((load.get("host_needed") or {}).items()),
+            "floor": sorted((load.get("floor") or {}).items()),
+            "symbol_max": sorted((f, v.get("version"), v.get("library")) for f, v in (load.get("symbol_max") or {}).items()),
+            "required_cuda": sorted(n for n in ((facts.get("requirements") or {}).get("hard") or {})
+                                    if n.startswith("nvidia-"))}
 
 
 def _gates(review: dict, doc: dict) -> list:
@@ -245,13 +335,31 @@ def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
         "wheel_file": review.get("wheel_location") or wheel.get("file") or wheel.get("filename"),
         "wheel_size": _mib(wheel.get("size")) if wheel.get("size") else None,
         "hard": (facts.get("requirements") or {}).get("hard") or {},
+        "not_run": _not_run(review),
+        "selection": (review.get("verdict") or {}).get("selection"),
+        "closure_facts": _closure(facts),
+        # an audit builds nothing: the commit is the one --mxnet-src's checkout showed (facts.git)
+        "provenance": ({"commit": (facts.get("git") or {}).get("commit")} if facts.get("git") else {})
+                      | (review.get("provenance") or {}),
+        "configure_notes": list(review.get("configure_notes") or ()),
+        "sample": bool((review.get("provenance") or {}).get("sample")),
+        "written": list(review.get("written") or ()),
+        "rendered_from": review.get("rendered_from"),
     }
+
+
+def _breakable(text) -> Markup:
+    """A gate id or path that may wrap at its separators (``/``, ``::``, ``_``, ``[``), never
+    inside a word, so a narrow window breaks ``tests/test_x.py::test_long_name`` readably."""
+    out = str(escape(str(text or "")))
+    return Markup(re.sub(r"(::|/|_|\[|\.(?=[a-z]))", r"\1<wbr>", out))
 
 
 def render(view: dict) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
                              autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["breakable"] = _breakable
     return env.get_template(TEMPLATE).render(**view)
 
 

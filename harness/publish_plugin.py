@@ -21,6 +21,7 @@ from build_steps.errors import UsageError
 
 from .common import fix_release_options, harness_options, is_release_run, is_worker
 from .ledger import produced_wheel
+from .release_set import scope_line
 from .run_dir import run_dir_of
 from .steps import chain_stop
 
@@ -236,4 +237,7 @@ class PublishPlugin:
             return
         tr.write_line(f"RELEASE {wheel}: {verdict} ({counted}); {published}",
                       bold=True, green=verdict == "PASS", red=verdict != "PASS")
+        scope = scope_line(config, gates)
+        if scope:  # what the verdict covers, said where it is read (issue 36)
+            tr.write_line(scope, bold=True)
 

@@ -58,6 +58,19 @@ def release_set_of(config) -> ReleaseSet:
     return ReleaseSet(flavor=profile.name, gates=list(manifest.gates)).including(extra)
 
 
+def scope_line(config, verdicts: dict) -> str | None:
+    """One line saying what a verdict over ``verdicts`` (nodeid -> verdict) covers, when that is not
+    the whole release set: "46 of the cuda release set's 104 gates ran: not a release verdict"."""
+    rset = release_set_of(config)
+    if rset is None or not rset.size():
+        return None
+    ran = sum(1 for n in rset.gates if verdicts.get(n, "not run") != "not run")
+    if ran == rset.size():
+        return None
+    return (f"{ran} of the {rset.flavor} release set's {rset.size()} gates ran: not a release verdict "
+            "(the review page lists the rest by marker)")
+
+
 def pytest_itemcollected(item):
     # Every release gate collected, before any deselection; only those outside the manifest matter.
     if item.get_closest_marker("release") is None or item.get_closest_marker("publish") is not None:

@@ -8,6 +8,11 @@ to ``--review-page PATH``, else into the build's ``harness-logs/review.html`` an
 """
 from __future__ import annotations
 
+import ast
+import platform
+import re
+import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +25,8 @@ from .common import harness_options, is_worker, report_at_session_end, shared_ro
 from .ledger import ledger_of, produced_wheel
 from .release_set import release_set_of
 from .steps import CHAIN, chain_records
+
+HARNESS_ROOT = Path(__file__).resolve().parent.parent
 
 #: The report document harness.wheel_facts built at the end of the session (the page renders it).
 DOC_KEY = pytest.StashKey[dict]()
@@ -62,27 +69,150 @@ def _timeline(records: dict) -> dict:
 
 
 def _verdict(config, gates: list, exitstatus) -> dict:
-    ran = [g for g in gates if g["verdict"] != "not run"]
-    passed = sum(g["verdict"] == "passed" for g in ran)
-    skipped = sum(g["verdict"] in ("skipped", "xfailed") for g in ran)
     # A skip fails a -m release run (harness.gates turned it into "failed" already); elsewhere it
     # is shown, not counted against the verdict.
-    outcome = "PASS" if passed and passed + skipped == len(ran) else "FAIL"
-    if exitstatus == pytest.ExitCode.INTERRUPTED:
-        outcome = "INTERRUPTED"
     rset = release_set_of(config)
-    flavor = harness_options(config).profile.name
-    out = {"outcome": outcome, "passed": passed, "skipped": skipped, "ran": len(ran)}
-    if rset is not None and rset.size():
-        missing = len(rset.not_passed({g["nodeid"]: "passed" for g in ran}))
-        if missing:
-            out["scope"] = f"{len(ran)} of the {flavor} release set's {rset.size()} gates ran"
-            out["meaning"] = (f"{missing} gates of the release set did not run (deselected by -m/-k, or "
-                              "their module not collected): this is the verdict of this selection, not "
-                              "a release verdict; only a run of the whole set can publish")
-        else:
-            out["scope"] = f"the whole {flavor} release set ran"
+    markexpr = config.getoption("markexpr", None) or None
+    return review_page.verdict(gates, rset.gates if rset is not None else None,
+                               harness_options(config).profile.name,
+                               interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
+                               selection=f"-m {markexpr!r}" if markexpr else None)
+
+
+#: nodeid -> marker names of every release gate collected in this process, before deselection
+_COLLECTED = pytest.StashKey[dict]()
+
+
+def pytest_itemcollected(item):
+    if item.get_closest_marker("release") is not None:
+        item.config.stash.setdefault(_COLLECTED, {})[item.nodeid] = sorted({m.name for m in item.iter_markers()})
+
+
+def _first_sentence(doc: str | None) -> str:
+    para = " ".join((doc or "").strip().split("\n\n", 1)[0].split())
+    m = re.match(r"(.+?\.)(\s|$)", para)
+    line = m.group(1) if m else para
+    return line if len(line) <= 200 else line[:200].rsplit(" ", 1)[0] + " …"
+
+
+def gate_meanings(nodeids, root: Path = HARNESS_ROOT) -> dict:
+    """nodeid -> the gate's one-line meaning: its docstring's first sentence, else its module's
+    (read from the source with ast: the page of an xdist run's controller, which collects
+    nothing, gets the same words)."""
+    by_file: dict = {}
+    for n in nodeids:
+        path, _, rest = n.partition("::")
+        by_file.setdefault(path, {})[n] = rest.split("[", 1)[0].split("::")[-1]
+    out = {}
+    for path, funcs in by_file.items():
+        try:
+            tree = ast.parse((root / path).read_text())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        docs = {node.name: ast.get_docstring(node) for node in ast.walk(tree)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        module = _first_sentence(ast.get_docstring(tree))
+        for n, func in funcs.items():
+            out[n] = _first_sentence(docs.get(func)) or module
     return out
+
+
+def _compiler_versions(build_dir: Path | None) -> dict:
+    """The compilers CMake found, from its CMakeFiles/<version>/CMake<LANG>Compiler.cmake (read,
+    never run: the build tree's CMake chose them)."""
+    out = {}
+    if build_dir is None:
+        return out
+    for lang, key in (("CUDA", "nvcc"), ("CXX", "c++")):
+        for f in sorted(Path(build_dir).glob(f"CMakeFiles/*/CMake{lang}Compiler.cmake")):
+            try:
+                text = f.read_text(errors="replace")
+            except OSError:
+                continue
+            ver = re.search(rf'set\(CMAKE_{lang}_COMPILER_VERSION "([^"]*)"\)', text)
+            ident = re.search(rf'set\(CMAKE_{lang}_COMPILER_ID "([^"]*)"\)', text)
+            if ver:
+                out[key] = f"{ident.group(1) if ident else ''} {ver.group(1)}".strip()
+            out["cmake"] = f.parent.name
+    return out
+
+
+def _cuda_wheels(cuda: dict) -> list:
+    wheels = Path(cuda.get("wheels_dir") or "/nonexistent")
+    names = sorted({d.name.removesuffix(".dist-info") for d in [*wheels.glob("*.dist-info"), *wheels.glob("*/*.dist-info")]
+                    if d.name.lower().startswith("nvidia")})
+    return [n.replace("-", " ", 1) for n in names]  # "nvidia_cublas 13.1.0.3"
+
+
+def _os_name() -> str:
+    try:
+        text = Path("/etc/os-release").read_text()
+    except OSError:
+        return platform.platform()
+    m = re.search(r'^PRETTY_NAME="?([^"\n]*)', text, re.M)
+    return m.group(1) if m else platform.platform()
+
+
+def _provenance(records: dict) -> dict:
+    source = (records.get("source") or {}).get("result") or {}
+    conf = (records.get("configure") or {}).get("result") or {}
+    cuda = (records.get("cuda_root") or {}).get("result") or {}
+    cache = conf.get("cache") or {}
+    if not conf and not source:
+        return {}  # an audit: nothing was built on this host
+    out = {"host": socket.gethostname(), "os": _os_name(), "python": platform.python_version(),
+           "source": source.get("root"), "commit": source.get("commit"), "branch": source.get("branch"),
+           # the sample tree (selftest/sample_mxnet) names its CMake project so
+           "sample": cache.get("CMAKE_PROJECT_NAME") == "mxnet_sample"}
+    out.update(_compiler_versions(conf.get("build_dir")))
+    if cuda:
+        out["cuda_root"] = cuda.get("root")
+        out["cuda_wheels"] = _cuda_wheels(cuda)
+    return {k: v for k, v in out.items() if v not in (None, "", [])} | {"sample": out["sample"]}
+
+
+def _run_timeline(config, steps: list) -> dict:
+    """The whole run's wall time, split into what is known: the build steps, the rest of the gates'
+    setup (CUDA wheels, throwaway venv, wheel extraction), the gates' own bodies, and the rest
+    (collection, teardown, reporting)."""
+    clock = config.stash.get(_CLOCK, None)
+    if clock is None:
+        return {}
+    total = time.monotonic() - clock["start"]
+    built = sum(s["seconds"] for s in steps)
+    setup, call = clock["setup"], clock["call"]
+    phases = [*({"name": s["name"], "seconds": s["seconds"]} for s in steps),
+              # the gates' fixture setup beyond the build steps: the venv and its wheels, extraction
+              {"name": "other setup (venv, extraction)", "seconds": max(setup - built, 0.0)},
+              {"name": "gate bodies", "seconds": call},
+              {"name": "collection, teardown, reporting", "seconds": max(total - setup - call, 0.0)}]
+    note = ""
+    if getattr(config.option, "numprocesses", None):
+        note = "setup and gate times are summed over the xdist workers, so they may add up to more than the wall time"
+    return {"total": total, "phases": [p for p in phases if p["seconds"] > 0.05], "note": note}
+
+
+_CLOCK = pytest.StashKey[dict]()
+
+
+def pytest_sessionstart(session):
+    clock = {"start": time.monotonic(), "setup": 0.0, "call": 0.0}
+    session.config.stash[_CLOCK] = _CLOCK_OF["clock"] = clock
+
+
+def pytest_runtest_logreport(report):
+    # The reporting process sees every report (xdist's controller gets the workers').
+    clock = _CLOCK_OF.get("clock")
+    if clock is not None and report.when in ("setup", "call"):
+        clock[report.when] += float(getattr(report, "duration", 0) or 0)
+
+
+#: pytest_runtest_logreport gets no config: the session's clock, set at configure
+_CLOCK_OF: dict = {}
+
+
+def pytest_unconfigure(config):
+    _CLOCK_OF.clear()
 
 
 def review_section(config, exitstatus=None, verdicts: dict | None = None) -> dict:
@@ -100,10 +230,24 @@ def review_section(config, exitstatus=None, verdicts: dict | None = None) -> dic
     source = (records.get("source") or {}).get("result") or {}
     broken = development_option_promises(options) + broken_promises(options)
     development = bool(broken or options.allow_dirty)
+    rset = release_set_of(config)
+    seen = {g["nodeid"] for g in gates if g["verdict"] != "not run"}
+    collected = config.stash.get(_COLLECTED, {})
+    not_run = [{"nodeid": n, "markers": collected.get(n, []), "group": review_page.group_of(n, collected.get(n))}
+               for n in (rset.gates if rset is not None else ()) if n not in seen]
+    meanings = gate_meanings([*(g["nodeid"] for g in gates), *(g["nodeid"] for g in not_run)])
+    for g in [*gates, *not_run]:
+        g["meaning"] = meanings.get(g["nodeid"], "")
+    timeline = _timeline(records)
+    timeline["run"] = _run_timeline(config, timeline["steps"])
+    conf = (records.get("configure") or {}).get("result") or {}
     return {review_page.SECTION: {
         "verdict": _verdict(config, gates, exitstatus),
         "gates": gates,
-        "timeline": _timeline(records),
+        "not_run": not_run,
+        "provenance": _provenance(records),
+        "configure_notes": list(conf.get("notes") or ()),
+        "timeline": timeline,
         "overrides": {"cmake_defines": dict(options.cmake_defines),
                       "broken": broken,
                       "development_options": list(options.development_options),
@@ -163,9 +307,15 @@ def pytest_sessionfinish(session, exitstatus):
     wheel = Path(pin.path) if pin is not None and Path(pin.path).is_file() else None
     # Where the built wheel lies now: harness.chain places it (dist/ or set aside) after the JSON
     # report was written, so the page alone can say it.
+    section = dict(doc.get(review_page.SECTION) or {})
     if produced_wheel(config):
-        doc = {**doc, review_page.SECTION: {**(doc.get(review_page.SECTION) or {}),
-                                            "wheel_location": produced_wheel(config)}}
+        section["wheel_location"] = produced_wheel(config)
+    # The footer names only what this run wrote: the pages, the JSON report, the step logs.
+    json_path = harness_options(config).provenance_json
+    log_dir = Path(((chain_records(shared_root(config)).get("configure") or {}).get("result") or {}).get("log") or "/nonexistent").parent
+    section["written"] = [str(p) for p in [*dests, json_path, log_dir / "configure.log", log_dir / "compile.log"]
+                          if p is not None and (p in dests or Path(p).is_file())]
+    doc = {**doc, review_page.SECTION: section}
     lines = []
     try:
         merged = merged_gpu_runs(config, doc)

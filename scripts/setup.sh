@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up a fresh Debian/Ubuntu machine for the harness: system packages, then .venv with the
+# Set up a fresh Debian 12 (or Ubuntu) machine for the harness: system packages, then .venv with the
 # harness and its dependencies. Safe to re-run. Run as root (or with sudo available).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,9 +15,23 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 # clang + lld + llvm: Mach-O dylibs for the macOS-flavor selftests (clang -target arm64-apple-macos,
 # ld64.lld, llvm-install-name-tool and llvm-lipo).
 # bubblewrap: sandbox of an sccache-dist build server (scripts/sccache_dist_loopback.py, its selftest).
-# chromium + chromium-driver: the review page's browser selftest (selftest/test_review_page.py).
 pkgs=(build-essential cmake ninja-build git unzip patchelf libopencv-dev libopenblas-dev gfortran ccache
-      python3-venv python3-dev clang lld llvm bubblewrap chromium chromium-driver)
+      python3-venv python3-dev clang lld llvm bubblewrap)
+# chromium + chromium-driver: the review page's browser selftest (selftest/test_review_page.py), by
+# Debian's names. Ubuntu ships Chromium only as a snap (its chromium-browser and chromium-chromedriver
+# debs install the snap, which a container or CI job cannot run), so there the browser is left out:
+# the selftest then uses google-chrome + chromedriver from PATH (GitHub's ubuntu runners have both)
+# and fails naming what is missing. Tried on Debian 12 only (README, "The first hour").
+# OS_RELEASE: another os-release file (selftest/test_setup_script.py checks the choice per distribution).
+distro=$( . "${OS_RELEASE:-/etc/os-release}" 2>/dev/null && echo "${ID:-unknown}" || echo unknown)
+case "$distro" in
+  debian) pkgs+=(chromium chromium-driver) ;;
+  ubuntu) echo "==> Ubuntu: Chromium is a snap there; the review page's browser selftest needs" \
+               "google-chrome (or chromium) and chromedriver on PATH, not installed by this script" ;;
+  *) echo "==> $distro: not Debian or Ubuntu; the apt package names below are Debian's" >&2
+     pkgs+=(chromium chromium-driver) ;;
+esac
+if [ "${1:-}" = "--print-packages" ]; then echo "${pkgs[*]}"; exit 0; fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then

@@ -59,9 +59,9 @@ def readme_recipes(readme: str) -> dict:
 
 
 def marker_expression(command: str) -> str | None:
-    """The ``-m`` expression of a pytest command line (None: no -m, or not pytest)."""
+    """The ``-m`` expression of a pytest or ``mxnet-release`` command line (None: no -m, or neither)."""
     words = shlex.split(command.replace("\n", " "))
-    if "pytest" not in " ".join(words):
+    if "pytest" not in " ".join(words) and not any(w.endswith("mxnet-release") for w in words):
         return None
     for i, w in enumerate(words):
         if w == "-m" and i + 1 < len(words) and words[i + 1] != "pytest":

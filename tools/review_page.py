@@ -49,6 +49,7 @@ def main(argv=None) -> int:
             if merged is not None and args.report.resolve() not in {p.resolve() for p, _ in reports}:
                 reports.append((args.report, doc))
             merged = gpu_reports.merge(reports, sha, arch)
+        doc["review"] = {**(doc.get("review") or {}), "rendered_from": str(args.report), "written": []}
         out = write_page(args.out or args.report.with_suffix(".html"), doc, args.wheel, merged)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,0 +1,27 @@
+"""scripts/setup.sh picks apt package names by distribution: Debian's chromium + chromium-driver on
+Debian; on Ubuntu, where those names are snap wrappers, the browser is left out of the main set."""
+from __future__ import annotations
+
+import subprocess
+
+from selftest.conftest import HARNESS_ROOT
+
+
+def packages(tmp_path, os_release: str) -> list:
+    f = tmp_path / "os-release"
+    f.write_text(os_release)
+    r = subprocess.run(["bash", str(HARNESS_ROOT / "scripts" / "setup.sh"), "--print-packages"],
+                       env={"PATH": "/usr/bin:/bin", "OS_RELEASE": str(f)}, capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.split("\n")[-2].split()
+
+
+def test_debian_gets_debians_chromium(tmp_path):
+    pkgs = packages(tmp_path, 'ID=debian\nVERSION_ID="12"\n')
+    assert "chromium" in pkgs and "chromium-driver" in pkgs and "libopencv-dev" in pkgs
+
+
+def test_ubuntu_leaves_the_browser_out(tmp_path):
+    pkgs = packages(tmp_path, 'ID=ubuntu\nID_LIKE=debian\nVERSION_ID="24.04"\n')
+    assert "libopencv-dev" in pkgs and not any(p.startswith("chromium") for p in pkgs), pkgs
