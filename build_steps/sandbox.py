@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import os
+import tempfile
 import pwd
 import shutil
 import signal
@@ -158,7 +159,7 @@ def _mask(path: Path) -> list[str]:
 
 
 def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, masked=(),
-            as_pid_1: bool = False) -> list[str]:
+            as_pid_1: bool = False, tmp: Path | None = None) -> list[str]:
     """``cmd`` as a bwrap command line (see the module's docstring). ``writable``: the step's
     outputs (made read-write; they must exist); ``readable``: its inputs under the hidden places
     (/tmp, homes, the run dir); ``masked``: paths inside those that stay hidden (a tree's .git).
@@ -169,8 +170,12 @@ def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, m
     exe = bwrap_path() or "bwrap"
     rw = _resolved(writable)
     ro = _resolved([*readable, sys.prefix, sys.base_prefix, CHECKOUT, *path_args(cmd)])
-    hidden = [Path("/tmp")] + [h for h in _resolved(homes()) if h != Path("/")] + _resolved(_State.hidden)
+    hidden = [h for h in _resolved(homes()) if h != Path("/")] + _resolved(_State.hidden)
     ops = []  # (depth, order, args): shallow mounts first, so a deeper one shows through them
+    # A private /tmp on the disk TMPDIR names (not a tmpfs in memory): nvcc's and gcc's temporaries
+    # land where the user pointed TMPDIR, a full TMPDIR is that filesystem's ENOSPC, and the dir
+    # goes with the run's temporary dir (build_steps.supervise) when the run ends.
+    ops.append((_depth(Path("/tmp")), 0, ["--bind", str(tmp or private_tmp()), "/tmp"]))
     for h in dict.fromkeys(hidden):
         ops.append((_depth(h), 0, ["--tmpfs", str(h)]))
     for m in _resolved([CHECKOUT / ".git", *masked]):
@@ -199,6 +204,20 @@ def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, m
     return argv + ["--", *map(str, cmd)]
 
 
+def private_tmp(tmpdir: str | None = None) -> Path:
+    """A fresh dir for one sandbox's /tmp on the filesystem of ``tmpdir`` (the step's TMPDIR, else
+    the harness's): inside the run's temporary dir when that is on the same filesystem (removed
+    with the run, build_steps.supervise), else in ``tmpdir`` itself."""
+    base = Path(tmpdir or tempfile.gettempdir())
+    run_tmp = os.environ.get("MXNET_HARNESS_RUN_TMP")
+    try:
+        if run_tmp and Path(run_tmp).is_dir() and Path(run_tmp).stat().st_dev == base.stat().st_dev:
+            base = Path(run_tmp)
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix="sandbox-tmp-", dir=base))
+
+
 def wrap(cmd, env: dict | None, *, writable=(), readable=(), network: bool = False,
          cwd=None, masked=(), as_pid_1: bool = False) -> tuple[list, dict | None]:
     """``(argv, env)`` to run ``cmd`` with: sandboxed (HOME the sandbox's empty one), or as given
@@ -211,8 +230,10 @@ def wrap(cmd, env: dict | None, *, writable=(), readable=(), network: bool = Fal
     # the callers' allow-lists (build_steps.venv) already left out every secret-like name
     env = dict(os.environ if env is None else env)
     env["HOME"] = str(private_home())
+    tmp = private_tmp(env.get("TMPDIR"))
+    env["TMPDIR"] = "/tmp"  # the private one on TMPDIR's disk; the host's TMPDIR path is not bound inside
     return command(cmd, writable=writable, readable=readable, network=network, cwd=cwd, masked=masked,
-                   as_pid_1=as_pid_1), env
+                   as_pid_1=as_pid_1, tmp=tmp), env
 
 
 def returncode(rc: int, sandboxed: bool | None = None) -> int:

@@ -251,6 +251,9 @@ def venv_box(venv: Venv, workdir: Path | None = None, readable=(), writable=()) 
 
 def run_venv(venv: Venv, cmd: list, *, env: dict, workdir: Path, readable=(), writable=(), **kwargs):
     """``subprocess.run`` of ``cmd`` (the venv's interpreter running the wheel's code), sandboxed."""
+    from .driver_stub import STUB_ENV
+    if env and env.get(STUB_ENV):  # the stand-in libcuda.so.1 lives in the run dir, hidden but for this
+        readable = [*readable, Path(env[STUB_ENV]).parent]
     argv, child_env = sandbox.wrap(cmd, env, **venv_box(venv, workdir, readable, writable))
     proc = subprocess.run(argv, env=child_env, cwd=str(workdir), **kwargs)
     proc.returncode = sandbox.returncode(proc.returncode)
