@@ -76,7 +76,9 @@ def test_configure_that_loses_opencv_fails_at_configure_naming_libopencv_dev(gat
         # A CMakeLists that never calls find_package(OpenCV) while the cache keeps USE_OPENCV=ON:
         # the library would be compiled out silently.
         cm = path / "CMakeLists.txt"
-        text = cm.read_text().replace("if(USE_OPENCV)\n  find_package(", "if(FALSE)\n  find_package(")
+        before = cm.read_text()
+        text = before.replace("if(USE_OPENCV)\n", "if(FALSE)\n", 1)
+        assert text != before, "the sample's OpenCV block moved: this edit must still remove it"
         cm.write_text(text)
     src = sample_tree(edit=lose_opencv)
     result = gates("-m", CHAIN, *NO_INSTALL, f"--mxnet-src={src}", "--flavor=cpu")
