@@ -105,10 +105,12 @@ def test_sigkill_of_the_run_leaves_nothing_running(sample_tree, tmp_path):
 
 def test_a_takeover_stops_what_a_dead_run_left_and_names_it(sample_tree, tmp_path):
     """The run and its watchdog both killed (a lost machine's worth): the orphans go on until the
-    next run on the build dir takes the lock over, which stops them before it builds."""
+    next run on the build dir takes the lock over, which stops them before it builds. The first run
+    is unsandboxed: in the sandbox bwrap's --die-with-parent already ends the compile with the run,
+    so only a --no-sandbox run (or a sandbox whose bwrap was killed too) leaves such orphans."""
     src = sample_tree(edit=slow_compile_edit(316.5))
     build, mark, log = tmp_path / "build", uuid.uuid4().hex, tmp_path / "first.log"
-    first = _start(tmp_path, src, build, mark, log)
+    first = _start(tmp_path, src, build, mark, log, "--no-sandbox")
     second = None
     try:
         assert _wait_for(lambda: _sleeping(mark, "316.5"), 300, first), log.read_text()[-3000:]
