@@ -6,10 +6,15 @@ recorded stand-in and every ``--yes`` is played as ``--dry-run``.
 What this machine is not, each said as one substitution the player checks is used exactly once:
 it is no GPU build host (the build job's selection is narrowed to the gates a host without a GPU
 runs, as the README's main job is) and no GPU runner (the gpu job's GPU gates are the recorded
-H200 run, docs/gpu_runs/real_fork_2026-12-04-gpu.json, placed as that runner's report).
+H200 run, docs/gpu_runs/real_fork_2026-12-04-gpu.json, placed as that runner's report). Since
+no build here can pass the whole release set, the release report a GPU build host's verify run
+writes (build_steps.release_report) is written by the play for the wheel the build job made, with
+the harness's own key, and the publish job's ``mxnet-release publish`` checks it as it would any.
 """
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import json
 import shutil
 import subprocess
@@ -27,10 +32,15 @@ from selftest.workflow_player import Expr, Player, Runner, Substitution, Workflo
 WORKFLOW = HARNESS_ROOT / "docs" / "ci" / "github-actions.yml"
 H200_REPORT = HARNESS_ROOT / "docs" / "gpu_runs" / "real_fork_2026-12-04-gpu.json"
 FORK = "smolix/mxnet"
-#: the step text of a publish the current harness refuses (--publish with --wheel: "only a full
-#: build publishes"); issue 29's separate publish step (`mxnet-release publish --report=R`)
-#: replaces it, and then the publish job must pass like the others
-REFUSED_PUBLISH = "--mxnet-src=\"$GITHUB_WORKSPACE/$MXNET\" --publish --yes"
+#: the release version the played build is made under (the release scheme's build number, as a
+#: --publish run picks it), so that the publish step's version checks meet a release-shaped wheel
+PLAY_VERSION = f"2.0.0+cu13.bw.{datetime.datetime.now(datetime.timezone.utc):%Y%m%d}.1"
+
+
+def publish_tag_line(version: str) -> str:
+    """What the publish step's dry run prints for the tag it would push."""
+    from build_steps import publish
+    return publish.tag_for(version)
 
 
 def harness_repository(workflow: dict) -> str:
@@ -51,6 +61,33 @@ def runner_for(job: str, labels: list):
     return None
 
 
+def write_stand_in_release_report(ctx) -> int:
+    """What the GPU build host's verify run writes once every gate of the release set passed
+    (tests/test_publish.py, --release-report): here no build can pass the GPU gates, so the play
+    writes it for the wheel the build job placed in dist/, its facts read from the build's own
+    provenance JSON, signed with this host's report key like any report."""
+    from build_steps import publish
+    from build_steps.pinning import sha256_of
+    from build_steps.release_manifest import load_manifest
+    from build_steps.release_report import write_report
+
+    ws = Path(ctx["workspace"])
+    fork = ws / ctx["env"]["MXNET"]
+    provenance = json.loads((ws / "build-report.json").read_text())
+    wheel = fork / "dist" / provenance["wheel"]["filename"]
+    head = subprocess.run(["git", "-C", str(fork), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    gates = list(load_manifest("cuda").gates)
+    write_report(ws / "release-report.json", {
+        "flavor": "cuda", "repo": str(fork), "remote": "origin",
+        "release": {"version": PLAY_VERSION, "tag": publish.tag_for(PLAY_VERSION), "commit": head},
+        "wheel": str(wheel), "sha256": sha256_of(wheel),
+        "facts": dataclasses.asdict(publish.release_facts(provenance)),
+        "gates_passed": gates, "verdicts": {g: "passed" for g in gates}, "excused": [], "assets": {},
+    })
+    return 0
+
+
 def place_h200_report(ctx) -> int:
     dest = Path(ctx["workspace"]) / "reports" / f"{ctx['env']['ARCH']}.json"
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -66,19 +103,23 @@ def test_the_workflow_plays_on_the_sample_tree(tmp_path, gh_standin):
     subprocess.run(["git", "clone", "-q", "--bare", str(HARNESS_ROOT), str(harness_git)], check=True)
     fork = make_release_repo(tmp_path / "fork", source=copy_sample_tree(tmp_path / "sample"))
     subs = [
-        Substitution("build", '-m release --mxnet-src="$GITHUB_WORKSPACE/$MXNET" --cuda-from-wheels --publish --dry-run',
+        Substitution("build", '-m release --mxnet-src="$GITHUB_WORKSPACE/$MXNET" --cuda-from-wheels --publish '
+                     '--release-report="$GITHUB_WORKSPACE/release-report.json"',
                      new='-m "release and not gpu and not runtime" -k "not install" '
-                         '--mxnet-src="$GITHUB_WORKSPACE/$MXNET" --cuda-from-wheels',
+                         '--mxnet-src="$GITHUB_WORKSPACE/$MXNET" --cuda-from-wheels '
+                         f'--wheel-version={PLAY_VERSION}',
                      why="no GPU here: the gates a host without a GPU runs (the README's main job) but the install "
-                     "gate (its venv pulls ~1.3 GB of nvidia-* wheels; it has its own selftests); the publish "
-                     "gate's dry run needs the whole release set (a partial run's publish is refused), so "
-                     "--publish --dry-run goes with it"),
+                     "gate (its venv pulls ~1.3 GB of nvidia-* wheels; it has its own selftests); a partial run "
+                     "writes no release report, so --publish --release-report goes with it"),
+        Substitution("build", 'echo "name=$(basename "$wheel")"',
+                     why="the release report a whole-release-set PASS on a GPU build host writes, made for "
+                     "this wheel (write_stand_in_release_report)", before=write_stand_in_release_report),
         Substitution("gpu", '-m "gpu or cublas"', why="no GPU here: the recorded H200 run is this runner's report",
                      call=place_h200_report),
     ]
     publish_run = " ".join(s.get("run", "") for s in workflow["jobs"]["publish"]["steps"])
-    if "--yes" in publish_run:  # a rehearsal here (the stand-in gh and a local remote catch the rest)
-        subs.append(Substitution("publish", "--yes", "played as a rehearsal", new="--dry-run"))
+    assert "mxnet-release\" publish" in publish_run, publish_run  # the separate, privileged step (issue 29)
+    subs.append(Substitution("publish", "--yes", "played as a rehearsal", new="--dry-run"))
     player = Player(workflow, tmp_path / "play", repos={harness_repository(workflow): harness_git,
                                                         FORK: fork.remote},
                     runner_for=runner_for, github={"repository": FORK, "token": "stand-in-token"},
@@ -121,14 +162,9 @@ def test_the_workflow_plays_on_the_sample_tree(tmp_path, gh_standin):
     assert review.is_file() and "review-page" in {p.name for p in (tmp_path / "play" / "artifacts").iterdir()}
 
     publish, = results["publish"]
-    if REFUSED_PUBLISH in publish_run:
-        # Expected to fail until issue 29's publish step (`mxnet-release publish --report=R`)
-        # replaces this job's pytest line: the harness refuses --publish with --wheel.
-        step = publish.step("publish the wheel")
-        assert step.rc == 4 and "only a full build publishes" in step.output, show("publish")
-        assert all(s.rc == 0 for s in publish.steps if s is not step), show("publish")  # its other steps
-    else:
-        assert publish.result == "success", show("publish")
+    assert publish.result == "success", show("publish")
+    step = publish.step("publish the wheel")
+    assert publish_tag_line(PLAY_VERSION) in step.output, show("publish")
     assert fork.remote_tags() == [], "a rehearsal tagged the fork"
     assert not any(c[:2] == ["release", "create"] for c in gh_standin.calls()), gh_standin.calls()
     print(summary + f"\nplayed in {took:.0f} s")

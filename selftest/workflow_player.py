@@ -185,6 +185,9 @@ class Substitution:
     why: str
     new: str | None = None
     call: Callable | None = None
+    #: run before the step (its exit status must be 0), e.g. to lay down what a host of another
+    #: kind would have made; the step itself then runs as written (or with ``new``)
+    before: Callable | None = None
     used: int = 0
 
 
@@ -368,11 +371,16 @@ class Player:
             if sub.job == job and sub.old in script:
                 sub.used += 1
                 self.log.append(f"[{job}] substituted {sub.old!r}: {sub.why}")
+                if sub.before is not None:
+                    rc = sub.before({"workspace": ws, "env": env})
+                    if rc != 0:
+                        return rc, f"(before the step, for: {sub.why}: exit {rc})", {}, {}
                 if sub.call is not None:
                     out_file = temp / f"output-{n}"
                     rc = sub.call({"workspace": ws, "env": env, "github_output": out_file})
                     return rc, f"(substituted: {sub.why})", {}, _read_kv(out_file)
-                script = script.replace(sub.old, sub.new)
+                if sub.new is not None:
+                    script = script.replace(sub.old, sub.new)
         script = expr.interpolate(script)
         if step.get("shell", defaults.get("shell", "bash")) != "bash":
             raise WorkflowError(f"job {job}: only bash steps are played")
