@@ -82,7 +82,7 @@ def write_stand_in_release_report(ctx) -> int:
         "flavor": "cuda", "repo": str(fork), "remote": "origin",
         "release": {"version": PLAY_VERSION, "tag": publish.tag_for(PLAY_VERSION), "commit": head},
         "wheel": str(wheel), "sha256": sha256_of(wheel),
-        "facts": dataclasses.asdict(publish.release_facts(provenance)),
+        "facts": dataclasses.asdict(publish.release_facts(provenance["facts"])),
         "gates_passed": gates, "verdicts": {g: "passed" for g in gates}, "excused": [], "assets": {},
     })
     return 0
