@@ -99,14 +99,35 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
     out = progress or _progress_stream()
     targets = [target] if isinstance(target, str) else list(target)
     cmd = ["cmake", "--build", str(build_dir), "--target", *targets, "--parallel", str(jobs)]
-    server = private_server(launcher, env)
+    try:
+        server = private_server(launcher, env, confine=_server_box(build_dir, env))
+    except RuntimeError as exc:
+        raise StepError("compile", str(exc)) from None
     if server is not None:
         env = {**(env or {}), **server.env}
+        if server.unconfined:
+            print(f"[compile] WARNING: the sccache server runs outside the sandbox: {server.unconfined}; "
+                  "the compile lines the tree chose run with this harness's user", file=out, flush=True)
     try:
         return _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher, server)
     finally:
         if server is not None:
             server.stop()
+
+
+def _server_box(build_dir: Path, env: dict | None):
+    """The sandbox the build's sccache server runs in: the compile's own (the tree read-only, the
+    build dir and the compiler caches writable, an allow-list environment, an empty HOME), so the
+    compilers it runs, with the compile lines the tree's CMake chose, are confined as ninja's
+    are. Plus the server's TMPDIR (nvcc's temporaries) writable. It keeps the network: the
+    clients in the compile's sandbox and the harness reach it on localhost."""
+    def confine(cmd, server_env):
+        box = build_box(_source_of(build_dir), build_dir, network=True, env=env)
+        tmp = server_env.get("TMPDIR")
+        if tmp and Path(tmp).is_dir():
+            box["writable"] = [*box["writable"], Path(tmp)]
+        return sandbox.wrap(cmd, build_env(server_env), **box)
+    return confine
 
 
 def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher, server) -> CompileResult:
