@@ -145,8 +145,12 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
         fh.write(f"==== compile run {time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} "
                  f"jobs={jobs} target={' '.join(targets)} ====\n$ " + " ".join(cmd) + "\n")
         # sccache's clients reach the build's server on localhost: that build keeps the network
-        argv, child_env = sandbox.wrap(cmd, build_env(env), **build_box(
-            _source_of(build_dir), build_dir, network=server is not None, env=env), as_pid_1=True)
+        box = build_box(_source_of(build_dir), build_dir, network=server is not None, env=env)
+        if server is not None and server.env.get("TMPDIR"):
+            # a compile sccache cannot cache (nvcc's -isystem=...) runs in its client, here, with
+            # the server's TMPDIR: without it nvcc cannot write its tmpxft_* files
+            box["writable"] = [*box["writable"], Path(server.env["TMPDIR"])]
+        argv, child_env = sandbox.wrap(cmd, build_env(env), **box, as_pid_1=True)
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 bufsize=1, env=child_env)
         try:
