@@ -308,7 +308,9 @@ def private_server(launcher: Launcher | None, env: dict | None = None, confine=N
     given = {**os.environ, **(env or {})}
     if given.get("SCCACHE_SERVER_PORT"):
         ensure_running(launcher, {**(env or {}), supervise.RUN_MARK: ""})  # the user's, not this run's
-        return Server(launcher, {}, private=False)
+        return Server(launcher, {}, private=False, unconfined=(
+            f"SCCACHE_SERVER_PORT={given['SCCACHE_SERVER_PORT']} names your own server (unset it for the "
+            "build's own, sandboxed one)"))
     own = {"SCCACHE_SERVER_PORT": str(_free_port())}
     if not given.get("SCCACHE_DIR"):
         own["SCCACHE_DIR"] = str(default_sccache_dir())
