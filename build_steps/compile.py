@@ -119,10 +119,11 @@ def _server_box(build_dir: Path, env: dict | None):
     """The sandbox the build's sccache server runs in: the compile's own (the tree read-only, the
     build dir and the compiler caches writable, an allow-list environment, an empty HOME), so the
     compilers it runs, with the compile lines the tree's CMake chose, are confined as ninja's
-    are. Plus the server's TMPDIR (nvcc's temporaries) writable. It keeps the network: the
-    clients in the compile's sandbox and the harness reach it on localhost."""
-    def confine(cmd, server_env):
-        box = build_box(_source_of(build_dir), build_dir, network=True, env=env)
+    are. Plus the server's TMPDIR (nvcc's temporaries, its socket file) writable. The network
+    only where its clients reach it on 127.0.0.1 (no socket file: not a supervised run, or a
+    remote cache)."""
+    def confine(cmd, server_env, network: bool):
+        box = build_box(_source_of(build_dir), build_dir, network=network, env=env)
         tmp = server_env.get("TMPDIR")
         if tmp and Path(tmp).is_dir():
             box["writable"] = [*box["writable"], Path(tmp)]
@@ -144,8 +145,9 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
         first_line = fh.tell()
         fh.write(f"==== compile run {time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} "
                  f"jobs={jobs} target={' '.join(targets)} ====\n$ " + " ".join(cmd) + "\n")
-        # sccache's clients reach the build's server on localhost: that build keeps the network
-        box = build_box(_source_of(build_dir), build_dir, network=server is not None, env=env)
+        # sccache's clients reach the build's server on 127.0.0.1 unless by its socket file
+        box = build_box(_source_of(build_dir), build_dir, network=server is not None and server.network,
+                        env=env)
         if server is not None and server.env.get("TMPDIR"):
             # a compile sccache cannot cache (nvcc's -isystem=...) runs in its client, here, with
             # the server's TMPDIR: without it nvcc cannot write its tmpxft_* files

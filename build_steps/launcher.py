@@ -236,8 +236,11 @@ class Server:
     pid: int | None = None
     #: the sandbox the private server runs in, in the foreground (None: started by --start-server)
     proc: subprocess.Popen | None = None
-    #: why the server runs outside the build's sandbox ("" when it is inside, or not the harness's)
+    #: why the server runs outside the build's sandbox ("" when it is inside)
     unconfined: str = ""
+    #: whether its clients need the network: False when they reach it by a socket file
+    #: (SCCACHE_SERVER_UDS), so the compile's sandbox and the server's own have none
+    network: bool = True
 
     def disk(self) -> list[str]:
         """Where this server writes: its cache and its temporaries (nvcc's, per compile)."""
@@ -323,7 +326,12 @@ def private_server(launcher: Launcher | None, env: dict | None = None, confine=N
     server = Server(launcher, own, private=True)
     config = config_file(given)
     if confine is not None and config is None:
-        server.proc = _start_confined(launcher, {**(env or {}), **own}, confine)
+        if own.get("TMPDIR") and not remote_storage(given):
+            # a socket file in the run's temporary dir, which both sandboxes bind: neither needs
+            # the network (remote storage would: its server keeps it, and the port)
+            own["SCCACHE_SERVER_UDS"] = str(Path(own["TMPDIR"]) / "server.sock")
+            server.network = False
+        server.proc = _start_confined(launcher, {**(env or {}), **own}, confine, server.network)
     else:
         server.unconfined = (f"it reads the sccache config file {config} (a dist client or remote "
                              "storage needs the user's HOME)" if config else "no sandbox was asked for")
@@ -348,22 +356,25 @@ def config_file(given: dict) -> Path | None:
 _START_TIMEOUT = 60.0
 
 
-def _start_confined(launcher: Launcher, env: dict, confine) -> subprocess.Popen:
+def _start_confined(launcher: Launcher, env: dict, confine, network: bool) -> subprocess.Popen:
     """The sccache server in the foreground (``SCCACHE_NO_DAEMON``) inside ``confine``'s
-    sandbox, listening on ``env``'s port once this returns. A daemonizing ``--start-server``
+    sandbox, listening on ``env``'s socket file (or port) once this returns. A daemonizing ``--start-server``
     cannot be used: its starting client is the sandbox's command, and the sandbox (its own pid
     namespace) ends with it."""
     import socket
     import tempfile
     import time
-    port = int(env["SCCACHE_SERVER_PORT"])
-    argv, child_env = confine([launcher.path], {**env, "SCCACHE_START_SERVER": "1", "SCCACHE_NO_DAEMON": "1"})
+    uds = env.get("SCCACHE_SERVER_UDS")
+    family, address = ((socket.AF_UNIX, uds) if uds else
+                       (socket.AF_INET, ("127.0.0.1", int(env["SCCACHE_SERVER_PORT"]))))
+    argv, child_env = confine([launcher.path], {**env, "SCCACHE_START_SERVER": "1", "SCCACHE_NO_DAEMON": "1"},
+                              network)
     errors = tempfile.TemporaryFile(mode="w+")
     proc = subprocess.Popen(argv, env=child_env, stdin=subprocess.DEVNULL, stdout=errors, stderr=errors)
     deadline = time.monotonic() + _START_TIMEOUT
     while True:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
+        with socket.socket(family) as s:
+            if s.connect_ex(address) == 0:
                 errors.close()
                 return proc
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -378,12 +389,20 @@ def _start_confined(launcher: Launcher, env: dict, confine) -> subprocess.Popen:
         time.sleep(0.02)
 
 
+#: sccache's settings of a remote cache (its server then needs the network)
+_REMOTE_STORAGE = ("SCCACHE_BUCKET", "SCCACHE_REDIS", "SCCACHE_GCS", "SCCACHE_MEMCACHED", "SCCACHE_WEBDAV",
+                   "SCCACHE_AZURE", "SCCACHE_GHA", "SCCACHE_OSS", "SCCACHE_COS")
+
+
+def remote_storage(given: dict) -> bool:
+    return any(k.startswith(_REMOTE_STORAGE) and v for k, v in given.items())
+
+
 def cache_warning(env: dict | None = None) -> str:
     """A warning when sccache's local cache cannot be written ("" when it can, or is remote):
     sccache then compiles on without a word and caches nothing."""
     given = {**os.environ, **(env or {})}
-    if any(k.startswith(("SCCACHE_BUCKET", "SCCACHE_REDIS", "SCCACHE_GCS", "SCCACHE_MEMCACHED",
-                         "SCCACHE_WEBDAV", "SCCACHE_AZURE")) for k in given):
+    if remote_storage(given):
         return ""
     cache = Path(given.get("SCCACHE_DIR") or default_sccache_dir())
     try:

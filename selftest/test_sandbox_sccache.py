@@ -8,14 +8,15 @@ tree's fake ``as`` for each object it assembles (sccache hashes the flag and han
 its server; ``-wrapper`` would not do: sccache cannot cache it and its client compiles locally,
 inside the compile's sandbox). The fake ``as`` tries, for real, to read the credential files of
 the HOME the harness was started with, a ``GH_TOKEN`` from its own environment and from every
-ancestor's (``/proc/<pid>/environ``: the server's), to write into the harness's checkout, and
-leaves a detached process that drops the run's supervision mark (``env -i setsid``), then
+ancestor's (``/proc/<pid>/environ``: the server's), to reach a port the test listens on at
+127.0.0.1 (the server and its clients talk through a socket file, so neither sandbox has the
+network), to write into the harness's checkout, and leaves a detached process that drops the run's supervision mark (``env -i setsid``), then
 assembles as the real ``as`` would.
 
 Shown failing without the change: run against the code before it (commit 6f8c629, the server
 started by ``sccache --start-server`` outside the sandbox), this test's first assertion fails:
 the fake ``as`` wrote ``read <home>/.netrc: sentinel-...``, ``env of <server pid>:
-GH_TOKEN=sentinel-...`` and ``wrote checkout``, and its ``sleep`` outlived the run.
+GH_TOKEN=sentinel-...``, ``reached 127.0.0.1:<port>`` and ``wrote checkout``.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import uuid
@@ -55,6 +57,8 @@ while [ -n "$p" ] && [ "$p" -gt 1 ]; do
   tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep '^GH_TOKEN=' | sed "s/^/env of $p: /" >> "$out"
   p=$(awk '/^PPid:/{{print $2}}' /proc/$p/status 2>/dev/null)
 done
+python3 -c "import socket; socket.create_connection(('127.0.0.1', {port}), 2)" 2>/dev/null \
+  && echo "reached 127.0.0.1:{port}" >> "$out"
 echo "FORGED-{mark}" > {checkout}/attack-as-{mark} 2>/dev/null && echo "wrote checkout" >> "$out"
 env -i setsid sleep {sleep} </dev/null >/dev/null 2>&1 &
 exec as "$@"
@@ -80,6 +84,9 @@ def _sleeps(sleep: str) -> list[int]:
 
 @pytest.fixture
 def world(tmp_path):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
     mark = uuid.uuid4().hex[:10]
     home = Path(f"/var/tmp/sbx-sccache-home-{mark}")  # outside /tmp: only the sandbox hides it
     sleep = f"{4000 + int(mark[:4], 16) % 1000}.{int(mark[4:8], 16) % 97 + 1}"
@@ -91,7 +98,8 @@ def world(tmp_path):
         fake = src / "toolbin" / "as"
         fake.parent.mkdir()
         fake.write_text(_FAKE_AS.format(cred_paths=" ".join(str(home / r) for r in CRED_FILES),
-                                        checkout=HARNESS_ROOT, mark=mark, sleep=sleep))
+                                        checkout=HARNESS_ROOT, mark=mark, sleep=sleep,
+                                        port=listener.getsockname()[1]))
         fake.chmod(0o755)
         cm = src / "CMakeLists.txt"
         cm.write_text(cm.read_text() + _CMAKE)
@@ -109,6 +117,7 @@ def world(tmp_path):
     for leftover in HARNESS_ROOT.glob(f"attack-as-{mark}"):
         leftover.unlink()
     shutil.rmtree(home, ignore_errors=True)
+    listener.close()
 
 
 def _chain(w) -> subprocess.CompletedProcess:
@@ -132,7 +141,7 @@ def test_a_compile_flag_of_the_tree_runs_its_code_confined_in_the_sccache_server
     assert m and int(m.group(3)) > 0, out[-3000:]
     assert 0 < seen.count("as ran") <= int(m.group(3)), (seen, m.group(0))
     # ... and read nothing, wrote nothing of the harness's and left nothing running
-    assert f"sentinel-{world['mark']}" not in seen and "wrote" not in seen, seen
+    assert f"sentinel-{world['mark']}" not in seen and "wrote" not in seen and "reached" not in seen, seen
     assert not list(HARNESS_ROOT.glob(f"attack-as-{world['mark']}"))
     assert _sleeps(world["sleep"]) == []
     assert "runs outside the sandbox" not in out
