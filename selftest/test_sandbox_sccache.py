@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import launcher, sandbox
+from build_steps import compile, launcher, processes, sandbox, supervise
 from selftest.conftest import HARNESS_CACHE, HARNESS_ROOT
 from selftest.fixtures_build import copy_sample_tree
 
@@ -153,3 +153,74 @@ def test_a_compile_flag_of_the_tree_runs_its_code_confined_in_the_sccache_server
     m2 = SUMMARY.search(out2)
     assert m2 and int(m2.group(2)) == int(m.group(3)) and int(m2.group(3)) == 0, (m.group(0), m2 and m2.group(0))
     assert not (world["build"] / "attack-as.txt").exists(), "a hit must not run the compiler"
+
+
+@pytest.fixture
+def own_server_env(tmp_path, monkeypatch):
+    """A supervised run's setting for the build's own server: no port or config of the user's."""
+    for key in ("SCCACHE_SERVER_PORT", "SCCACHE_CONF"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("SCCACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "run-tmp").mkdir()
+    monkeypatch.setenv(supervise.RUN_TMP, str(tmp_path / "run-tmp"))
+    monkeypatch.setenv(supervise.RUN_MARK, "selftest-run-mark")
+    monkeypatch.setenv("GH_TOKEN", "sentinel-server-env")
+    build = tmp_path / "build"
+    build.mkdir()
+    return build
+
+
+def _nspid(pid: int) -> list[str]:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("NSpid:"):
+            return line.split()[1:]
+    return []
+
+
+def test_the_builds_own_server_is_in_a_sandbox_of_its_own_reached_by_a_socket_file(own_server_env):
+    tool = launcher.choose("sccache")
+    server = launcher.private_server(tool, {}, confine=compile._server_box(own_server_env, {}))
+    port = server.env["SCCACHE_SERVER_PORT"]
+    try:
+        assert server.proc is not None and server.unconfined == "" and server.network is False, server
+        assert Path(server.env["SCCACHE_SERVER_UDS"]).is_socket()
+        assert server.pid and len(_nspid(server.pid)) == 2, "the server is not in a pid namespace of its own"
+        environ = Path(f"/proc/{server.pid}/environ").read_bytes().split(b"\0")
+        # an allow-list environment (the harness's GH_TOKEN not in it), the run's mark kept
+        assert not any(e.startswith(b"GH_TOKEN=") for e in environ), environ
+        assert f"{supervise.RUN_MARK}=selftest-run-mark".encode() in environ, "the run's supervision cannot find it"
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", int(port))) != 0, "the server listens on the network"
+        assert "error" not in launcher.snapshot(tool, server.env), "the harness cannot read its counters"
+    finally:
+        server.stop()
+    assert server.proc.poll() is not None
+    assert processes.with_env("SCCACHE_SERVER_PORT", port) == [], "the server's sandbox outlived its stop"
+
+
+def test_a_server_reading_the_users_sccache_config_or_port_stays_outside_and_says_why(own_server_env, tmp_path,
+                                                                                      monkeypatch):
+    tool = launcher.choose("sccache")
+    conf = tmp_path / "sccache.conf"
+    conf.write_text("")  # a dist client or remote storage would be configured here
+    monkeypatch.setenv("SCCACHE_CONF", str(conf))
+    server = launcher.private_server(tool, {}, confine=compile._server_box(own_server_env, {}))
+    try:
+        assert server.proc is None and server.network is True, server
+        assert f"reads the sccache config file {conf}" in server.unconfined, server.unconfined
+    finally:
+        server.stop()
+    monkeypatch.delenv("SCCACHE_CONF")
+    monkeypatch.setenv("SCCACHE_SERVER_PORT", str(_free_port()))
+    server = launcher.private_server(tool, {}, confine=compile._server_box(own_server_env, {}))
+    try:
+        assert not server.private and "names your own server" in server.unconfined, server
+    finally:
+        launcher.stop_server(tool)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
