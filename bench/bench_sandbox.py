@@ -74,6 +74,12 @@ def sccache_compile(src: Path, mode: str, profile) -> dict:
     shutil.rmtree(cache, ignore_errors=True)
     os.environ.pop("SCCACHE_SERVER_PORT", None)  # the build's own server, as a run starts it
     os.environ["SCCACHE_DIR"] = str(cache)
+    # a run's temporary dir, as a supervised run has: the server's TMPDIR and socket file
+    run_tmp = WORK / f"run-tmp-{mode}"
+    shutil.rmtree(run_tmp, ignore_errors=True)
+    run_tmp.mkdir(parents=True)
+    from build_steps import supervise
+    os.environ[supervise.RUN_TMP] = str(run_tmp)
     build = WORK / f"sccache-build-{mode}"
     times = {}
     start = time.monotonic()

@@ -326,10 +326,12 @@ def private_server(launcher: Launcher | None, env: dict | None = None, confine=N
     server = Server(launcher, own, private=True)
     config = config_file(given)
     if confine is not None and config is None:
-        if own.get("TMPDIR") and not remote_storage(given):
+        sock = Path(own["TMPDIR"]) / "server.sock" if own.get("TMPDIR") else None
+        # (a socket file's path holds at most 107 bytes)
+        if sock is not None and len(os.fsencode(sock)) < 100 and not remote_storage(given):
             # a socket file in the run's temporary dir, which both sandboxes bind: neither needs
             # the network (remote storage would: its server keeps it, and the port)
-            own["SCCACHE_SERVER_UDS"] = str(Path(own["TMPDIR"]) / "server.sock")
+            own["SCCACHE_SERVER_UDS"] = str(sock)
             server.network = False
         server.proc = _start_confined(launcher, {**(env or {}), **own}, confine, server.network)
     else:

@@ -27,6 +27,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -162,13 +163,15 @@ def own_server_env(tmp_path, monkeypatch):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("SCCACHE_DIR", str(tmp_path / "cache"))
-    (tmp_path / "run-tmp").mkdir()
-    monkeypatch.setenv(supervise.RUN_TMP, str(tmp_path / "run-tmp"))
+    # as short as a run's own (/tmp/mxnet-harness-run-*): a socket file's path has a limit
+    run_tmp = Path(tempfile.mkdtemp(prefix="sbx-sccache-"))
+    monkeypatch.setenv(supervise.RUN_TMP, str(run_tmp))
     monkeypatch.setenv(supervise.RUN_MARK, "selftest-run-mark")
     monkeypatch.setenv("GH_TOKEN", "sentinel-server-env")
     build = tmp_path / "build"
     build.mkdir()
-    return build
+    yield build
+    shutil.rmtree(run_tmp, ignore_errors=True)
 
 
 def _nspid(pid: int) -> list[str]:
