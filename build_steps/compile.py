@@ -149,8 +149,9 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
         box = build_box(_source_of(build_dir), build_dir, network=server is not None and server.network,
                         env=env)
         if server is not None and server.env.get("TMPDIR"):
-            # a compile sccache cannot cache (nvcc's -isystem=...) runs in its client, here, with
-            # the server's TMPDIR: without it nvcc cannot write its tmpxft_* files
+            # a release build's .cu compile leaves sccache out of its chain (reproducible objects,
+            # build_steps.deterministic_compile) and runs nvcc here, with the server's TMPDIR: nvcc
+            # could not write its tmpxft_* files; and the clients reach the server's socket file there
             box["writable"] = [*box["writable"], Path(server.env["TMPDIR"])]
         argv, child_env = sandbox.wrap(cmd, build_env(env), **box, as_pid_1=True)
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
