@@ -6,6 +6,9 @@ the machine's load falls on both modes alike:
 - the sample tree's chain (selftest/sample_mxnet): configure, compile and package, each step
   through its build_steps function exactly as a run calls it, a fresh build dir every time and
   no compiler cache, so every round does the same work;
+- the sample tree's compile through sccache, the build's own server confined in the compile's
+  sandbox (or not, unsandboxed): the server's start and stop, a cold compile (a fresh cache each
+  round) and a warm one (a fresh build dir, every object a hit);
 - a real fork configure (``../shared/fixtures/mxnet-fork-*.tar.xz``, unpacked once): the CPU
   profile's first-time cmake configure into a fresh build dir (hundreds of try-compiles and
   probes, each a process started in the sandbox).
@@ -13,7 +16,7 @@ the machine's load falls on both modes alike:
 It prints each round's seconds, then per step the best and the median of each mode and their
 ratio (sandboxed / unsandboxed), with the machine's load before and after.
 
-    .venv/bin/python bench/bench_sandbox.py [--rounds N] [--no-fork] [--src=DIR]
+    .venv/bin/python bench/bench_sandbox.py [--rounds N] [--no-fork] [--no-sample] [--no-sccache] [--src=DIR]
 """
 from __future__ import annotations
 
@@ -64,6 +67,40 @@ def sample_chain(src: Path, mode: str, profile) -> dict:
     return times
 
 
+def sccache_compile(src: Path, mode: str, profile) -> dict:
+    from build_steps import launcher
+    tool = launcher.choose("sccache")
+    cache = WORK / f"sccache-{mode}"
+    shutil.rmtree(cache, ignore_errors=True)
+    os.environ.pop("SCCACHE_SERVER_PORT", None)  # the build's own server, as a run starts it
+    os.environ["SCCACHE_DIR"] = str(cache)
+    # a run's temporary dir, as a supervised run has: the server's TMPDIR and socket file
+    run_tmp = WORK / f"run-tmp-{mode}"
+    shutil.rmtree(run_tmp, ignore_errors=True)
+    run_tmp.mkdir(parents=True)
+    from build_steps import supervise
+    os.environ[supervise.RUN_TMP] = str(run_tmp)
+    build = WORK / f"sccache-build-{mode}"
+    times = {}
+    start = time.monotonic()
+    server = launcher.private_server(tool, {}, confine=compile._server_box(build, {}))
+    times["server start"] = time.monotonic() - start
+    start = time.monotonic()
+    server.stop()
+    times["server stop"] = time.monotonic() - start
+    for phase in ("sccache cold", "sccache warm"):
+        shutil.rmtree(build, ignore_errors=True)
+        logs = build / "harness-logs"
+        configure.configure(src, build, profile, Arch(), logs, extra_defs=launcher.cmake_defines(tool))
+        start = time.monotonic()
+        res = compile.compile_mxnet(build, 2, logs, progress=open(os.devnull, "w"), launcher=tool)
+        times[phase] = time.monotonic() - start
+        stats = res.launcher or {}
+        if phase == "sccache warm" and stats.get("misses"):
+            raise SystemExit(f"the warm compile missed the cache ({mode}): {stats}")
+    return times
+
+
 def fork_configure(src: Path, mode: str, profile) -> dict:
     build = WORK / f"fork-build-{mode}"
     shutil.rmtree(build, ignore_errors=True)
@@ -76,13 +113,18 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=2, help="runs of each workload per mode")
     ap.add_argument("--no-fork", action="store_true", help="the sample chain only")
+    ap.add_argument("--no-sample", action="store_true", help="leave out the sample chain")
+    ap.add_argument("--no-sccache", action="store_true", help="leave out the compile through sccache")
     ap.add_argument("--src", type=Path, help="an unpacked fork tree (default: unpack the fixture)")
     args = ap.parse_args(argv)
     why = sandbox.probe()
     if why:
         raise SystemExit(f"no sandbox on this host: {why}")
     profile = get_profile("cpu")
-    workloads = [("sample chain", sample_chain, _sample_tree())]
+    sample = _sample_tree()
+    workloads = [] if args.no_sample else [("sample chain", sample_chain, sample)]
+    if not args.no_sccache:
+        workloads.append(("sccache", sccache_compile, sample))
     if not args.no_fork:
         from bench.bench_compile_cache import unpack_fork
         workloads.append(("fork configure", fork_configure,
@@ -100,7 +142,7 @@ def main(argv=None) -> int:
                 for step, secs in times.items():
                     results[mode].setdefault(step, []).append(secs)
                 print(f"  {name:<15} round {i + 1} {mode:<12} "
-                      + "  ".join(f"{k} {v:6.1f}s" for k, v in times.items()), flush=True)
+                      + "  ".join(f"{k} {v:6.2f}s" for k, v in times.items()), flush=True)
     load_after = os.getloadavg()
     print()
     print(f"=== sandbox overhead (bubblewrap), {args.rounds} round(s), load {load_before[0]:.1f} -> "
@@ -109,8 +151,8 @@ def main(argv=None) -> int:
           f"{'ratio median':>14}")
     for step in results["sandboxed"]:
         box, bare = results["sandboxed"][step], results["unsandboxed"][step]
-        print(f"{step:<16}{min(box):>12.1f}s/{statistics.median(box):>7.1f}s"
-              f"{min(bare):>14.1f}s/{statistics.median(bare):>7.1f}s"
+        print(f"{step:<16}{min(box):>12.2f}s/{statistics.median(box):>7.2f}s"
+              f"{min(bare):>14.2f}s/{statistics.median(bare):>7.2f}s"
               f"{min(box) / min(bare):>12.3f}{statistics.median(box) / statistics.median(bare):>14.3f}")
     return 0
 

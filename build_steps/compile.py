@@ -99,14 +99,36 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
     out = progress or _progress_stream()
     targets = [target] if isinstance(target, str) else list(target)
     cmd = ["cmake", "--build", str(build_dir), "--target", *targets, "--parallel", str(jobs)]
-    server = private_server(launcher, env)
+    try:
+        server = private_server(launcher, env, confine=_server_box(build_dir, env))
+    except RuntimeError as exc:
+        raise StepError("compile", str(exc)) from None
     if server is not None:
         env = {**(env or {}), **server.env}
+        if server.unconfined:
+            print(f"[compile] WARNING: the sccache server runs outside the sandbox: {server.unconfined}; "
+                  "the compile lines the tree chose run with this harness's user", file=out, flush=True)
     try:
         return _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher, server)
     finally:
         if server is not None:
             server.stop()
+
+
+def _server_box(build_dir: Path, env: dict | None):
+    """The sandbox the build's sccache server runs in: the compile's own (the tree read-only, the
+    build dir and the compiler caches writable, an allow-list environment, an empty HOME), so the
+    compilers it runs, with the compile lines the tree's CMake chose, are confined as ninja's
+    are. Plus the server's TMPDIR (nvcc's temporaries, its socket file) writable. The network
+    only where its clients reach it on 127.0.0.1 (no socket file: not a supervised run, or a
+    remote cache)."""
+    def confine(cmd, server_env, network: bool):
+        box = build_box(_source_of(build_dir), build_dir, network=network, env=env)
+        tmp = server_env.get("TMPDIR")
+        if tmp and Path(tmp).is_dir():
+            box["writable"] = [*box["writable"], Path(tmp)]
+        return sandbox.wrap(cmd, build_env(server_env), **box)
+    return confine
 
 
 def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher, server) -> CompileResult:
@@ -123,9 +145,15 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
         first_line = fh.tell()
         fh.write(f"==== compile run {time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} "
                  f"jobs={jobs} target={' '.join(targets)} ====\n$ " + " ".join(cmd) + "\n")
-        # sccache's clients reach the build's server on localhost: that build keeps the network
-        argv, child_env = sandbox.wrap(cmd, build_env(env), **build_box(
-            _source_of(build_dir), build_dir, network=server is not None, env=env), as_pid_1=True)
+        # sccache's clients reach the build's server on 127.0.0.1 unless by its socket file
+        box = build_box(_source_of(build_dir), build_dir, network=server is not None and server.network,
+                        env=env)
+        if server is not None and server.env.get("TMPDIR"):
+            # a release build's .cu compile leaves sccache out of its chain (reproducible objects,
+            # build_steps.deterministic_compile) and runs nvcc here, with the server's TMPDIR: nvcc
+            # could not write its tmpxft_* files; and the clients reach the server's socket file there
+            box["writable"] = [*box["writable"], Path(server.env["TMPDIR"])]
+        argv, child_env = sandbox.wrap(cmd, build_env(env), **box, as_pid_1=True)
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 bufsize=1, env=child_env)
         try:

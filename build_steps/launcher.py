@@ -234,6 +234,13 @@ class Server:
     env: dict
     private: bool
     pid: int | None = None
+    #: the sandbox the private server runs in, in the foreground (None: started by --start-server)
+    proc: subprocess.Popen | None = None
+    #: why the server runs outside the build's sandbox ("" when it is inside)
+    unconfined: str = ""
+    #: whether its clients need the network: False when they reach it by a socket file
+    #: (SCCACHE_SERVER_UDS), so the compile's sandbox and the server's own have none
+    network: bool = True
 
     def disk(self) -> list[str]:
         """Where this server writes: its cache and its temporaries (nvcc's, per compile)."""
@@ -255,6 +262,14 @@ class Server:
             try:
                 os.kill(self.pid, signal.SIGKILL)  # --stop-server waits for in-flight compiles
             except OSError:
+                pass
+        if self.proc is not None:
+            # the sandbox itself: its namespace's init goes with it, and everything in it
+            if self.proc.poll() is None:
+                self.proc.kill()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
                 pass
         if self.env.get("TMPDIR"):
             shutil.rmtree(self.env["TMPDIR"], ignore_errors=True)  # nvcc's temporaries of this build
@@ -279,16 +294,26 @@ def default_sccache_dir() -> Path:
     return default_cache_dir() / "sccache"
 
 
-def private_server(launcher: Launcher | None, env: dict | None = None) -> Server | None:
+def private_server(launcher: Launcher | None, env: dict | None = None, confine=None) -> Server | None:
     """Start the build's own sccache server (None for ccache/none): its own port, and its cache
     in the harness's directory, each unless the user names it (``SCCACHE_SERVER_PORT``,
-    ``SCCACHE_DIR``, in ``env`` or the environment)."""
+    ``SCCACHE_DIR``, in ``env`` or the environment).
+
+    The server runs the compilers, with the compile lines the tree's CMake chose (``-wrapper``,
+    ``-B<dir>``, ``-fplugin=``, nvcc's ``-ccbin``): ``confine(cmd, env) -> (argv, env)`` is the
+    compile's own sandbox (build_steps.sandbox.wrap with the compile's binds), and the server
+    runs in it, in the foreground, stopped with the build. Without ``confine``, or where the
+    user's sccache config file is in use (a dist client, remote storage: it lives in the HOME
+    the sandbox hides), the server is started as the user's own (``--start-server``) and
+    ``unconfined`` says why."""
     if launcher is None or launcher.name != "sccache":
         return None
     given = {**os.environ, **(env or {})}
     if given.get("SCCACHE_SERVER_PORT"):
         ensure_running(launcher, {**(env or {}), supervise.RUN_MARK: ""})  # the user's, not this run's
-        return Server(launcher, {}, private=False)
+        return Server(launcher, {}, private=False, unconfined=(
+            f"SCCACHE_SERVER_PORT={given['SCCACHE_SERVER_PORT']} names your own server (unset it for the "
+            "build's own, sandboxed one)"))
     own = {"SCCACHE_SERVER_PORT": str(_free_port())}
     if not given.get("SCCACHE_DIR"):
         own["SCCACHE_DIR"] = str(default_sccache_dir())
@@ -299,20 +324,87 @@ def private_server(launcher: Launcher | None, env: dict | None = None) -> Server
         own["TMPDIR"] = str(Path(run_tmp) / "sccache")
         Path(own["TMPDIR"]).mkdir(parents=True, exist_ok=True)
     server = Server(launcher, own, private=True)
-    if not ensure_running(launcher, {**(env or {}), **own}):
-        return server
+    config = config_file(given)
+    if confine is not None and config is None:
+        sock = Path(own["TMPDIR"]) / "server.sock" if own.get("TMPDIR") else None
+        # (a socket file's path holds at most 107 bytes)
+        if sock is not None and len(os.fsencode(sock)) < 100 and not remote_storage(given):
+            # a socket file in the run's temporary dir, which both sandboxes bind: neither needs
+            # the network (remote storage would: its server keeps it, and the port)
+            own["SCCACHE_SERVER_UDS"] = str(sock)
+            server.network = False
+        server.proc = _start_confined(launcher, {**(env or {}), **own}, confine, server.network)
+    else:
+        server.unconfined = (f"it reads the sccache config file {config} (a dist client or remote "
+                             "storage needs the user's HOME)" if config else "no sandbox was asked for")
+        if not ensure_running(launcher, {**(env or {}), **own}):
+            return server
     server.pid = next(iter(_servers(own["SCCACHE_SERVER_PORT"])), None)
     supervise.note("sccache_server", {"pid": server.pid, "port": own["SCCACHE_SERVER_PORT"],
                                       "tmp": own.get("TMPDIR")})
     return server
 
 
+def config_file(given: dict) -> Path | None:
+    """The sccache config file a server started with ``given`` reads (``SCCACHE_CONF``, else
+    ``~/.config/sccache/config``), None when there is none."""
+    named = given.get("SCCACHE_CONF")
+    path = Path(named).expanduser() if named else Path(
+        given.get("XDG_CONFIG_HOME") or Path(given.get("HOME") or Path.home()) / ".config") / "sccache" / "config"
+    return path if path.is_file() else None
+
+
+#: how long a confined server may take to listen (measured: ~20 ms; a loaded host, seconds)
+_START_TIMEOUT = 60.0
+
+
+def _start_confined(launcher: Launcher, env: dict, confine, network: bool) -> subprocess.Popen:
+    """The sccache server in the foreground (``SCCACHE_NO_DAEMON``) inside ``confine``'s
+    sandbox, listening on ``env``'s socket file (or port) once this returns. A daemonizing ``--start-server``
+    cannot be used: its starting client is the sandbox's command, and the sandbox (its own pid
+    namespace) ends with it."""
+    import socket
+    import tempfile
+    import time
+    uds = env.get("SCCACHE_SERVER_UDS")
+    family, address = ((socket.AF_UNIX, uds) if uds else
+                       (socket.AF_INET, ("127.0.0.1", int(env["SCCACHE_SERVER_PORT"]))))
+    argv, child_env = confine([launcher.path], {**env, "SCCACHE_START_SERVER": "1", "SCCACHE_NO_DAEMON": "1"},
+                              network)
+    errors = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen(argv, env=child_env, stdin=subprocess.DEVNULL, stdout=errors, stderr=errors)
+    deadline = time.monotonic() + _START_TIMEOUT
+    while True:
+        with socket.socket(family) as s:
+            if s.connect_ex(address) == 0:
+                errors.close()
+                return proc
+        if proc.poll() is not None or time.monotonic() > deadline:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            errors.seek(0)
+            said = errors.read().strip()[-400:]
+            errors.close()
+            raise RuntimeError(f"the build's sccache server did not start in its sandbox (exit "
+                               f"{proc.returncode}): {said or 'no output'}")
+        time.sleep(0.02)
+
+
+#: sccache's settings of a remote cache (its server then needs the network)
+_REMOTE_STORAGE = ("SCCACHE_BUCKET", "SCCACHE_REDIS", "SCCACHE_GCS", "SCCACHE_MEMCACHED", "SCCACHE_WEBDAV",
+                   "SCCACHE_AZURE", "SCCACHE_GHA", "SCCACHE_OSS", "SCCACHE_COS")
+
+
+def remote_storage(given: dict) -> bool:
+    return any(k.startswith(_REMOTE_STORAGE) and v for k, v in given.items())
+
+
 def cache_warning(env: dict | None = None) -> str:
     """A warning when sccache's local cache cannot be written ("" when it can, or is remote):
     sccache then compiles on without a word and caches nothing."""
     given = {**os.environ, **(env or {})}
-    if any(k.startswith(("SCCACHE_BUCKET", "SCCACHE_REDIS", "SCCACHE_GCS", "SCCACHE_MEMCACHED",
-                         "SCCACHE_WEBDAV", "SCCACHE_AZURE")) for k in given):
+    if remote_storage(given):
         return ""
     cache = Path(given.get("SCCACHE_DIR") or default_sccache_dir())
     try:

@@ -19,6 +19,13 @@
 #   .carry/opencv-N/  OpenCV 4.6 from Debian's packages, unpacked into a prefix (tools.opencv_prefix),
 #           pruned to what configure, the link and the bundle read, in pieces of OPENCV_PIECE_MB
 #           (default 24) with a sha256 manifest; one piece per call; made here by `opencv`
+#   .carry/bubblewrap/  Debian's bubblewrap .deb (bwrap 0.8; made here by `bwrap`): the harness
+#           runs the tree's and the wheel's code in bwrap sandboxes (build_steps/sandbox.py finds
+#           `bwrap` on PATH) and refuses a release run where it cannot make one, and the GPU host
+#           has none. Its dependencies (libc6, libcap2, libselinux1) are in Ubuntu 24.04's base.
+#           `setup` unpacks it with dpkg -x into $W/bwrap-prefix and checks that it makes a sandbox;
+#           `start` and `gpu-lane` put its usr/bin first on PATH. Measured there (../shared/DESIGN.md):
+#           sandboxes start as root and unprivileged, and CUDA works in one that binds /dev/nvidia*.
 # Everything else the venv installs comes from the host's own Python, packed back into wheels
 # (gpu/wheelhouse_from_site.py), so pip installs the wheel's dependencies as it would anywhere.
 #
@@ -27,7 +34,9 @@
 #                                         (python -m tools.opencv_prefix download DEBS fetches them)
 #   gpu/real_fork_run.sh opencv-stash     (each call that carries a .carry/opencv-N) keep its piece in
 #                                         $W; once every piece is there, unpack $W/opencv-prefix
-#   gpu/real_fork_run.sh setup            unpack, commit, wheelhouse (about a minute)
+#   gpu/real_fork_run.sh bwrap [DIR]      (here) apt-get download bubblewrap into .carry/bubblewrap/
+#   gpu/real_fork_run.sh setup            unpack, commit, wheelhouse, bwrap (about a minute)
+#   gpu/real_fork_run.sh bwrap-setup      (part of setup) unpack .carry/bubblewrap into $W/bwrap-prefix
 #   gpu/real_fork_run.sh setup2           a second call's carry (.whl2/) into the wheelhouse; /tmp
 #                                         survives between calls of a hold
 #   gpu/real_fork_run.sh start [ARGS]     pytest -m release ... detached; ARGS go to pytest
@@ -57,7 +66,37 @@ EXTRA_REQS=()
 for r in 'numpy<2' 'onnx<1.22' nvidia-cudnn-cu13 nvidia-nccl-cu13 nvidia-cublas requests packaging \
          'graphviz<0.9'; do EXTRA_REQS+=("--extra-requirement=$r"); done
 
+# bwrap from the prefix `setup` unpacked, first on PATH (the harness and its sandboxes look there)
+use_bwrap() {
+  if [ ! -x "$W/bwrap-prefix/usr/bin/bwrap" ]; then
+    echo "no bwrap in $W/bwrap-prefix: carry .carry/bubblewrap (gpu/real_fork_run.sh bwrap) and run setup"; exit 4
+  fi
+  export PATH="$W/bwrap-prefix/usr/bin:$PATH"
+}
+
+bwrap_setup() {
+  deb=$(ls "$ROOT"/.carry/bubblewrap/bubblewrap_*.deb 2>/dev/null | head -1)
+  [ -n "$deb" ] || { echo "no .carry/bubblewrap/bubblewrap_*.deb in this call's carry: gpu/real_fork_run.sh bwrap"; exit 4; }
+  rm -rf "$W/bwrap-prefix" && mkdir -p "$W/bwrap-prefix" && dpkg -x "$deb" "$W/bwrap-prefix" || exit 1
+  # the same namespaces build_steps.sandbox.probe asks for
+  "$W/bwrap-prefix/usr/bin/bwrap" --ro-bind / / --dev /dev --proc /proc --unshare-pid --unshare-net \
+      --unshare-ipc --die-with-parent --new-session true \
+    || { echo "bwrap from $deb cannot make a sandbox on this host"; exit 1; }
+  echo "bwrap ready: $("$W/bwrap-prefix/usr/bin/bwrap" --version) in $W/bwrap-prefix/usr/bin"
+}
+
 case "${1:-}" in
+bwrap)
+  dest=${2:-$ROOT/.carry/bubblewrap}
+  rm -rf "$dest" && mkdir -p "$dest" || exit 1
+  # apt's _apt user cannot write most dirs: download into a world-writable temp dir, then move
+  tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT && chmod 777 "$tmp"
+  (cd "$tmp" && apt-get download bubblewrap) || { echo "apt-get download bubblewrap failed"; exit 1; }
+  mv "$tmp"/bubblewrap_*.deb "$dest/" && ls -la "$dest"
+  ;;
+bwrap-setup)
+  bwrap_setup
+  ;;
 slim)
   fixture=${2:-$(ls "$ROOT"/../shared/fixtures/mxnet-fork-*.tar.xz | head -1)}
   tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
@@ -138,6 +177,7 @@ setup)
          "fork 3f13890 (../shared/fixtures; oneDNN sources, examples and docs left out)" || exit 1
     git -C "$W/mxnet" log -1 --format='carried tree commit %H (commit time %ct)'
   fi
+  bwrap_setup
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv
   nvcc --version | tail -2; nproc; df -h /tmp | tail -1
   ;;
@@ -169,6 +209,7 @@ start)
     echo "the prefix's gfortran cannot compile ($W/opencv-prefix/usr/bin/gfortran): LAPACK ON needs it"; exit 4
   fi
   export FC="$W/opencv-prefix/usr/bin/gfortran" PATH="$W/opencv-prefix/usr/bin:$PATH"
+  use_bwrap
   # The profile's toggles untouched (OpenCV, oneDNN, LAPACK ON): no -D define at all.
   cmd="$PY -m pytest -p no:cacheprovider -m release --mxnet-src=$W/mxnet \
       --cuda-arch=native --fast-compile --opencv-prefix=$W/opencv-prefix \
@@ -197,6 +238,7 @@ gpu-lane)
     mkdir -p "$W/gpu-lane" && wheel="$W/gpu-lane/$(basename "$rejected" .FAILED-GATES)"
     cp "$rejected" "$wheel" || exit 1
   fi
+  use_bwrap
   rm -rf "$W/gpu-venv" "$W/gpu-acceptance"
   $PY -m pytest -p no:cacheprovider -m "acceptance or gpu or cublas" --wheel="$wheel" --mxnet-src="$W/mxnet" \
       --lanes=gpu --venv-dir="$W/gpu-venv" --no-deps --no-index --find-links="$W/wheelhouse" "${EXTRA_REQS[@]}" \
