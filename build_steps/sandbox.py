@@ -204,6 +204,14 @@ def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, m
     return argv + ["--", *map(str, cmd)]
 
 
+def _within(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except (ValueError, OSError):
+        return False
+
+
 def private_tmp(tmpdir: str | None = None) -> Path:
     """A fresh dir for one sandbox's /tmp on the filesystem of ``tmpdir`` (the step's TMPDIR, else
     the harness's): inside the run's temporary dir when that is on the same filesystem (removed
@@ -231,7 +239,9 @@ def wrap(cmd, env: dict | None, *, writable=(), readable=(), network: bool = Fal
     env = dict(os.environ if env is None else env)
     env["HOME"] = str(private_home())
     tmp = private_tmp(env.get("TMPDIR"))
-    env["TMPDIR"] = "/tmp"  # the private one on TMPDIR's disk; the host's TMPDIR path is not bound inside
+    given = env.get("TMPDIR")
+    if not (given and any(_within(Path(given), Path(w)) for w in writable)):
+        env["TMPDIR"] = "/tmp"  # the private one on TMPDIR's disk; the host's TMPDIR path is not bound inside
     return command(cmd, writable=writable, readable=readable, network=network, cwd=cwd, masked=masked,
                    as_pid_1=as_pid_1, tmp=tmp), env
 
