@@ -102,7 +102,9 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
         fh.write("$ " + " ".join(cmd) + "\n")
         fh.flush()
         # processes.run: an interrupt stops CMake's try-compiles too, not only cmake
-        argv, child_env = sandbox.wrap(cmd, build_env(env), **build_box(src, build_dir, env=env))
+        argv, child_env = sandbox.wrap(cmd, build_env(env), **build_box(
+            src, build_dir, env=env, inputs=[v for k, v in {**(extra_defs or {}), **overrides}.items()
+                                             if k in INPUT_DIR_KEYS]))
         rc = processes.run(argv, stdout=fh, stderr=subprocess.STDOUT, env=child_env)
     seconds = time.monotonic() - start
     record_step(build_dir, "configure", "first-time" if first_time else "refresh")
@@ -122,11 +124,24 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
     return result
 
 
-def build_box(src: Path, build_dir: Path, network: bool = False, env: dict | None = None) -> dict:
-    """What a configure or compile sandbox shows (build_steps.sandbox): the tree and the CUDA
-    cache read-only, the build dir and the compiler caches read-write."""
+#: CMake definitions that name a directory the build reads from outside the tree (--opencv-prefix
+#: sets the fork's OPENCV_ROOT): the configure and compile sandboxes show them read-only, which
+#: would otherwise be hidden when they lie under /tmp or a home.
+INPUT_DIR_KEYS = ("OPENCV_ROOT",)
+
+
+def build_box(src: Path, build_dir: Path, network: bool = False, env: dict | None = None,
+              inputs=()) -> dict:
+    """What a configure or compile sandbox shows (build_steps.sandbox): the tree, the CUDA cache and
+    the input dirs (``inputs``, else the build dir's cached INPUT_DIR_KEYS) read-only, the build dir
+    and the compiler caches read-write."""
     readable, writable = sandbox.cache_dirs(env)
-    return {"readable": [src, *readable], "writable": [build_dir, *writable], "network": network,
+    cache_file = Path(build_dir) / "CMakeCache.txt"
+    if not inputs and cache_file.is_file():
+        cached = read_cache(cache_file)
+        inputs = [cached[k] for k in INPUT_DIR_KEYS if cached.get(k)]
+    dirs = [Path(p) for p in inputs if p and Path(p).is_absolute() and Path(p).is_dir()]
+    return {"readable": [src, *readable, *dirs], "writable": [build_dir, *writable], "network": network,
             "cwd": build_dir}
 
 
