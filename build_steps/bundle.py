@@ -147,14 +147,29 @@ def prefix_lib_dirs(prefix: Path | None) -> tuple[Path, ...]:
     return tuple(d for d in dict.fromkeys(dirs) if d.is_dir())
 
 
+#: Where OpenCVConfig.cmake lies below an OpenCV prefix (Debian's multiarch layout first).
+OPENCV_CONFIG_RELS = ("usr/lib/x86_64-linux-gnu/cmake/opencv4", "lib/x86_64-linux-gnu/cmake/opencv4",
+                      "usr/lib/cmake/opencv4", "lib/cmake/opencv4", "lib64/cmake/opencv4", "usr/lib64/cmake/opencv4")
+
+
 def opencv_config_dir(prefix: Path) -> Path | None:
     """The directory holding OpenCVConfig.cmake in ``prefix`` (what the fork's OPENCV_ROOT takes)."""
     prefix = Path(prefix)
-    for rel in ("usr/lib/x86_64-linux-gnu/cmake/opencv4", "lib/x86_64-linux-gnu/cmake/opencv4",
-                "usr/lib/cmake/opencv4", "lib/cmake/opencv4", "lib64/cmake/opencv4", "usr/lib64/cmake/opencv4"):
+    for rel in OPENCV_CONFIG_RELS:
         if (prefix / rel / "OpenCVConfig.cmake").is_file():
             return prefix / rel
     return None
+
+
+def opencv_prefix_of(config_dir: Path) -> Path:
+    """The prefix ``config_dir`` (an OPENCV_ROOT) lies in: the whole install the build reads, its
+    libraries and headers beside the config; ``config_dir`` itself when no known layout matches."""
+    config_dir = Path(config_dir)
+    for rel in OPENCV_CONFIG_RELS:
+        depth = len(Path(rel).parts)
+        if len(config_dir.parts) > depth and config_dir.parts[-depth:] == Path(rel).parts:
+            return Path(*config_dir.parts[:-depth])
+    return config_dir
 
 
 def resolve_soname(soname: str, cache: dict[str, Path] | None = None,

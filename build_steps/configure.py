@@ -140,7 +140,8 @@ def build_box(src: Path, build_dir: Path, network: bool = False, env: dict | Non
     if not inputs and cache_file.is_file():
         cached = read_cache(cache_file)
         inputs = [cached[k] for k in INPUT_DIR_KEYS if cached.get(k)]
-    dirs = [Path(p) for p in inputs if p and Path(p).is_absolute() and Path(p).is_dir()]
+    from .bundle import opencv_prefix_of  # OPENCV_ROOT is a config dir: the build reads its whole prefix
+    dirs = [opencv_prefix_of(Path(p)) for p in inputs if p and Path(p).is_absolute() and Path(p).is_dir()]
     return {"readable": [src, *readable, *dirs], "writable": [build_dir, *writable], "network": network,
             "cwd": build_dir}
 
