@@ -88,7 +88,7 @@ def test_sample_tree_built_against_the_prefix_bundles_it_and_round_trips(
     assert f"resolved from --opencv-prefix {prefix}" in out
     for gate in ("test_png_rgb_roundtrip", "test_png_grayscale_roundtrip"):
         assert f"PASSED   tests/test_opencv_roundtrip.py::{gate}" in out, out[-4000:]
-    lib_dir = src / "python" / "mxnet" / "lib"
+    lib_dir = src / "build-cpu" / "harness-package" / "python" / "mxnet" / "lib"  # staged in the build dir
     names = {f.name for f in lib_dir.iterdir()}
     assert set(OPENCV_LIBS) <= names and "libblas.so.3" in names
     assert all(read_dynamic(lib_dir / n).runpath == ["$ORIGIN"] for n in names)
