@@ -36,6 +36,8 @@ from .errors import UsageError
 
 #: This harness's checkout (read-only in every sandbox: the build's interpreter may live in it).
 CHECKOUT = Path(__file__).resolve().parent.parent
+#: the harness's own sample tree (trusted: it is part of this checkout)
+SAMPLE_TREES = CHECKOUT / "selftest" / "sample_mxnet"
 
 
 class SandboxUnavailable(UsageError):
@@ -178,7 +180,11 @@ def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, m
     ops.append((_depth(Path("/tmp")), 0, ["--bind", str(tmp or private_tmp()), "/tmp"]))
     for h in dict.fromkeys(hidden):
         ops.append((_depth(h), 0, ["--tmpfs", str(h)]))
-    for m in _resolved([CHECKOUT / ".git", *masked]):
+    # The checkout's .git is hidden (its config may hold a remote's credentials), except from the
+    # build of the harness's own sample tree in place (selftest/sample_mxnet, the README's main
+    # job), whose commit stamp is read from that .git at configure time.
+    own = [p for p in _resolved([*readable, *writable]) if _within(p, SAMPLE_TREES)]
+    for m in _resolved([*([] if own else [CHECKOUT / ".git"]), *masked]):
         ops.append((_depth(m), 3, _mask(m)))
     for p in dict.fromkeys(ro):
         if p != Path("/"):
