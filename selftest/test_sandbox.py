@@ -346,3 +346,25 @@ def test_a_crash_inside_the_sandbox_reads_as_a_crash():
     assert proc.returncode == 128 + signal.SIGSEGV, (proc.returncode, proc.stderr)
     assert sandbox.returncode(proc.returncode, sandboxed=True) == -signal.SIGSEGV
     assert sandbox.returncode(1, sandboxed=True) == 1 and sandbox.returncode(139, sandboxed=False) == 139
+
+
+def test_the_checkouts_git_is_hidden_but_from_the_in_place_build_of_the_sample_tree(tmp_path):
+    """The checkout's .git (whose config may hold a remote's credentials) is hidden from a tree
+    outside the checkout, and seen by the README's main job, which builds selftest/sample_mxnet in
+    place and stamps the checkout's commit (git at configure time): run for real, both ways."""
+    head = (HARNESS_ROOT / ".git" / "HEAD")
+    saved = (sandbox._State.enabled, sandbox._State.hidden)
+    script = f"cat {head}"
+    try:
+        sandbox.configure(True, hidden=[])
+        seen = {}
+        for name, readable in (("tree elsewhere", [tmp_path]), ("sample in place", [sandbox.SAMPLE_TREES])):
+            argv, env = sandbox.wrap(["sh", "-c", script], {"PATH": "/usr/bin:/bin"}, readable=readable)
+            seen[name] = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    finally:
+        sandbox._State.enabled, sandbox._State.hidden = saved
+    if not head.is_file():
+        pytest.skip("this checkout's .git is not a directory (a worktree or a submodule)")
+    assert seen["tree elsewhere"].returncode != 0, seen["tree elsewhere"].stdout
+    assert seen["sample in place"].returncode == 0, seen["sample in place"].stderr
+    assert seen["sample in place"].stdout == head.read_text()
