@@ -18,12 +18,14 @@ from build_steps.development_settings import option_dests  # noqa: E402
 from build_steps.errors import UsageError  # noqa: E402
 from build_steps.options import RunOptions, make_options  # noqa: E402
 from harness.common import (disabled_harness_plugins, disabled_plugins_message, harness_options,  # noqa: E402
-                            shared_root, start_run, start_sandbox)
+                            shared_root, start_sandbox)
 from harness.cli_options import OPTION_DESTS  # noqa: E402
-from harness.run_dir import run_dir_of  # noqa: E402
+from harness.state import open_run_dir, start_run  # noqa: E402
 
-#: One module per concern; each finds what it needs from the others through its imports and the
-#: run's state, not through its place in this list.
+#: One module per concern: a thin adapter that files its own fields of the run's state
+#: (harness.state.HarnessRun) and imports no other plugin of this list (selftest/test_import_graph.py);
+#: the end of the run is one table (harness.finish.FINISH). Their order here is no condition of
+#: anything (selftest/test_plugin_order.py runs the gates with this list reversed and shuffled).
 pytest_plugins = [
     "harness.cli_options",  # every option, declared before pytest looks for conftests (pytest.ini's -p)
     "harness.plugin_guard",  # only the harness's plugins, conftests and gate modules take part
@@ -43,9 +45,13 @@ pytest_plugins = [
     "harness.publish_plugin",   # --publish: preflight, the publish gate's verdicts, the final line
     "harness.macos",     # the macOS flavor: Mach-O gates in, ELF gates out, its facts
     "harness.acceptance_shards",  # the fork's acceptance shards: selection, the per-shard table
+    "harness.finish",    # the end of the run: one table of rows, the exit status set once
 ]
 
 
+# tryfirst: the run's state exists before any plugin's pytest_configure reads it, and its dir decides
+# pytest's --basetemp before pytest's tmp-path plugin reads it.
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     # Fail closed: -p no:<a harness plugin> (on the command line, in PYTEST_ADDOPTS or in an ini's
     # addopts) would quietly drop a check, e.g. the GPU policy or the release set.
@@ -59,8 +65,8 @@ def pytest_configure(config):
         options = make_options(raw)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
-    start_run(config, options, tuple(pytest_plugins), run_dir_of(config))
-    start_sandbox(config, options, run_dir_of(config).root)
+    run = start_run(config, options, tuple(pytest_plugins), open_run_dir(config))
+    start_sandbox(config, options, run.dir.root)
 
 
 @pytest.fixture(scope="session")

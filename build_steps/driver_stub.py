@@ -19,6 +19,8 @@ from .cuda_root import build_driver_stub
 #: the probes preload the stub named by this variable (tests/probes/probe_common.py)
 STUB_ENV = "HARNESS_DRIVER_STUB"
 DRIVER_SONAME = "libcuda.so.1"
+#: The run-once record (in the run's shared dir) saying whether the stub was made, and why.
+STUB_RECORD = "driver-stub"
 
 _CAN_LOAD = "import ctypes, sys\ntry:\n    ctypes.CDLL(sys.argv[1])\nexcept OSError as exc:\n    print(exc)\n    sys.exit(1)\n"
 

@@ -15,6 +15,7 @@ from build_steps import filesystem, run_lock, source
 from build_steps.errors import UsageError
 
 from .common import harness_options, is_worker, say
+from .state import the_run
 
 _LOCKS_KEY = pytest.StashKey[list]()
 
@@ -23,8 +24,9 @@ def build_dir_of(config) -> Path | None:
     """The build dir this run would build in, or None when it builds nothing (``--wheel``) or
     names no MXNet tree (collection then says why)."""
     from .steps import BuildPaths
-    options = harness_options(config)
-    if options.wheel is not None:
+    run = the_run(config)
+    options = run.options
+    if run.mode == "audit":
         return None
     try:
         src = source.resolve_source(options.mxnet_src, Path(config.invocation_params.dir))

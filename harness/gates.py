@@ -11,7 +11,8 @@ from build_steps.errors import HarnessError, StepError, UsageError, WheelUnusabl
 from build_steps.once import ProductFailed, StepFailedElsewhere
 from build_steps.release_manifest import left_out_by_flavor
 
-from .common import harness_options, harness_run, is_release_run, is_worker
+from .common import harness_options, is_release_run, is_worker
+from .state import HarnessRun, harness_run, the_run
 from .steps import STEP_NAMES
 
 #: Steps every gate of a build run stands on: when one fails, no further gate can run.
@@ -25,7 +26,7 @@ CHAIN_STEP_PROPERTY = "mxnet_chain_step"
 
 
 def pytest_configure(config):
-    config.pluginmanager.register(StepStopExitCode(), "mxnet-step-stop-exit-code")
+    config.pluginmanager.register(StepStop(the_run(config)), "mxnet-step-stop")
     if not is_worker(config):
         config.pluginmanager.register(StepReportsOnController(), "mxnet-step-reports")
 
@@ -115,21 +116,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line(line)
 
 
-class StepStopExitCode:
+class StepStop:
     """Under xdist a worker's stop for a failed step reaches the controller as an interrupt
-    (exit 2); it is a failure (exit 1). A real Ctrl-C keeps its 2."""
+    (exit 2); the end of the run (harness.finish) makes it a failure (exit 1) from
+    HarnessRun.stopped_for_step. A real Ctrl-C keeps its 2."""
 
-    def __init__(self):
-        self.stopped_for_step = False
+    def __init__(self, run: HarnessRun):
+        self.run = run
 
     def pytest_keyboard_interrupt(self, excinfo):
-        self.stopped_for_step = str(excinfo.value).startswith(STOP_PREFIX)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_sessionfinish(self, session, exitstatus):
-        if self.stopped_for_step and session.exitstatus == pytest.ExitCode.INTERRUPTED:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        return (yield)
+        self.run.stopped_for_step = str(excinfo.value).startswith(STOP_PREFIX)
 
 
 def pytest_exception_interact(node, call, report):

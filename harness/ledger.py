@@ -8,75 +8,14 @@ on the controller would start with xdist's ``[gw1] linux -- Python ...`` header 
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-
 import pytest
 
 from build_steps.errors import HarnessError
 
-from .common import harness_run, is_worker
+from .state import Entry, the_run
+from .verdicts import VERDICT_PROPERTY, failure_reason, skip_reason, verdict_of
 
-#: The user_properties key the verdict travels under.
-VERDICT_PROPERTY = "mxnet_verdict"
 PLUGIN_NAME = "mxnet-ledger"
-LEDGER_KEY = pytest.StashKey["Ledger"]()
-
-_WORKER_HEADER = re.compile(r"^\[gw\d+\] ")
-
-
-def failure_reason(text: str) -> str:
-    """The line of a failure's text that names the regression (pytest's ``E`` line, else the
-    first line of a bare ``pytest.fail(..., pytrace=False)`` message)."""
-    lines = [ln for ln in (text or "").splitlines() if not _WORKER_HEADER.match(ln)]
-    for line in lines:
-        if line.startswith("E "):
-            return line[2:].strip()[:300]
-    stripped = [ln.strip() for ln in lines if ln.strip()]
-    return (stripped or [""])[0][:300]
-
-
-def skip_reason(report) -> str:
-    if isinstance(report.longrepr, tuple):
-        return str(report.longrepr[2]).removeprefix("Skipped: ")
-    return str(report.longrepr or "")
-
-
-@dataclass
-class Entry:
-    verdict: str = "not run"     # passed / failed / skipped / xfailed / not run
-    why: str = ""
-    markers: tuple = ()
-    finished: bool = False       # its teardown was reported
-    when: str = ""               # the phase (setup / call / teardown) that decided the verdict
-    rerun: str = ""              # why an earlier attempt failed, when a rerun plugin retried it
-
-
-@dataclass
-class Ledger:
-    """nodeid -> Entry of every test this run reported (on the controller: every worker's)."""
-    entries: dict = field(default_factory=dict)
-    #: the wheel this run built, where the gates' verdict put it (dist/ or set aside); None when
-    #: the run built none (filed by harness.chain on the reporting process)
-    wheel: str | None = None
-
-
-def ledger_of(config) -> Ledger:
-    return config.stash[LEDGER_KEY]
-
-
-def produced_wheel(config) -> str | None:
-    """The wheel this run built, where it now lies (None: none built, or no ledger in this run)."""
-    ledger = config.stash.get(LEDGER_KEY, None)
-    return ledger.wheel if ledger is not None else None
-
-
-def verdict_of(report) -> dict | None:
-    """The verdict the gate's own process attached to ``report`` (None for reports without one)."""
-    for key, value in getattr(report, "user_properties", ()):
-        if key == VERDICT_PROPERTY:
-            return value
-    return None
 
 
 def _marker_names(item) -> list:
@@ -84,15 +23,16 @@ def _marker_names(item) -> list:
 
 
 def pytest_configure(config):
-    config.stash[LEDGER_KEY] = Ledger()
     config.pluginmanager.register(LedgerPlugin(config), PLUGIN_NAME)
 
 
 class LedgerPlugin:
+    """Files the run's ledger and gate table (HarnessRun.ledger, HarnessRun.results)."""
+
     def __init__(self, config):
-        self.config = config
-        self.ledger = config.stash[LEDGER_KEY]
-        self.reporting = not is_worker(config)
+        self.run = the_run(config)
+        self.ledger = self.run.ledger
+        self.reporting = not self.run.is_worker
 
     # tryfirst makes this the outermost wrapper: it sees the report after harness.gates turned a
     # release run's skip into a failure.
@@ -137,4 +77,4 @@ class LedgerPlugin:
             # harness.gates fills its table in the makereport of the process that ran the gate, which
             # under xdist is a worker: the reporting process's table is filed from here, in the
             # same words with and without xdist.
-            harness_run(self.config).results[report.nodeid] = (entry.verdict, entry.why)
+            self.run.results[report.nodeid] = (entry.verdict, entry.why)

@@ -20,10 +20,9 @@ from build_steps import publish
 from build_steps.errors import UsageError
 
 from .common import fix_release_options, harness_options, is_release_run, is_worker
-from .ledger import produced_wheel
-from .release_set import scope_line
-from .run_dir import run_dir_of
-from .steps import chain_stop
+from .release_scope import scope_line
+from .state import the_run
+from .steps import chain_stop_of
 
 #: tests/test_publish.py finds the plugin object by this name.
 PLUGIN_NAME = "mxnet-publish"
@@ -45,7 +44,7 @@ def pytest_sessionstart(session):
         src = Path(shipped["mxnet_src"]) if shipped["mxnet_src"] else src
         results = Path(shipped["results"]) if shipped["results"] else None
     elif opts.publish and not is_worker(config):
-        if opts.wheel is not None:
+        if the_run(config).mode == "audit":
             # Issue 19, item 4: the release set's build gates verify the build of this run (its
             # CMake cache, compile, bundle, package); a wheel built elsewhere has none here, so
             # they could only skip, which a release counts as failed. Refused before anything runs.
@@ -74,7 +73,7 @@ def pytest_sessionstart(session):
             raise pytest.UsageError(str(exc)) from None
         src = opts.mxnet_src or state.repo
         # In the run dir, which no sandbox of the tree's or the wheel's code sees (build_steps.sandbox)
-        results = Path(tempfile.mkdtemp(prefix="publish-", dir=run_dir_of(config).root)) / "verdicts.json"
+        results = Path(tempfile.mkdtemp(prefix="publish-", dir=the_run(config).dir.root)) / "verdicts.json"
     elif (opts.dry_run or opts.yes or config.getoption("release_report")) and not opts.publish:
         raise pytest.UsageError("--dry-run, --yes and --release-report only apply together with --publish")
     if release:
@@ -91,6 +90,7 @@ class PublishPlugin:
 
     def __init__(self, config, release, src, results):
         self.config = config
+        self.run = the_run(config)
         self.release = release
         self.src = src
         self.results = results
@@ -99,7 +99,6 @@ class PublishPlugin:
         self.finished = set()   # nodeids whose teardown was reported
         self.publish_ids = set()
         self.wheel = None
-        self.outcome = None     # what the publish gate reported (dict)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node):
@@ -145,7 +144,7 @@ class PublishPlugin:
             if key == "mxnet_wheel":
                 self.wheel = value
             elif key == "mxnet_publish":
-                self.outcome = value
+                self.run.publish_outcome = value  # what the publish gate reported
         nodeid = report.nodeid
         if "publish" in report.keywords:
             self.publish_ids.add(nodeid)
@@ -179,15 +178,6 @@ class PublishPlugin:
                 return {n: v for n, v in seen.items() if n in wanted}
             time.sleep(poll_s)
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session, exitstatus):
-        # A --publish run whose publish gate never ran (deselected by --sw, -k, -o python_functions)
-        # published nothing: it is not green.
-        if self.worker or not harness_options(self.config).publish or self.config.option.collectonly:
-            return
-        if self.outcome is None and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
     def pytest_unconfigure(self, config):
         if self.results is not None and not self.worker:
             shutil.rmtree(self.results.parent, ignore_errors=True)
@@ -199,7 +189,7 @@ class PublishPlugin:
                 or exitstatus == pytest.ExitCode.USAGE_ERROR or config.option.collectonly:
             return
         tr = terminalreporter
-        out = self.outcome or {}
+        out = self.run.publish_outcome or {}
         if out.get("commands"):
             tr.section("publish: dry run (nothing was changed); a real run executes")
             for line in out["commands"]:
@@ -228,16 +218,16 @@ class PublishPlugin:
         else:
             published = "NOT published (the publish gate did not run)"
             verdict = "FAIL" if verdict == "PASS" else verdict
-        wheel = (produced_wheel(config) or out.get("wheel") or self.wheel
-                 or (str(opts.wheel) if opts.wheel else "no wheel"))
-        stopped = chain_stop(config)
-        if stopped and not produced_wheel(config):
+        placed = self.run.placed_wheel
+        wheel = placed or out.get("wheel") or self.wheel or (str(opts.wheel) if opts.wheel else "no wheel")
+        stopped = chain_stop_of(self.run.records)
+        if stopped and not placed:
             # the gates that ran before the chain stopped are no tally of a release
             tr.write_line(f"RELEASE no wheel: {stopped}; {published}", bold=True, red=True)
             return
         tr.write_line(f"RELEASE {wheel}: {verdict} ({counted}); {published}",
                       bold=True, green=verdict == "PASS", red=verdict != "PASS")
-        scope = scope_line(config, gates)
+        scope = scope_line(self.run, gates)
         if scope:  # what the verdict covers, said where it is read (issue 36)
             tr.write_line(scope, bold=True)
 

@@ -1,11 +1,5 @@
-"""The flavor's release set: every gate a release of this flavor must pass, whatever the run selected.
-
-The set is the committed manifest of the flavor (build_steps.release_manifest), not this run's
-collection: ``-m``/``-k``, ``--sw``, ``--lf``, ``--shards``, an ini's ``python_functions`` or a
-disabled plugin change what is collected or run, never what a publish needs. The publish gate
-compares the verdicts of the run, once every other gate has finished, with this set and lists
-every id that did not pass. Release gates the run collected from elsewhere (a site's own) are
-added to the set, never taken from it.
+"""Every release gate collected, filed before any deselection (HarnessRun.collected), for the
+flavor's release set (harness.release_scope).
 
 Run as a module it (re)generates the manifests from the gate modules' markers, or checks them:
 ``python -m harness.release_set --write`` / ``--check``.
@@ -14,68 +8,22 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from build_steps.publish import gates_not_passed
-from build_steps.release_manifest import (FLAVORS, build_manifest, differences, left_out_by_flavor,
-                                          load_manifest, manifest_path)
+from build_steps.release_manifest import FLAVORS, build_manifest, differences, load_manifest, manifest_path
 
-from .common import harness_options
+from .state import the_run
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
-_EXTRA_KEY = pytest.StashKey[dict]()
-
-
-@dataclass
-class ReleaseSet:
-    flavor: str = ""
-    #: the manifest's gate ids, then release gates this run collected from elsewhere
-    gates: list = field(default_factory=list)
-
-    def including(self, nodeids) -> "ReleaseSet":
-        return ReleaseSet(flavor=self.flavor, gates=list(dict.fromkeys([*self.gates, *nodeids])))
-
-    def size(self) -> int:
-        return len(self.gates)
-
-    def not_passed(self, verdicts: dict, excused: dict | None = None) -> list:
-        """``(id, verdict)`` of every gate of the set that did not pass in ``verdicts`` (``not run``
-        when it has none). ``excused`` (id -> why) are shards the fork's own script would not run
-        on this tree; they count as done."""
-        excused = excused or {}
-        return [(n, v) for n, v in gates_not_passed(self.gates, verdicts) if n not in excused]
-
-
-def release_set_of(config) -> ReleaseSet:
-    """The flavor's manifest plus the other release gates this run collected."""
-    profile = harness_options(config).profile
-    manifest = load_manifest(profile.name)
-    extra = [n for n, marks in config.stash.get(_EXTRA_KEY, {}).items()
-             if left_out_by_flavor(marks, profile) is None]
-    return ReleaseSet(flavor=profile.name, gates=list(manifest.gates)).including(extra)
-
-
-def scope_line(config, verdicts: dict) -> str | None:
-    """One line saying what a verdict over ``verdicts`` (nodeid -> verdict) covers, when that is not
-    the whole release set: "46 of the cuda release set's 104 gates ran: not a release verdict"."""
-    rset = release_set_of(config)
-    if rset is None or not rset.size():
-        return None
-    ran = sum(1 for n in rset.gates if verdicts.get(n, "not run") != "not run")
-    if ran == rset.size():
-        return None
-    return (f"{ran} of the {rset.flavor} release set's {rset.size()} gates ran: not a release verdict "
-            "(the review page lists the rest by marker)")
 
 
 def pytest_itemcollected(item):
-    # Every release gate collected, before any deselection; only those outside the manifest matter.
-    if item.get_closest_marker("release") is None or item.get_closest_marker("publish") is not None:
-        return
-    item.config.stash.setdefault(_EXTRA_KEY, {})[item.nodeid] = sorted({m.name for m in item.iter_markers()})
+    # Every release gate collected, before any deselection (the publish gate's release set, the
+    # review page's gates that did not run, by marker).
+    if item.get_closest_marker("release") is not None:
+        the_run(item.config).collected[item.nodeid] = sorted({m.name for m in item.iter_markers()})
 
 
 # --------------------------------------------------------------------------------------------

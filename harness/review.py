@@ -1,37 +1,20 @@
 """The release review page of every run that has a wheel (build_steps.review_page renders it).
 
-This plugin gathers what only the run knows into the JSON report's ``review`` section (every
-gate's verdict and reason from the ledger, the build steps' times, the development overrides, the
-verdict's scope against the flavor's release set) and, at the end of the session, writes the page:
-to ``--review-page PATH``, else into the build's ``harness-logs/review.html`` and beside the
-``--provenance-json`` report (``report.html`` for ``report.json``).
+This plugin checks ``--gpu-reports`` up front and keeps the run's clock (HarnessRun.clock: the
+wall time, and the gates' setup and call times for the page's timeline). What the page shows is
+gathered into the JSON report's ``review`` section by harness.report_doc, and the end of the run
+(harness.finish) writes the page: to ``--review-page PATH``, else into the build's
+``harness-logs/review.html`` and beside the ``--provenance-json`` report (``report.html`` for
+``report.json``).
 """
 from __future__ import annotations
 
-import ast
-import platform
-import re
-import socket
 import time
 from pathlib import Path
 
 import pytest
 
-from build_steps import gpu_reports, review_page
-from build_steps.errors import HarnessError, UsageError
-from build_steps.overrides import broken_promises, development_option_promises
-
-from .common import harness_options, is_worker, report_at_session_end, shared_root
-from .ledger import ledger_of, produced_wheel
-from .release_set import release_set_of
-from .steps import CHAIN, chain_records
-
-HARNESS_ROOT = Path(__file__).resolve().parent.parent
-
-#: The report document harness.wheel_facts built at the end of the session (the page renders it).
-DOC_KEY = pytest.StashKey[dict]()
-#: The chain's steps the timeline shows, in order, with the summary's labels (all but the source check).
-_TIMED_STEPS = tuple((step.record, step.label) for step in CHAIN[1:])
+from .state import Clock, HarnessRun, the_run
 
 
 def pytest_configure(config):
@@ -39,301 +22,20 @@ def pytest_configure(config):
     if reports is not None and not Path(reports).is_dir():
         raise pytest.UsageError(f"--gpu-reports {reports}: no such directory; pass the directory the "
                                 "GPU runners' --provenance-json reports were collected in")
+    config.pluginmanager.register(_ClockKeeper(the_run(config)), "mxnet-review-clock")
 
 
-def _timeline(records: dict) -> dict:
-    steps = []
-    compile_result = {}
-    for key, label in _TIMED_STEPS:
-        rec = records.get(key) or {}
-        if rec.get("failed"):
-            steps.append({"name": label, "seconds": 0, "note": "INTERRUPTED" if rec.get("interrupted") else "FAILED"})
-            continue
-        result = rec.get("result") or {}
-        if key == "compile":
-            compile_result = result
-        if isinstance(result.get("seconds"), (int, float)):
-            note = "no work to do" if result.get("no_work") else ""
-            steps.append({"name": label, "seconds": result["seconds"], "note": note})
-    # The compile record's time data (build_steps.readers.ninja_log.build_time), when the compile
-    # step measured it: read by key, since a record of an older build has none and the page then
-    # says "not measured"; cpu_seconds is None when the compiles ran under sccache's server.
-    measured = compile_result.get("build_time") or {}
-    slowest = [s for s in measured.get("slowest_steps") or () if isinstance(s, dict)]
-    cpu = measured.get("cpu_seconds")
-    command = measured.get("command_seconds")
-    return {"steps": steps, "slowest_steps": slowest,
-            "cpu_seconds": cpu if isinstance(cpu, (int, float)) else None,
-            "command_seconds": command if isinstance(command, (int, float)) else None,
-            "commands": measured.get("commands")}
+class _ClockKeeper:
+    """The run's clock. An object holding the run: pytest_runtest_logreport gets no config."""
 
+    def __init__(self, run: HarnessRun):
+        self.run = run
 
-def _verdict(config, gates: list, exitstatus) -> dict:
-    # A skip fails a -m release run (harness.gates turned it into "failed" already); elsewhere it
-    # is shown, not counted against the verdict.
-    rset = release_set_of(config)
-    markexpr = config.getoption("markexpr", None) or None
-    return review_page.verdict(gates, rset.gates if rset is not None else None,
-                               harness_options(config).profile.name,
-                               interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
-                               selection=f"-m {markexpr!r}" if markexpr else None)
+    def pytest_sessionstart(self, session):
+        self.run.clock = Clock(start=time.monotonic())
 
-
-#: nodeid -> marker names of every release gate collected in this process, before deselection
-_COLLECTED = pytest.StashKey[dict]()
-
-
-def pytest_itemcollected(item):
-    if item.get_closest_marker("release") is not None:
-        item.config.stash.setdefault(_COLLECTED, {})[item.nodeid] = sorted({m.name for m in item.iter_markers()})
-
-
-def _first_sentence(doc: str | None) -> str:
-    para = " ".join((doc or "").strip().split("\n\n", 1)[0].split())
-    m = re.match(r"(.+?\.)(\s|$)", para)
-    line = m.group(1) if m else para
-    return line if len(line) <= 200 else line[:200].rsplit(" ", 1)[0] + " …"
-
-
-def gate_meanings(nodeids, root: Path = HARNESS_ROOT) -> dict:
-    """nodeid -> the gate's one-line meaning: its docstring's first sentence, else its module's
-    (read from the source with ast: the page of an xdist run's controller, which collects
-    nothing, gets the same words)."""
-    by_file: dict = {}
-    for n in nodeids:
-        path, _, rest = n.partition("::")
-        by_file.setdefault(path, {})[n] = rest.split("[", 1)[0].split("::")[-1]
-    out = {}
-    for path, funcs in by_file.items():
-        try:
-            tree = ast.parse((root / path).read_text())
-        except (OSError, SyntaxError, ValueError):
-            continue
-        docs = {node.name: ast.get_docstring(node) for node in ast.walk(tree)
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        module = _first_sentence(ast.get_docstring(tree))
-        for n, func in funcs.items():
-            out[n] = _first_sentence(docs.get(func)) or module
-    return out
-
-
-def _compiler_versions(build_dir: Path | None) -> dict:
-    """The compilers CMake found, from its CMakeFiles/<version>/CMake<LANG>Compiler.cmake (read,
-    never run: the build tree's CMake chose them)."""
-    out = {}
-    if build_dir is None:
-        return out
-    for lang, key in (("CUDA", "nvcc"), ("CXX", "c++")):
-        for f in sorted(Path(build_dir).glob(f"CMakeFiles/*/CMake{lang}Compiler.cmake")):
-            try:
-                text = f.read_text(errors="replace")
-            except OSError:
-                continue
-            ver = re.search(rf'set\(CMAKE_{lang}_COMPILER_VERSION "([^"]*)"\)', text)
-            ident = re.search(rf'set\(CMAKE_{lang}_COMPILER_ID "([^"]*)"\)', text)
-            if ver:
-                out[key] = f"{ident.group(1) if ident else ''} {ver.group(1)}".strip()
-            out["cmake"] = f.parent.name
-    return out
-
-
-def _cuda_wheels(cuda: dict) -> list:
-    wheels = Path(cuda.get("wheels_dir") or "/nonexistent")
-    names = sorted({d.name.removesuffix(".dist-info") for d in [*wheels.glob("*.dist-info"), *wheels.glob("*/*.dist-info")]
-                    if d.name.lower().startswith("nvidia")})
-    return [n.replace("-", " ", 1) for n in names]  # "nvidia_cublas 13.1.0.3"
-
-
-def _os_name() -> str:
-    try:
-        text = Path("/etc/os-release").read_text()
-    except OSError:
-        return platform.platform()
-    m = re.search(r'^PRETTY_NAME="?([^"\n]*)', text, re.M)
-    return m.group(1) if m else platform.platform()
-
-
-def _provenance(records: dict) -> dict:
-    source = (records.get("source") or {}).get("result") or {}
-    conf = (records.get("configure") or {}).get("result") or {}
-    cuda = (records.get("cuda_root") or {}).get("result") or {}
-    cache = conf.get("cache") or {}
-    if not conf and not source:
-        return {}  # an audit: nothing was built on this host
-    out = {"host": socket.gethostname(), "os": _os_name(), "python": platform.python_version(),
-           "source": source.get("root"), "commit": source.get("commit"), "branch": source.get("branch"),
-           # the sample tree (selftest/sample_mxnet) names its CMake project so
-           "sample": cache.get("CMAKE_PROJECT_NAME") == "mxnet_sample"}
-    out.update(_compiler_versions(conf.get("build_dir")))
-    if cuda:
-        out["cuda_root"] = cuda.get("root")
-        out["cuda_wheels"] = _cuda_wheels(cuda)
-    return {k: v for k, v in out.items() if v not in (None, "", [])} | {"sample": out["sample"]}
-
-
-def _run_timeline(config, steps: list) -> dict:
-    """The whole run's wall time, split into what is known: the build steps, the rest of the gates'
-    setup (CUDA wheels, throwaway venv, wheel extraction), the gates' own bodies, and the rest
-    (collection, teardown, reporting)."""
-    clock = config.stash.get(_CLOCK, None)
-    if clock is None:
-        return {}
-    total = time.monotonic() - clock["start"]
-    built = sum(s["seconds"] for s in steps)
-    setup, call = clock["setup"], clock["call"]
-    phases = [*({"name": s["name"], "seconds": s["seconds"]} for s in steps),
-              # the gates' fixture setup beyond the build steps: the venv and its wheels, extraction
-              {"name": "other setup (venv, extraction)", "seconds": max(setup - built, 0.0)},
-              {"name": "gate bodies", "seconds": call},
-              {"name": "collection, teardown, reporting", "seconds": max(total - setup - call, 0.0)}]
-    note = ""
-    if getattr(config.option, "numprocesses", None):
-        note = "setup and gate times are summed over the xdist workers, so they may add up to more than the wall time"
-    return {"total": total, "phases": [p for p in phases if p["seconds"] > 0.05], "note": note}
-
-
-_CLOCK = pytest.StashKey[dict]()
-
-
-def pytest_sessionstart(session):
-    clock = {"start": time.monotonic(), "setup": 0.0, "call": 0.0}
-    session.config.stash[_CLOCK] = _CLOCK_OF["clock"] = clock
-
-
-def pytest_runtest_logreport(report):
-    # The reporting process sees every report (xdist's controller gets the workers').
-    clock = _CLOCK_OF.get("clock")
-    if clock is not None and report.when in ("setup", "call"):
-        clock[report.when] += float(getattr(report, "duration", 0) or 0)
-
-
-#: pytest_runtest_logreport gets no config: the session's clock, set at configure
-_CLOCK_OF: dict = {}
-
-
-def pytest_unconfigure(config):
-    _CLOCK_OF.clear()
-
-
-def review_section(config, exitstatus=None, verdicts: dict | None = None) -> dict:
-    """The JSON report's ``review`` section: what the page shows beyond the static facts.
-
-    The gates are the ledger's (the reporting process's, at the end of the session), or
-    ``verdicts`` (nodeid -> verdict) where the ledger is not the whole story yet (the publish gate)."""
-    options = harness_options(config)
-    if verdicts is None:
-        gates = [{"nodeid": n, "verdict": e.verdict, "why": e.why, "markers": list(e.markers)}
-                 for n, e in sorted(ledger_of(config).entries.items()) if "release" in e.markers]
-    else:
-        gates = [{"nodeid": n, "verdict": v, "why": "", "markers": []} for n, v in sorted(verdicts.items())]
-    records = chain_records(shared_root(config))
-    source = (records.get("source") or {}).get("result") or {}
-    broken = development_option_promises(options) + broken_promises(options)
-    development = bool(broken or options.allow_dirty)
-    rset = release_set_of(config)
-    seen = {g["nodeid"] for g in gates if g["verdict"] != "not run"}
-    collected = config.stash.get(_COLLECTED, {})
-    not_run = [{"nodeid": n, "markers": collected.get(n, []), "group": review_page.group_of(n, collected.get(n))}
-               for n in (rset.gates if rset is not None else ()) if n not in seen]
-    meanings = gate_meanings([*(g["nodeid"] for g in gates), *(g["nodeid"] for g in not_run)])
-    for g in [*gates, *not_run]:
-        g["meaning"] = meanings.get(g["nodeid"], "")
-    timeline = _timeline(records)
-    timeline["run"] = _run_timeline(config, timeline["steps"])
-    conf = (records.get("configure") or {}).get("result") or {}
-    return {review_page.SECTION: {
-        "verdict": _verdict(config, gates, exitstatus),
-        "gates": gates,
-        "not_run": not_run,
-        "provenance": _provenance(records),
-        "configure_notes": list(conf.get("notes") or ()),
-        "timeline": timeline,
-        "overrides": {"cmake_defines": dict(options.cmake_defines),
-                      "broken": broken,
-                      "development_options": list(options.development_options),
-                      "host_workarounds": options.host_workarounds,
-                      "allow_dirty": options.allow_dirty, "development": development},
-        "warnings": list(source.get("submodule_warnings") or ()),
-    }}
-
-
-def _destinations(config, records: dict) -> list[Path]:
-    explicit = config.getoption("review_page", None)
-    if explicit is not None:
-        return [Path(explicit)]
-    out = []
-    log = ((records.get("configure") or {}).get("result") or {}).get("log")
-    if log:
-        out.append(Path(log).parent / "review.html")
-    json_path = harness_options(config).provenance_json
-    if json_path is not None:
-        out.append(Path(json_path).with_suffix(".html"))
-    return out
-
-
-def wants_page(config) -> bool:
-    """Whether this run writes a page (harness.wheel_facts builds the report document only then or for
-    --provenance-json): a built wheel, --review-page or --provenance-json."""
-    return bool(_destinations(config, chain_records(shared_root(config))))
-
-
-def merged_gpu_runs(config, doc: dict):
-    """This run's own GPU gates plus --gpu-reports, merged per arch (None: neither exists)."""
-    sha = (doc.get("wheel") or {}).get("sha256")
-    arch = (doc.get("expected") or {}).get("cuda_arch")
-    reports = [(Path("this run"), doc)] if (doc.get(gpu_reports.SECTION) or {}).get("gates") else []
-    directory = config.getoption("gpu_reports", None)
-    if directory is not None:
-        reports = [*gpu_reports.load_reports(directory), *reports]
-    if not reports or not sha:
-        return None
-    return gpu_reports.merge(reports, sha, arch)
-
-
-# Not tryfirst: harness.wheel_facts (tryfirst) builds the report document first. The run's records and
-# pinned wheel stay until pytest_unconfigure (harness.common.RunDir).
-def pytest_sessionfinish(session, exitstatus):
-    config = session.config
-    if is_worker(config) or exitstatus == pytest.ExitCode.USAGE_ERROR or config.option.collectonly:
-        return
-    doc = config.stash.get(DOC_KEY, None)
-    if doc is None:
-        return
-    dests = _destinations(config, chain_records(shared_root(config)))
-    if not dests:
-        return
-    from .wheel_pin import load_pin
-    pin = load_pin(shared_root(config))
-    wheel = Path(pin.path) if pin is not None and Path(pin.path).is_file() else None
-    # Where the built wheel lies now: harness.chain places it (dist/ or set aside) after the JSON
-    # report was written, so the page alone can say it.
-    section = dict(doc.get(review_page.SECTION) or {})
-    if produced_wheel(config):
-        section["wheel_location"] = produced_wheel(config)
-    # The footer names only what this run wrote: the pages, the JSON report, the step logs.
-    json_path = harness_options(config).provenance_json
-    log_dir = Path(((chain_records(shared_root(config)).get("configure") or {}).get("result") or {}).get("log") or "/nonexistent").parent
-    section["written"] = [str(p) for p in [*dests, json_path, log_dir / "configure.log", log_dir / "compile.log"]
-                          if p is not None and (p in dests or Path(p).is_file())]
-    doc = {**doc, review_page.SECTION: section}
-    lines = []
-    try:
-        merged = merged_gpu_runs(config, doc)
-        for dest in dests:
-            review_page.write_page(dest, doc, wheel, merged)
-            lines.append(f"review page: {dest}")
-    except (HarnessError, UsageError) as exc:
-        lines.append(f"review page NOT written: {exc}")
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    report_at_session_end(config, lines)
-
-
-def publish_page(config, dest: Path, audit, verdicts: dict, pin) -> Path:
-    """The page the publish gate attaches to the GitHub release: this run's facts and every other
-    gate's verdict (all passed, or there is no publish), written before the release is made."""
-    from build_steps.readers.report import provenance_document
-    options = harness_options(config)
-    doc = provenance_document(audit, {}, options)
-    doc.update(review_section(config, None, verdicts))
-    doc["wheel"] = {"filename": Path(pin.source).name, "file": pin.source, "sha256": pin.sha256, "size": pin.size}
-    return review_page.write_page(dest, doc, Path(pin.path), merged_gpu_runs(config, doc))
+    def pytest_runtest_logreport(self, report):
+        # The reporting process sees every report (xdist's controller gets the workers').
+        clock = self.run.clock
+        if clock is not None and report.when in ("setup", "call"):
+            setattr(clock, report.when, getattr(clock, report.when) + float(getattr(report, "duration", 0) or 0))

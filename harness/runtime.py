@@ -5,7 +5,6 @@ build chain made; removed by the last worker at session end unless ``--keep-venv
 """
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 from build_steps import once
 from build_steps import venv
 from build_steps.heartbeat import heartbeat
-from build_steps.driver_stub import DRIVER_SONAME, STUB_ENV, driver_missing, make_stub
+from build_steps.driver_stub import DRIVER_SONAME, STUB_ENV, STUB_RECORD, driver_missing, make_stub
 from build_steps.readers.elf import read_dynamic
 from build_steps import filesystem
 from build_steps.errors import HarnessError, StepError, log_tail
@@ -24,13 +23,12 @@ from build_steps.pinning import verify
 from build_steps.profiles import GATE_TEST_REQUIREMENTS
 
 from .steps import guarded
-from .common import add_report_lines, is_worker, say, shared_root
+from .common import say
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
 PROBES_DIR = HARNESS_ROOT / "tests" / "probes"
 CUBLAS_PROBE = PROBES_DIR / "cublas_probe.py"
 _VENV_KEY = "release-venv"
-DRIVER_STUB_RECORD = "driver-stub"
 
 
 def load_probe(name: str):
@@ -105,7 +103,7 @@ def driver_stub(release_venv, install_report, shared_dir):
         if missing is None:
             return {"stub": None}
         return {"stub": str(make_stub(shared_dir / "driver-stub")), "why": missing}
-    return run_once(shared_dir, DRIVER_STUB_RECORD, produce)["stub"]
+    return run_once(shared_dir, STUB_RECORD, produce)["stub"]
 
 
 @pytest.fixture(scope="session")
@@ -118,22 +116,6 @@ def venv_probe(release_venv, tmp_path_factory, request):
         return venv.run_probe(release_venv, PROBES_DIR / name, args, timeout=timeout, env=env,
                                    cwd=tmp_path_factory.mktemp("probe"))
     return _probe
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionfinish(session, exitstatus):
-    # The record lives in the run dir, removed after a green run at pytest_unconfigure (harness.common.RunDir).
-    config = session.config
-    shared = None if is_worker(config) else shared_root(config)
-    record = shared / f"{DRIVER_STUB_RECORD}.json" if shared is not None else None
-    if record is None or not record.exists():
-        return
-    data = json.loads(record.read_text()).get("result") or {}
-    if data.get("stub"):
-        add_report_lines(config, ["", f"driver stub: this host has no NVIDIA driver ({data['why']}); the "
-                                  "CPU-side runtime gates (OpenCV, ONNX, Features) ran with a stand-in "
-                                  "libcuda.so.1 preloaded into their probes only. It answers every driver "
-                                  "call with 'no device': no GPU gate ran on it."])
 
 
 @pytest.fixture(scope="session")

@@ -32,7 +32,7 @@ from build_steps import (bundle, compile, configure, cuda_root, filesystem, laun
 from build_steps.errors import BuildInterrupted, StepError
 from build_steps.once import run_once
 
-from .common import LIVE, is_worker, say, shared_root
+from .common import LIVE, say
 
 
 def guarded(step: str, produce, where: Path):
@@ -301,12 +301,6 @@ def chain_stop_of(records: dict) -> str | None:
         if rec.get("failed"):
             return f"{step.label} {'INTERRUPTED' if rec.get('interrupted') else 'failed'}"
     return None
-
-
-def chain_stop(config) -> str | None:
-    """What stopped the build chain in this run (``"configure failed"``), None if nothing did
-    (read from the run's records by the reporting process)."""
-    return None if is_worker(config) else chain_stop_of(chain_records(shared_root(config)))
 
 
 #: The steps after the wheel (the venv's install): their run-once state, and the summary's label.

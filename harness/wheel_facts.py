@@ -1,5 +1,5 @@
 """The wheel under test, extracted once, the facts every static gate reads, and the provenance
-report (terminal summary and ``--provenance-json``)."""
+gates' verdicts (the end of the run reports them: terminal summary and ``--provenance-json``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,16 +7,13 @@ from pathlib import Path
 import pytest
 
 from build_steps.readers.audit import collect
-from build_steps.once import load_shared, shared_product
+from build_steps.once import shared_product
 from build_steps.errors import HarnessError, WheelUnusable
 from build_steps.pinning import verify
-from build_steps.readers.report import provenance_document, summary_lines, write_json_atomic
 from build_steps.readers.wheel import extract_wheel
 
-from . import report_sections, review
-from .common import add_report_lines, harness_run, is_worker, shared_root
-from .ledger import failure_reason, verdict_of
-from .wheel_pin import load_pin
+from .state import HarnessRun, the_run
+from .verdicts import failure_reason, verdict_of
 
 
 @pytest.fixture(scope="session")
@@ -55,11 +52,11 @@ def libmxnet_info(audit):
 
 
 class ProvenanceReport:
-    """Collects the static gates' verdicts (on the xdist controller: every worker's) and writes
-    the report at the end of the session."""
+    """Files the static gates' verdicts (HarnessRun.provenance_verdicts; on the xdist controller:
+    every worker's) for the provenance report the end of the run builds (harness.finish)."""
 
-    def __init__(self):
-        self.verdicts: dict = {}
+    def __init__(self, run: HarnessRun):
+        self.verdicts = run.provenance_verdicts
 
     def pytest_runtest_logreport(self, report):
         if "provenance" not in report.keywords or (report.when != "call" and report.passed):
@@ -72,39 +69,6 @@ class ProvenanceReport:
         if report.when == "call" or report.nodeid not in self.verdicts or not report.passed:
             self.verdicts[report.nodeid] = (report.outcome, why)
 
-    # tryfirst: the report document is built before harness.review renders it. The records under
-    # shared_root last until pytest_unconfigure (harness.common.RunDir).
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session, exitstatus):
-        config = session.config
-        if is_worker(config) or harness_run(config) is None:
-            return  # the controller reports for everyone
-        if not self.verdicts and not report_sections.has_gpu_runs(config):
-            return
-        options = harness_run(config).options
-        shared = shared_root(config)
-        facts = load_shared(shared, "audit") if shared is not None else None
-        add_report_lines(config, ["", "Provenance report:"]
-                         + ["  " + ln for ln in summary_lines(facts, self.verdicts)])
-        if options.provenance_json is not None or review.wants_page(config):
-            doc = provenance_document(facts, self.verdicts, options)
-            doc.update(report_sections.extra_sections(config, facts))
-            doc.update(review.review_section(config, session.exitstatus))
-            pin = load_pin(shared)
-            # The bytes the gates judged (harness.wheel_pin), so the report names one exact file.
-            if pin is not None:
-                doc["wheel"] = {**(doc.get("wheel") or {}), "filename": Path(pin.source).name,
-                                "file": pin.source, "sha256": pin.sha256, "size": pin.size}
-            config.stash[review.DOC_KEY] = doc  # the review page renders it (harness.review)
-        if options.provenance_json is not None:
-            try:
-                write_json_atomic(options.provenance_json, doc)
-            except HarnessError as exc:  # a full filesystem: one block, no traceback, no partial file
-                add_report_lines(config, [f"  provenance JSON NOT written: {exc}"])
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
-                return
-            add_report_lines(config, [f"  provenance JSON written to {options.provenance_json}"])
-
 
 def pytest_configure(config):
-    config.pluginmanager.register(ProvenanceReport(), "mxnet-provenance-report")
+    config.pluginmanager.register(ProvenanceReport(the_run(config)), "mxnet-provenance-report")

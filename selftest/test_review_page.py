@@ -160,7 +160,7 @@ def test_arch_matrix_names_the_gpu_that_verified_each_arch(browser, tmp_path):
 
 
 def test_timeline_shows_the_slowest_compile_steps_or_says_not_measured(tmp_path):
-    from harness.review import _timeline
+    from harness.report_doc import _timeline
     records = {"configure": {"failed": False, "result": {"seconds": 4.8}},
                "compile": {"failed": False, "result": {"seconds": 3600.0, "steps_run": 1300}},
                "built_wheel": {"failed": False, "result": {"seconds": 16.7}}}
@@ -212,27 +212,26 @@ from pathlib import Path
 import pytest
 
 from build_steps.once import load_shared
-from harness import review
-from harness.common import shared_root
-from harness.ledger import ledger_of
-from harness.wheel_pin import load_pin
+from harness import report_doc
+from harness.pin_record import load_pin
+from harness.state import the_run
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session):
     # what the publish gate does before `gh release create`: the page from this run's audit and pin
     config = session.config
-    shared = shared_root(config)
-    verdicts = {n: e.verdict for n, e in ledger_of(config).entries.items()}
+    run = the_run(config)
+    verdicts = {n: e.verdict for n, e in run.ledger.entries.items()}
     dest = Path(config.getoption("review_page")).with_name("release-page.html")
-    review.publish_page(config, dest, load_shared(shared, "audit"), verdicts, load_pin(shared))
+    report_doc.publish_page(run, dest, load_shared(run.shared, "audit"), verdicts, load_pin(run.shared))
 '''
 
 
 @pytest.mark.slow
 def test_the_page_the_publish_gate_attaches_renders_from_a_real_run(gates, selftest_wheels, browser,
                                                                    pytester, tmp_path, monkeypatch):
-    """harness.review.publish_page, as tests/test_publish.py calls it, on a real audit and pin (a
+    """harness.report_doc.publish_page, as tests/test_publish.py calls it, on a real audit and pin (a
     real publish needs every gate green, GPU ones included, which this machine cannot run)."""
     (pytester.path / "publish_page_probe.py").write_text(PROBE)
     monkeypatch.setenv("PYTHONPATH", str(pytester.path))
@@ -293,7 +292,7 @@ def test_only_a_whole_release_set_run_says_pass():
 def partial_doc() -> dict:
     """The real fork's report (its facts: closure, fatbin) with a review section of a partial run:
     the static gates passed, the rest of the release set not run, as the main job leaves it."""
-    from harness.review import gate_meanings
+    from harness.report_doc import gate_meanings
     doc = json.loads((ROOT / "docs" / "gpu_runs" / "real_fork_2026-12-04.json").read_text())
     gates = _release_set()
     ran = [n for n in gates if "acceptance" not in n and "gpu" not in n and "cublas" not in n][:40]

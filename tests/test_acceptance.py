@@ -13,16 +13,17 @@ import pytest
 
 from build_steps import acceptance as acc
 from build_steps.profiles import FEATURE_ALIASES
-from harness.acceptance_shards import selected_shards, shard_timeout_override
+from harness.shard_plan import selected_shards, shard_timeout_override
+from harness.state import the_run
 
 pytestmark = [pytest.mark.release, pytest.mark.runtime, pytest.mark.acceptance]
 
 
 def pytest_generate_tests(metafunc):
     if "shard" in metafunc.fixturenames:
-        override = shard_timeout_override(metafunc.config)
+        override = shard_timeout_override(the_run(metafunc.config))
         params = []
-        for s in selected_shards(metafunc.config):
+        for s in selected_shards(the_run(metafunc.config)):
             # pytest-timeout (pytest.ini: 900 s) would cut a 30-minute shard short: the shard's own
             # timeout kills its pytest first, and the gate gets two minutes more to write the verdict.
             marks = [pytest.mark.timeout((override or s.timeout_min) * 60 + 120)]

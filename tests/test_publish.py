@@ -19,10 +19,11 @@ from build_steps.pinning import sha256_of
 from build_steps.release_report import write_report
 from build_steps.errors import HarnessError
 from build_steps.pinning import verify
-from harness import review
-from harness.acceptance_shards import inapplicable_shard_gates
+from harness import report_doc
 from harness.common import disabled_plugins_message, inactive_harness_plugins
-from harness.release_set import release_set_of
+from harness.release_scope import release_set_of
+from harness.shard_plan import inapplicable_shard_gates
+from harness.state import the_run
 
 pytestmark = [pytest.mark.release, pytest.mark.publish]
 
@@ -61,9 +62,9 @@ def _publish(request, options, profile, plugin, record):
     verdicts = plugin.verdicts_of(others)
     # The flavor's manifest (build_steps/release_sets/), not what this run collected or selected:
     # whatever -m, -k, --sw, --lf, --shards, an ini or a plugin option left out is listed here.
-    rset = release_set_of(request.config).including(
+    rset = release_set_of(the_run(request.config)).including(
         i.nodeid for i in request.session.items if i is not request.node and i.get_closest_marker("release"))
-    excused = inapplicable_shard_gates(request.config, rset.gates)
+    excused = inapplicable_shard_gates(the_run(request.config), rset.gates)
     not_passed = rset.not_passed(verdicts, excused=excused)
     record(set_size=rset.size(), set_passed=rset.size() - len(not_passed), flavor=profile.name)
     if not_passed:
@@ -90,7 +91,7 @@ def _publish(request, options, profile, plugin, record):
     upload = _verified_upload(request, options, state)
     pin = request.getfixturevalue("wheel_pin")
     # The review page goes up with the wheel: what the reviewer saw is what the release shows.
-    page = review.publish_page(request.config, _page_path(request, options), request.getfixturevalue("audit"),
+    page = report_doc.publish_page(the_run(request.config), _page_path(request, options), request.getfixturevalue("audit"),
                                verdicts, pin)
     plan = publish.plan_release(state, release, profile, facts, upload, gates=ran, digest=pin.sha256,
                                 assets=[page])

@@ -1,0 +1,305 @@
+"""The end of a run as one table, modelled on the build chain's (harness.steps.CHAIN).
+
+``FINISH`` lists what happens after the last gate, in order. Each row is a plain function of the
+run's state (harness.state.HarnessRun) returning an ``Outcome``: the summary lines it adds, and
+whether it fails the run (``failed``: a green run becomes exit 1) or sets its exit status
+(``exit``). A row files its product in the run's state (the report document, the placed wheel, the
+skipped GPU gates) for the rows after it and for the terminal summary. One sessionfinish hook runs
+the table and sets the session's exit status once; no other plugin has one.
+
+Adding "sign the wheel" at the end is one function and one row.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from build_steps.driver_stub import STUB_RECORD
+from build_steps.errors import HarnessError, UsageError
+from build_steps.once import load_shared
+from build_steps.pinning import source_changed, unlock, verify
+from build_steps import review_page
+from build_steps.readers.report import provenance_document, summary_lines, write_json_atomic
+
+from .common import say
+from .pin_record import load_pin
+from .report_doc import destinations, extra_sections, merged_gpu_runs, review_section, wants_page
+from .shard_plan import SECTION as SHARD_SECTION, write_summary
+from .state import HarnessRun, harness_run
+from .steps import WHEEL_STEP, after_chain_records, chain_records
+from .wheel_placement import chain_lines, gate_failures, override_lines, place_wheel
+
+#: The GPU gates' markers: one of them skipped makes a run non-green (the GPU policy row).
+GPU_MARKERS = ("gpu", "cublas")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one row of the end of the run decided."""
+    #: lines for the end of the gate table (or for ``section``'s own block of the summary)
+    lines: tuple[str, ...] = ()
+    #: the run is not green: an exit status of 0 becomes 1 (any other stays)
+    failed: bool = False
+    #: the run's exit status becomes this, whatever it was
+    exit: int | None = None
+    #: also said at once when there is no gate table to print the lines (an xdist controller
+    #: whose workers filed no release gate)
+    loud: bool = False
+    #: the summary's section the lines go to, instead of the gate table's end
+    section: str | None = None
+
+
+NOTHING = Outcome()
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    run: Callable[[HarnessRun], Outcome]
+    #: run on an xdist worker too (every other row runs in the process that reports the run)
+    on_workers: bool = False
+
+
+# --------------------------------------------------------------------------------------------
+# The rows
+# --------------------------------------------------------------------------------------------
+def classify_stop(run: HarnessRun) -> Outcome:
+    """A session stopped for a failed chain step reaches an xdist controller as an interrupt
+    (exit 2); it is a failure (exit 1). A real Ctrl-C keeps its 2 (harness.gates files which)."""
+    if run.stopped_for_step and run.exitstatus == pytest.ExitCode.INTERRUPTED:
+        return Outcome(exit=pytest.ExitCode.TESTS_FAILED)
+    return NOTHING
+
+
+def check_pin(run: HarnessRun) -> Outcome:
+    """The wheel the gates judged is still the file they were given (harness.wheel_pin)."""
+    pin = run.pin
+    if pin is None:
+        return NOTHING
+    problems = []
+    try:
+        verify(pin, "the end of the run")
+    except Exception as exc:  # WheelChanged: the words are in the message
+        problems.append(str(exc))
+    changed = source_changed(pin)
+    if changed:
+        problems.append(changed)
+    # A built wheel's path is said once, where it now lies (dist/ or set aside: the placement row);
+    # its staging path here would be a second wheel path for the same bytes.
+    what = f"sha256 {pin.sha256}, {pin.size} bytes"
+    lines = [f"wheel verified by this run: {what}" if run.mode == "build"
+             else f"wheel verified by this run: {pin.source} ({what})"]
+    if not problems:
+        return Outcome(lines=("", *lines))
+    lines = ["WHEEL CHANGED DURING THE RUN: " + p for p in problems] + lines
+    for line in lines[:-1]:
+        say(line)
+    return Outcome(lines=("", *lines), failed=True)
+
+
+def build_report(run: HarnessRun) -> Outcome:
+    """The provenance report's summary lines; the report document (HarnessRun.doc) when the run
+    writes the JSON report or a review page."""
+    if not run.provenance_verdicts and not run.gpu_runs:
+        return NOTHING
+    facts = load_shared(run.shared, "audit")
+    lines = ["", "Provenance report:"] + ["  " + ln for ln in summary_lines(facts, run.provenance_verdicts)]
+    if run.options.provenance_json is not None or wants_page(run, run.records):
+        doc = provenance_document(facts, run.provenance_verdicts, run.options)
+        doc.update(extra_sections(run, facts, run.records))
+        doc.update(review_section(run, run.records, run.exitstatus))
+        pin = run.pin
+        # The bytes the gates judged (harness.wheel_pin), so the report names one exact file.
+        if pin is not None:
+            doc["wheel"] = {**(doc.get("wheel") or {}), "filename": Path(pin.source).name,
+                            "file": pin.source, "sha256": pin.sha256, "size": pin.size}
+        run.doc = doc
+    return Outcome(lines=tuple(lines))
+
+
+def write_json(run: HarnessRun) -> Outcome:
+    """``--provenance-json``: written whole or not at all (a full filesystem is one line, exit 1)."""
+    path = run.options.provenance_json
+    if path is None or run.doc is None:
+        return NOTHING
+    try:
+        write_json_atomic(path, run.doc)
+    except HarnessError as exc:
+        return Outcome(lines=(f"  provenance JSON NOT written: {exc}",), exit=pytest.ExitCode.TESTS_FAILED)
+    run.json_written = True
+    return Outcome(lines=(f"  provenance JSON written to {path}",))
+
+
+def driver_stub_note(run: HarnessRun) -> Outcome:
+    """Said when the CPU-side runtime gates ran with the stand-in libcuda.so.1 (harness.runtime)."""
+    record = run.shared / f"{STUB_RECORD}.json"
+    if not record.exists():
+        return NOTHING
+    data = json.loads(record.read_text()).get("result") or {}
+    if not data.get("stub"):
+        return NOTHING
+    return Outcome(lines=("", f"driver stub: this host has no NVIDIA driver ({data['why']}); the "
+                          "CPU-side runtime gates (OpenCV, ONNX, Features) ran with a stand-in "
+                          "libcuda.so.1 preloaded into their probes only. It answers every driver "
+                          "call with 'no device': no GPU gate ran on it."))
+
+
+def place_built_wheel(run: HarnessRun) -> Outcome:
+    """The chain's summary, and the built wheel to dist/ or set aside (harness.wheel_placement)."""
+    if not run.records:
+        return NOTHING
+    lines = chain_lines(run.records, run.after_records) + override_lines(run.options)
+    rec = run.records.get(WHEEL_STEP.record)
+    if not rec or rec.get("failed"):
+        return Outcome(lines=tuple(lines), loud=True)
+    failed, passed_provenance = gate_failures(run)
+    run.failures = failed
+    try:
+        line, run.placed_wheel = place_wheel(run, Path(rec["result"]["wheel"]), Path(rec["result"]["dist"]),
+                                             failed, passed_provenance)
+    except HarnessError as exc:  # a full disk, a swapped wheel, a released version: one block
+        return Outcome(lines=(*lines, f"wheel NOT placed in dist/: {exc}"), exit=pytest.ExitCode.TESTS_FAILED,
+                       loud=True)
+    return Outcome(lines=(*lines, line), loud=True)
+
+
+def write_page(run: HarnessRun) -> Outcome:
+    """The review page, from the report document, with where the built wheel now lies."""
+    if run.doc is None or run.exitstatus == pytest.ExitCode.USAGE_ERROR or run.config.option.collectonly:
+        return NOTHING
+    dests = destinations(run, run.records)
+    if not dests:
+        return NOTHING
+    pin = run.pin
+    wheel = Path(pin.path) if pin is not None and Path(pin.path).is_file() else None
+    section = dict(run.doc.get(review_page.SECTION) or {})
+    if run.placed_wheel:
+        section["wheel_location"] = run.placed_wheel
+    # The footer names only what this run wrote: the pages, the JSON report, the step logs.
+    json_path = run.options.provenance_json
+    log = ((run.records.get("configure") or {}).get("result") or {}).get("log")
+    log_dir = Path(log or "/nonexistent").parent
+    section["written"] = [str(p) for p in [*dests, json_path, log_dir / "configure.log", log_dir / "compile.log"]
+                          if p is not None and (p in dests or Path(p).is_file())]
+    doc = {**run.doc, review_page.SECTION: section}
+    lines = []
+    try:
+        merged = merged_gpu_runs(run, doc)
+        for dest in dests:
+            review_page.write_page(dest, doc, wheel, merged)
+            lines.append(f"review page: {dest}")
+    except (HarnessError, UsageError) as exc:
+        lines.append(f"review page NOT written: {exc}")
+        return Outcome(lines=tuple(lines), exit=pytest.ExitCode.TESTS_FAILED, loud=True)
+    return Outcome(lines=tuple(lines), loud=True)
+
+
+def gpu_policy(run: HarnessRun) -> Outcome:
+    """Selected GPU gates that skipped make the run non-green, unless --allow-gpu-skips
+    (harness.gpu_policy says so in the summary)."""
+    run.skipped_gpu = sorted((nodeid, e.why) for nodeid, e in run.ledger.entries.items()
+                             if e.verdict == "skipped" and any(m in e.markers for m in GPU_MARKERS))
+    allowed = run.config.getoption("allow_gpu_skips", False)
+    return Outcome(failed=bool(run.skipped_gpu) and not allowed)
+
+
+def shard_table(run: HarnessRun) -> Outcome:
+    """The acceptance shards' table, summary.md/summary.json, and the JSON report's ``acceptance``."""
+    if not run.shard_rows:
+        return NOTHING
+    lines, doc = write_summary(run)
+    path = run.options.provenance_json
+    if path is not None:
+        # The provenance report this row's predecessors wrote keeps its keys; a file left from an
+        # earlier run is replaced.
+        data = dict(run.doc) if run.json_written and run.doc is not None else {}
+        data.setdefault("schema", 1)
+        data["acceptance"] = doc
+        write_json_atomic(path, data)
+    return Outcome(lines=tuple(lines), section=SHARD_SECTION)
+
+
+def publish_ran(run: HarnessRun) -> Outcome:
+    """A --publish run whose publish gate never ran (deselected by --sw, -k, -o python_functions)
+    published nothing: it is not green."""
+    if not run.options.publish or run.config.option.collectonly:
+        return NOTHING
+    return Outcome(failed=run.publish_outcome is None)
+
+
+def unlock_pin(run: HarnessRun) -> Outcome:
+    """The pin's dir removable again (dist/ has read the copy); the run dir itself goes at
+    pytest_unconfigure (harness.run_dir)."""
+    if run.pin is not None:
+        unlock(run.pin)
+    return NOTHING
+
+
+#: The end of the run, in order.
+FINISH = (
+    Row("classify the stop", classify_stop, on_workers=True),
+    Row("check the pin", check_pin),
+    Row("build the report", build_report),
+    Row("write the JSON", write_json),
+    Row("driver stub note", driver_stub_note),
+    Row("place the wheel", place_built_wheel),
+    Row("write the page", write_page),
+    Row("GPU policy", gpu_policy),
+    Row("shard table", shard_table),
+    Row("publish", publish_ran),
+    Row("unlock", unlock_pin),
+)
+
+
+def apply(run: HarnessRun, outcome: Outcome) -> None:
+    """One row's outcome into the run's summary and exit status."""
+    if outcome.section is not None:
+        run.sections.setdefault(outcome.section, []).extend(outcome.lines)
+    else:
+        run.report_lines.extend(outcome.lines)
+        if outcome.loud and not run.results:
+            for line in outcome.lines:
+                say(line)
+    if outcome.exit is not None:
+        run.exitstatus = outcome.exit
+    elif outcome.failed and run.exitstatus == pytest.ExitCode.OK:
+        run.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def finish_run(run: HarnessRun, exitstatus: int, rows=FINISH) -> int:
+    """Runs ``rows`` for ``run`` and returns the exit status they settled on. The chain's records
+    and the pin are read once, here. A row that raises fails the run (exit 1) and the rows after it
+    still run (the pin is unlocked, the page written)."""
+    run.exitstatus = exitstatus
+    if not run.is_worker:
+        run.records = chain_records(run.shared)
+        run.after_records = after_chain_records(run.shared)
+        run.pin = load_pin(run.shared)
+    for row in rows:
+        if run.is_worker and not row.on_workers:
+            continue
+        try:
+            outcome = row.run(run)
+        except Exception as exc:  # noqa: BLE001 - fail closed, name the row, go on
+            outcome = Outcome(lines=(f"end of the run: {row.name} FAILED: {type(exc).__name__}: {exc}",),
+                              exit=pytest.ExitCode.TESTS_FAILED, loud=True)
+        apply(run, outcome)
+    return run.exitstatus
+
+
+# tryfirst wrapper: the table runs before any other plugin's sessionfinish (the terminal reporter
+# prints the summary after its own yield), and the run dir's fate is the exit status the session
+# ends with.
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_sessionfinish(session):
+    run = harness_run(session.config)
+    if run is not None:
+        session.exitstatus = finish_run(run, session.exitstatus)
+    result = yield
+    if run is not None:
+        run.exitstatus = session.exitstatus
+    return result

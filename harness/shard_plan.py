@@ -1,0 +1,100 @@
+"""The fork's acceptance shards in this run: the plan harness.acceptance_shards filed
+(HarnessRun.shard_plan), the tree the shards run from, and the summary the end of the run writes
+from the rows it gathered (HarnessRun.shard_rows).
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from build_steps import acceptance
+from build_steps.errors import UsageError
+from build_steps.source import resolve_source
+
+from .state import HarnessRun
+
+#: The terminal summary's section the shard table is printed under.
+SECTION = "Acceptance shards (the fork's tools/run_wheel_full_test.sh)"
+
+
+def source_root(run: HarnessRun) -> Path | None:
+    """The tree whose tests/ the shards run: --mxnet-src, or the cwd when it is an MXNet tree
+    (None when neither). A --mxnet-src that is only a git checkout (the provenance audit's source
+    tree, which needs no MXNet layout) runs no shard; a release run's tree gate then fails."""
+    try:
+        return resolve_source(run.options.mxnet_src, Path(run.config.invocation_params.dir))
+    except UsageError:
+        return None
+
+
+def selected_shards(run: HarnessRun) -> list:
+    return run.shard_plan["selected"] if run.shard_plan else []
+
+
+def inapplicable_shard_gates(run: HarnessRun, gate_ids) -> dict[str, str]:
+    """gate id -> why, for the shard gates among ``gate_ids`` that the fork's own script would not
+    run on this tree (a conditional file is absent). Read from the fork's shard data, whatever
+    --shards-file named: the release set's shards are the fork's."""
+    root = source_root(run)
+    if root is None:
+        return {}
+    shards = acceptance.load_suite().shards
+    out = {}
+    for gate in gate_ids:
+        for s in shards:
+            if gate.endswith(f"::test_shard[{s.id}]") and (why := acceptance.not_applicable(s, root)):
+                out[gate] = why
+    return out
+
+
+def split_parts(run: HarnessRun) -> dict[str, str]:
+    """gate id suffix ``::test_shard[ID]`` -> "K/N" for each shard this run runs one part of."""
+    split = (run.shard_plan or {}).get("split") or {}
+    return {f"::test_shard[{sid}]": f"{k}/{n}" for sid, (k, n) in split.items()}
+
+
+def shard_timeout_override(run: HarnessRun) -> float | None:
+    return run.shard_plan["timeout"] if run.shard_plan else None
+
+
+def acceptance_dir(run: HarnessRun) -> Path:
+    given = (run.shard_plan or {}).get("dir")
+    if given:
+        return Path(given).expanduser().resolve()
+    # Beside the checkout, not in the run dir: a green run's run dir is removed at the end,
+    # and the table's log paths must stay readable. Every xdist worker derives the same run name.
+    return run.config.rootpath / ".harness" / "acceptance" / run.dir.root.name
+
+
+def notes(run: HarnessRun) -> list[str]:
+    """The selected shards this run leaves out, and why (computed on the controller)."""
+    root = source_root(run)
+    if root is None:
+        return ["acceptance shards not run: no MXNet source tree (--mxnet-src) holds the fork's tests"]
+    return [f"acceptance shard {s.id} not applicable: {why}" for s in selected_shards(run)
+            if (why := acceptance.not_applicable(s, root))]
+
+
+def write_summary(run: HarnessRun, created: datetime | None = None) -> tuple[list[str], dict[str, Any]]:
+    """The shard table's lines, and the document written to ``summary.json``/``summary.md`` in the
+    acceptance dir (the provenance JSON gets it as its ``acceptance`` key)."""
+    rows = sorted(run.shard_rows.values(), key=lambda r: r["id"])
+    lines = acceptance.table_lines(rows) + notes(run)
+    created = created or datetime.now(timezone.utc)
+    doc = {"created": created.isoformat(timespec="seconds"),
+           "shards_file": str(run.shard_plan["suite"].source) if run.shard_plan else "",
+           "shards": rows, "mxnet": run.shard_mxnet, "passed": all(r["result"] == "PASS" for r in rows)}
+    out = acceptance_dir(run)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(doc, indent=2) + "\n")
+    header = {"Shards file": doc["shards_file"], "When": doc["created"]}
+    mx = run.shard_mxnet
+    if mx:
+        header["mxnet"] = f"{mx.get('version')} from {mx.get('file')}"
+        header["num_gpus()"] = mx.get("num_gpus")
+        header["Features enabled"] = " ".join(k for k, v in (mx.get("features") or {}).items() if v)
+    (out / "summary.md").write_text(acceptance.summary_markdown(rows, header))
+    lines.append(f"summary: {out / 'summary.md'}")
+    return lines, doc

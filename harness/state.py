@@ -1,0 +1,247 @@
+"""The run's state: one typed object per process (``HarnessRun``), made once in the root conftest's
+pytest_configure and reached by every plugin through ``harness_run(config)``.
+
+Each field says who writes it. A plugin writes only its own fields and reads any; the end of the
+run (harness.finish) reads what the plugins filed, reads the chain's records and the pin once, and
+files what each of its rows decided. No plugin keeps run state in ``config.stash`` besides this
+object (the supervision's signal handlers, the plugin guard's module hashes and the directory
+locks are private to their plugin and read by no other).
+"""
+from __future__ import annotations
+
+import fcntl
+import getpass
+import os
+import shutil
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import pytest
+
+if TYPE_CHECKING:
+    from build_steps.options import RunOptions
+    from build_steps.pinning import WheelPin
+
+Mode = Literal["build", "audit"]
+Role = Literal["controller", "worker"]
+
+
+@dataclass
+class Entry:
+    """One gate's verdict in the ledger."""
+    verdict: str = "not run"     # passed / failed / skipped / xfailed / not run
+    why: str = ""
+    markers: tuple[str, ...] = ()
+    finished: bool = False       # its teardown was reported
+    when: str = ""               # the phase (setup / call / teardown) that decided the verdict
+    rerun: str = ""              # why an earlier attempt failed, when a rerun plugin retried it
+
+
+@dataclass
+class Ledger:
+    """nodeid -> Entry of every test this run reported (on the controller: every worker's)."""
+    entries: dict[str, Entry] = field(default_factory=dict)
+
+
+@dataclass
+class Clock:
+    """The run's wall clock and the gates' summed setup and call times (the page's timeline)."""
+    start: float
+    setup: float = 0.0
+    call: float = 0.0
+
+
+@dataclass
+class HarnessRun:
+    """Everything one process of a run knows, filed by its owner (the comment above each group)."""
+
+    config: pytest.Config
+    #: the run's options; replaced once, at session start, by a publish run's (fix_release_options)
+    options: RunOptions
+    #: the plugin modules the root conftest registers (conftest.py's pytest_plugins)
+    plugins: tuple[str, ...]
+    #: the run's dir, common to every xdist worker (harness.common.RunDir)
+    dir: RunDir
+    role: Role
+    release_fixed: bool = False
+
+    # harness.ledger: every gate's verdict, and the gate table's rows (nodeid -> (verdict, why))
+    ledger: Ledger = field(default_factory=Ledger)
+    results: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # harness.release_set: nodeid -> marker names of every release gate collected, before deselection
+    collected: dict[str, list[str]] = field(default_factory=dict)
+    # harness.review: the run's clock
+    clock: Clock | None = None
+    # harness.report_sections: nodeid -> the GPU gate's verdict and the GPU it ran on
+    gpu_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # harness.wheel_facts: nodeid -> (outcome, why) of every provenance gate
+    provenance_verdicts: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # harness.acceptance_shards: the shard plan (selection, lanes, parallelism, split) and the rows
+    shard_plan: dict[str, Any] | None = None
+    shard_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    shard_mxnet: dict[str, Any] | None = None
+    # harness.gates: the session stopped because a chain step failed (not a Ctrl-C)
+    stopped_for_step: bool = False
+    # harness.publish_plugin: what the publish gate reported (None: it did not run)
+    publish_outcome: dict[str, Any] | None = None
+
+    # harness.finish: read once at the end of the run, then each row's product
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    after_records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pin: WheelPin | None = None
+    #: the JSON report's document (the page renders it); None when no report was wanted
+    doc: dict[str, Any] | None = None
+    #: --provenance-json holds ``doc`` (the shard table adds its key to it)
+    json_written: bool = False
+    #: the wheel this run built, where the gates' verdict put it (dist/ or set aside)
+    placed_wheel: str | None = None
+    #: the build and provenance release gates that failed (the wheel is set aside for them)
+    failures: list[str] = field(default_factory=list)
+    #: (nodeid, why) of the GPU gates that were selected and skipped
+    skipped_gpu: list[tuple[str, str]] = field(default_factory=list)
+    #: lines for the end of the gate table, and for the summary's own sections (title -> lines)
+    report_lines: list[str] = field(default_factory=list)
+    sections: dict[str, list[str]] = field(default_factory=dict)
+    #: the exit status the finish table settled on (None until it ran)
+    exitstatus: int | None = None
+
+    @property
+    def mode(self) -> Mode:
+        """``audit`` with ``--wheel PATH`` (nothing is built), else ``build``."""
+        return "audit" if self.options.wheel is not None else "build"
+
+    @property
+    def is_worker(self) -> bool:
+        return self.role == "worker"
+
+    @property
+    def shared(self) -> Path:
+        """Where xdist workers of this run meet: run-once records, the pinned and extracted wheel."""
+        return self.dir.shared
+
+
+_RUN_KEY = pytest.StashKey[HarnessRun]()
+
+
+class RunDir:
+    """The directory of one run, common to all its xdist workers: ``harness-shared`` (run-once
+    records, the pinned wheel, the extracted wheel, the venv) and pytest's own basetemp (``tmp``).
+
+    Made by the controller in pytest_configure, before pytest's tmp-path plugin reads
+    ``--basetemp``: the user's ``--basetemp DIR`` (emptied now, kept after the run, as pytest
+    does with it), else a fresh ``run-*`` dir under ``<tmp>/mxnet-harness-of-<user>/`` that is
+    removed after a green run (``tmp_path_retention_policy = failed``) and of which only the
+    newest ``tmp_path_retention_count`` outlive later runs, as pytest's numbered basetemps. Each
+    run holds a lock on its dir, so a concurrent run's is never pruned. Workers receive the
+    controller's dir through ``workerinput`` (pytest-xdist's pytest_configure_node).
+    """
+
+    #: the workerinput key an xdist worker finds its controller's run dir under
+    WORKER_INPUT = "mxnet_harness_run_dir"
+
+    def __init__(self, root: Path, given: bool, lock=None):
+        self.root = root
+        self.given = given
+        self._lock = lock
+
+    @property
+    def shared(self) -> Path:
+        return self.root / "harness-shared"
+
+    @classmethod
+    def for_controller(cls, config) -> "RunDir":
+        given = config.option.basetemp
+        if given:
+            root = Path(os.path.abspath(given))
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir(parents=True, mode=0o700)
+        else:
+            parent = Path(tempfile.gettempdir()) / f"mxnet-harness-of-{getpass.getuser()}"
+            parent.mkdir(mode=0o700, exist_ok=True)
+            _check_private(parent)
+            root = Path(tempfile.mkdtemp(prefix="run-", dir=parent))
+        lock = open(root / ".lock", "w")  # noqa: SIM115 - held for the whole run
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        run = cls(root, bool(given), lock)
+        if not given:
+            _prune_runs(root.parent, keep=int(config.getini("tmp_path_retention_count")) - 1, current=root)
+        # pytest's basetemp (tmp_path, xdist's per-worker dirs) inside the run's dir, beside the shared dir.
+        config.option.basetemp = str(root / "tmp")
+        return run
+
+    def finish(self, config: pytest.Config, exitstatus: int | None) -> None:
+        """End of the run: drop the lock; a green run's own dir is removed under policy ``failed``,
+        and so is one of a run refused before its session started (``exitstatus`` None: nothing ran)."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+        if not self.given and (exitstatus is None or (
+                exitstatus == 0 and config.getini("tmp_path_retention_policy") == "failed")):
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _check_private(parent: Path) -> None:
+    """The runs' parent dir in the shared temp dir must be this user's own, writable by nobody else:
+    one made beforehand by another user (or left world-writable) lets them swap a run's files,
+    the pinned wheel and the verdicts among them (issue 29)."""
+    st = parent.lstat()
+    problems = []
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        problems.append("is not a directory (a symlink?)")
+    if st.st_uid != os.getuid():
+        problems.append(f"is owned by uid {st.st_uid}, not by this user ({os.getuid()})")
+    if st.st_mode & 0o022:
+        problems.append(f"is writable by others (mode {oct(st.st_mode & 0o777)})")
+    if problems:
+        raise pytest.UsageError(
+            f"the harness's run dir parent {parent} {' and '.join(problems)}: another user could change a "
+            f"run's files. Remove it (or pass --basetemp=DIR of your own) and run again")
+
+
+def _prune_runs(parent: Path, keep: int, current: Path) -> None:
+    """Remove older run dirs beyond the newest ``keep``, skipping any whose run still holds its lock."""
+    def mtime(d):
+        try:
+            return d.stat().st_mtime
+        except OSError:
+            return 0.0
+    older = sorted((d for d in parent.glob("run-*") if d != current), key=mtime, reverse=True)
+    for d in older[max(keep, 0):]:
+        try:
+            with open(d / ".lock", "a") as f:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                for p in d.rglob("*"):  # a pinned wheel is read-only
+                    if p.is_dir() and not p.is_symlink():
+                        p.chmod(0o700)
+                shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def open_run_dir(config) -> RunDir:
+    """The run's dir, made once in pytest_configure (see RunDir)."""
+    if hasattr(config, "workerinput"):
+        return RunDir(Path(config.workerinput[RunDir.WORKER_INPUT]), given=True)
+    return RunDir.for_controller(config)
+
+
+
+def start_run(config: pytest.Config, options: RunOptions, plugins: tuple[str, ...], run_dir: RunDir) -> HarnessRun:
+    """The run's state, once per process (the root conftest's pytest_configure)."""
+    role: Role = "worker" if hasattr(config, "workerinput") else "controller"
+    run = HarnessRun(config=config, options=options, plugins=tuple(plugins), dir=run_dir, role=role)
+    config.stash[_RUN_KEY] = run
+    return run
+
+
+def harness_run(config: pytest.Config) -> HarnessRun | None:
+    """This run's state; None when pytest_configure refused the run before making it."""
+    return config.stash.get(_RUN_KEY, None)
+
+
+def the_run(config: pytest.Config) -> HarnessRun:
+    """This run's state, where it must exist (every hook after the root conftest's configure)."""
+    return config.stash[_RUN_KEY]
