@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import IO, Any, Callable
 
 from .errors import HarnessError
 
@@ -32,9 +32,10 @@ class DigestMismatch(HarnessError):
     """The bytes copied are not the bytes the run pinned."""
 
 
-def _human(n: int | None) -> str:
-    if n is None:
+def _human(size: int | None) -> str:
+    if size is None:
         return "unknown"
+    n = float(size)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -81,7 +82,7 @@ def _umask_mode(base: int = 0o666) -> int:
     return base & ~mask
 
 
-def write_atomic(dest: Path, write: Callable, *, needed: int | None = None, binary: bool = True) -> Path:
+def write_atomic(dest: Path, write: Callable[[IO[Any]], object], *, needed: int | None = None, binary: bool = True) -> Path:
     """``write(fh)`` into a temporary file beside ``dest``, then rename it to ``dest``.
 
     ``needed`` (bytes) is checked against the free space first, so a file that cannot fit is
@@ -118,7 +119,7 @@ def _explain(dest: Path, needed: int | None, exc: OSError) -> OutputError:
     return OutputError(f"cannot write {dest}: {exc.strerror or exc}; nothing was left behind")
 
 
-def write_json(dest: Path, data) -> Path:
+def write_json(dest: Path, data: Any) -> Path:
     text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
     return write_atomic(dest, lambda fh: fh.write(text.encode()), needed=len(text.encode()))
 
@@ -129,7 +130,7 @@ def copy_verified(src: Path, dest: Path, sha256: str | None = None) -> Path:
     src = Path(src)
     size = src.stat().st_size
 
-    def write(fh):
+    def write(fh: IO[bytes]) -> None:
         h = hashlib.sha256()
         with open(src, "rb") as inp:
             for block in iter(lambda: inp.read(_BLOCK), b""):
@@ -145,7 +146,7 @@ def copy_verified(src: Path, dest: Path, sha256: str | None = None) -> Path:
 
 def copy_file(src: Path, dest: Path) -> Path:
     """An atomic copy without a digest (what shutil.copy2 did, all or nothing)."""
-    def write(fh):
+    def write(fh: IO[bytes]) -> None:
         # closed here, not by the garbage collector: -W error turned the leak into a crash at exit
         with open(src, "rb") as inp:
             shutil.copyfileobj(inp, fh, _BLOCK)

@@ -95,7 +95,9 @@ def log_excerpt(path: Path, first: int = 3, before: int = 2, after: int = 8, tai
     except OSError:
         return ""
     hits = [i for i, line in enumerate(lines) if _CAUSE.search(line)]
-    shown, blocks, end = set(), [], -1
+    shown: set[int] = set()
+    blocks: list[tuple[int, int]] = []
+    end = -1
     for i in hits:
         if len(blocks) >= first:
             break

@@ -128,10 +128,6 @@ def is_no_space(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
-def is_read_only(exc: BaseException) -> bool:
-    return isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
-
-
 def says_no_space(text: str) -> bool:
     return any(t in text for t in NO_SPACE_TEXT)
 

@@ -22,7 +22,7 @@ class GitError(HarnessError):
     """A git command failed; the message carries the command and git's stderr."""
 
 
-def git_env() -> dict:
+def git_env() -> dict[str, str]:
     """This process's environment for git (and for tools that call git): never prompting."""
     env = dict(os.environ)
     # Never wait for a password or a host-key confirmation: that would hang the release run.
@@ -34,7 +34,7 @@ def git_env() -> dict:
     return env
 
 
-def run(repo: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+def run(repo: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``git -C repo args...``; the completed process, whatever its exit status."""
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=git_env(),
                           timeout=timeout)
@@ -77,7 +77,7 @@ def current_branch(repo: Path) -> str:
     return "detached" if name == "HEAD" else name
 
 
-def tracked_changes(repo: Path) -> list:
+def tracked_changes(repo: Path) -> list[str]:
     """Porcelain lines of modified/staged tracked paths (untracked files do not count)."""
     out = git(repo, "status", "--porcelain", "--untracked-files=no")
     return [line for line in out.splitlines() if line.strip()]
@@ -88,7 +88,7 @@ def committer_ident(repo: Path) -> str:
     return git(repo, "var", "GIT_COMMITTER_IDENT").strip()
 
 
-def local_tags(repo: Path, pattern: str = "*") -> list:
+def local_tags(repo: Path, pattern: str = "*") -> list[str]:
     out = git(repo, "tag", "--list", pattern)
     return [t.strip() for t in out.splitlines() if t.strip()]
 
@@ -110,7 +110,7 @@ def remote_url(repo: Path, remote: str) -> str:
             f"(see `git -C {repo} remote -v`)") from None
 
 
-def remote_tags(repo: Path, remote: str) -> list:
+def remote_tags(repo: Path, remote: str) -> list[str]:
     """All tag names on ``remote`` (peeled ``^{}`` lines folded). Raises GitError if unreadable.
 
     Unlike the fork's wrapper, an unreachable remote is an error, not an empty list: the release

@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import acceptance as acc
+from build_steps.acceptance_fork_script import data_script_differences, parse_fork_script
+from build_steps.acceptance_run import gpu_for_worker
+from build_steps.acceptance_suite import load_suite
+from build_steps.acceptance_venv import verify_installed_mxnet
 from build_steps.errors import UsageError
 from selftest.conftest import HARNESS_ROOT
 
@@ -37,17 +40,17 @@ def fork_paths(fork_pristine) -> set:
 
 
 def test_shard_data_agrees_with_the_real_fork_script(fork_script):
-    script = acc.parse_fork_script(fork_script)
-    suite = acc.load_suite()
+    script = parse_fork_script(fork_script)
+    suite = load_suite()
     assert len(script) == len(suite.shards) == 32
-    assert acc.data_script_differences(suite, script) == []
+    assert data_script_differences(suite, script) == []
     lanes = {s.id: s.lane for s in suite.shards}
     assert lanes["onnx_export_import"] == "onnx" and lanes["gpu_operator_classic"] == "gpu"
     assert lanes["dnnl_smoke"] == "dnnl" and lanes["quant_general"] == "quant"
 
 
 def test_every_unconditional_shard_path_is_in_the_real_fork_tree(fork_paths):
-    suite = acc.load_suite()
+    suite = load_suite()
     missing = [f"{s.id}: {p}" for s in suite.shards if not s.only_if_exists for p in s.paths if p not in fork_paths]
     assert missing == [], f"shards whose tests the fork tree does not have (pytest would exit 4): {missing}"
     # The conditional ones may be absent: the fork's script then does not run them.
@@ -67,7 +70,7 @@ def test_the_check_names_added_removed_and_changed_shards(fork_script):
         "# ----- DNNL / oneDNN lane")
     edited = edited.replace("-k Parameter -n", "-k 'Parameter or Trainer' -n")
     edited = edited.replace("tests/python/onnx -v -n \"$PARALLEL_CPU\"", "tests/python/onnx -v")
-    diffs = acc.data_script_differences(acc.load_suite(), acc.parse_fork_script(edited))
+    diffs = data_script_differences(load_suite(), parse_fork_script(edited))
     text = "\n".join(diffs)
     assert "cpu_new_shard: in the fork's script, not in acceptance_shards.toml" in text
     assert "cpu_test_random: in acceptance_shards.toml, not in the fork's script" in text
@@ -80,13 +83,13 @@ def test_bad_shard_data_is_a_usage_error_naming_the_entry(tmp_path):
     bad = tmp_path / "shards.toml"
     bad.write_text('[parallel]\ncpu = 2\n[[shard]]\nid = "a"\ndescription = "d"\nlane = "tpu"\npaths = ["t"]\n')
     with pytest.raises(UsageError, match=r"#1 \(a\): lane 'tpu' is not one of cpu, dnnl, quant, onnx, gpu"):
-        acc.load_suite(bad)
+        load_suite(bad)
     bad.write_text('[[shard]]\nid = "a"\ndescription = "d"\nlane = "cpu"\npaths = ["t"]\n' * 2)
     with pytest.raises(UsageError, match="the id a is used twice"):
-        acc.load_suite(bad)
+        load_suite(bad)
     bad.write_text("[[shard]\n")
     with pytest.raises(UsageError, match="not valid TOML"):
-        acc.load_suite(bad)
+        load_suite(bad)
 
 
 def test_unknown_shard_or_lane_is_refused_before_anything_runs(gates):
@@ -98,10 +101,10 @@ def test_unknown_shard_or_lane_is_refused_before_anything_runs(gates):
 
 
 def test_gpu_shards_pin_one_gpu_per_xdist_worker():
-    assert acc.gpu_for_worker("gw0", ["0", "1"]) == "0"
-    assert acc.gpu_for_worker("gw3", ["0", "1"]) == "1"
-    assert acc.gpu_for_worker("gw1", ["4", "6"]) == "6"  # an outer CUDA_VISIBLE_DEVICES is respected
-    assert acc.gpu_for_worker(None, ["0", "1"]) is None  # without xdist every GPU stays visible
+    assert gpu_for_worker("gw0", ["0", "1"]) == "0"
+    assert gpu_for_worker("gw3", ["0", "1"]) == "1"
+    assert gpu_for_worker("gw1", ["4", "6"]) == "6"  # an outer CUDA_VISIBLE_DEVICES is respected
+    assert gpu_for_worker(None, ["0", "1"]) is None  # without xdist every GPU stays visible
 
 
 # ------------------------------------------------------------------------------------------
@@ -203,9 +206,9 @@ def test_import_check_fails_when_the_tree_shadows_the_installed_mxnet(tmp_path):
     tree = tmp_path / "tree"
     (tree / "python" / "mxnet").mkdir(parents=True)
     (tree / "python" / "mxnet" / "__init__.py").write_text("__version__ = 'source'\n")
-    good = acc.verify_installed_mxnet(venv, tree)
+    good = verify_installed_mxnet(venv, tree)
     assert good["problems"] == [] and good["version"] == "installed", good
     (tree / "mxnet").symlink_to(tree / "python" / "mxnet")
-    bad = acc.verify_installed_mxnet(venv, tree)
+    bad = verify_installed_mxnet(venv, tree)
     assert bad["version"] == "source"
     assert len(bad["problems"]) == 1 and "mxnet resolved outside the venv" in bad["problems"][0], bad

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import acceptance, venv as venv_step
+from build_steps import venv as venv_step
+from build_steps.acceptance_venv import verify_installed_mxnet
 from build_steps.errors import UsageError
 from build_steps.venv import SECRET_PATTERNS, check_pass_env, clean_env
 from selftest.conftest import HARNESS_ROOT, run_gates
@@ -73,7 +74,7 @@ def test_wheel_code_sees_no_secret(tmp_path, monkeypatch):
     script.write_text(PROBE)
     result = venv_step.run_probe(venv, script, cwd=probe_dir)
     assert result.get("ok"), result
-    facts = acceptance.verify_installed_mxnet(venv, tree)  # the shards' import, in the shards' environment
+    facts = verify_installed_mxnet(venv, tree)  # the shards' import, in the shards' environment
     assert not facts["problems"], facts
 
     dumps = _dumps(probe_dir) + _dumps(tree)

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import acceptance, gpu_reports
+from build_steps import gpu_reports
+from build_steps.acceptance_run import SHARD_PART_DIR, SHARD_PART_ENV, SHARD_PART_PLUGIN
+from build_steps.acceptance_selection import parse_shard_split
 from build_steps.errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,11 +26,11 @@ REAL_FILE = "selftest/test_gpu_merge.py"
 
 def _collected(part: str | None) -> list:
     """The ids pytest collects from REAL_FILE with the shard's part plugin, as run_shard loads it."""
-    env = {**os.environ, "PYTHONPATH": str(acceptance.SHARD_PART_DIR)}
-    env.pop(acceptance.SHARD_PART_ENV, None)
+    env = {**os.environ, "PYTHONPATH": str(SHARD_PART_DIR)}
+    env.pop(SHARD_PART_ENV, None)
     if part:
-        env[acceptance.SHARD_PART_ENV] = part
-    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", acceptance.SHARD_PART_PLUGIN,
+        env[SHARD_PART_ENV] = part
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", SHARD_PART_PLUGIN,
                           "-p", "no:randomly", "-p", "no:cacheprovider", REAL_FILE], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
@@ -46,13 +48,13 @@ def test_the_parts_of_a_real_test_file_cover_it_exactly_and_do_not_move():
 
 def test_shard_split_option_values_are_checked():
     known = ("gpu_operator_numpy", "cpu_unittest")
-    assert acceptance.parse_shard_split(["gpu_operator_numpy:2/3"], known) == {"gpu_operator_numpy": (2, 3)}
+    assert parse_shard_split(["gpu_operator_numpy:2/3"], known) == {"gpu_operator_numpy": (2, 3)}
     for bad, said in (("gpu_operator_numpy", "write SHARD:K/N"), ("nope:1/2", "no shard 'nope'"),
                       ("gpu_operator_numpy:4/3", "1 <= K <= N"), ("gpu_operator_numpy:1/1", "N >= 2")):
         with pytest.raises(UsageError, match=said):
-            acceptance.parse_shard_split([bad], known)
+            parse_shard_split([bad], known)
     with pytest.raises(UsageError, match="split twice"):
-        acceptance.parse_shard_split(["cpu_unittest:1/2", "cpu_unittest:2/2"], known)
+        parse_shard_split(["cpu_unittest:1/2", "cpu_unittest:2/2"], known)
 
 
 def _hold(doc: dict, keep, part: str | None, host: str) -> dict:

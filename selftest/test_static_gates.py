@@ -16,9 +16,6 @@ from selftest.gate_sets import gates_by_file
 
 pytestmark = pytest.mark.slow
 
-# The gates fixture runs child pytests through pytester (CI runs `pytest selftest` without -p pytester).
-pytest_plugins = ["pytester"]
-
 #: file -> the provenance gates of the release set (the same for both Linux flavors), derived from
 #: the committed manifests and the gate modules' markers (selftest/gate_sets.py), never hand-kept.
 ALL_GATES = gates_by_file("cuda", "provenance")

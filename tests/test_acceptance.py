@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from build_steps import acceptance as acc
+from build_steps.acceptance_run import gpu_for_worker, run_shard
 from build_steps.profiles import FEATURE_ALIASES
 from harness.shard_plan import selected_shards, shard_timeout_override
 from harness.state import the_run
@@ -61,15 +61,15 @@ def test_shard(shard, acceptance_plan, acceptance_venv, request):
         visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()] \
             or [str(i) for i in range(gpus)]
         worker = getattr(request.config, "workerinput", {}).get("workerid")
-        pinned = acc.gpu_for_worker(worker, visible)
+        pinned = gpu_for_worker(worker, visible)
         if pinned is not None:
             env["CUDA_VISIBLE_DEVICES"] = pinned
     if shard.lane == "dnnl" and not _has_onednn(acceptance_venv.get("features") or {}):
         pytest.skip("the installed wheel's Features() do not have ONEDNN enabled: the oneDNN shards need it")
-    result = acc.run_shard(shard, acceptance_venv["venv"], acceptance_plan["root"], acceptance_plan["dir"] / "shards",
-                           parallel=acceptance_plan["parallel"], cwd=acceptance_plan["suite"].cwd,
-                           timeout_min=acceptance_plan["timeout"], env=env,
-                           part=(acceptance_plan.get("split") or {}).get(shard.id))
+    result = run_shard(shard, acceptance_venv["venv"], acceptance_plan["root"], acceptance_plan["dir"] / "shards",
+                       parallel=acceptance_plan["parallel"], cwd=acceptance_plan["suite"].cwd,
+                       timeout_min=acceptance_plan["timeout"], env=env,
+                       part=(acceptance_plan.get("split") or {}).get(shard.id))
     request.node.user_properties.append(("acceptance_result", result.to_dict()))
     if result.result != "PASS":
         pytest.fail(result.message(), pytrace=False)

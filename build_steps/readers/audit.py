@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -47,7 +48,7 @@ def _context(req: Requirement) -> str | None:
     marker = str(req.marker) if req.marker else ""
     if "extra" in marker:
         return "extra:" + (marker.split("==", 1)[-1].strip().strip("'\"") if "==" in marker else marker)
-    if marker and not req.marker.evaluate({"extra": ""}):
+    if req.marker is not None and marker and not req.marker.evaluate({"extra": ""}):
         return None
     return ""
 
@@ -86,7 +87,7 @@ def parse_requirements(lines) -> Requirements:
             out.conditional[name] = f"{req.specifier}; {marker}"
             # Evaluated here (the venv runs this interpreter's Python unless --build-python says
             # otherwise): `contextvars; python_version < "3.7"` installs nothing on 3.11.
-            if req.marker.evaluate({"extra": ""}):
+            if req.marker is not None and req.marker.evaluate({"extra": ""}):
                 out.hard.setdefault(name, str(req.specifier))
         else:
             out.hard[name] = str(req.specifier)
@@ -195,7 +196,7 @@ def arch_table(audit) -> list:
 
 def _stamps(lib: Path | None, build_dir: Path | None, strings=find_strings) -> dict:
     """The commit stamp: from the binary first; build files as a reported fallback."""
-    out = {"binary": [], "build_files": {}, "build_dir": str(build_dir) if build_dir else None,
+    out: dict[str, Any] = {"binary": [], "build_files": {}, "build_dir": str(build_dir) if build_dir else None,
            "source": None}
     if lib is not None:
         try:

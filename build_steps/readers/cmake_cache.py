@@ -7,7 +7,9 @@ raw and reported as unknown rather than guessed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from ..errors import UsageError
 
@@ -39,7 +41,7 @@ def to_bool(value: str | None) -> bool | None:
     return None
 
 
-def read_cache(path: Path) -> dict:
+def read_cache(path: Path) -> dict[str, CacheEntry]:
     """``{key: CacheEntry}`` of a CMakeCache.txt; a missing or unreadable file is a UsageError."""
     path = Path(path)
     try:
@@ -57,7 +59,7 @@ def read_cache(path: Path) -> dict:
     return entries
 
 
-def feature_states(entries: dict, keys) -> dict:
+def feature_states(entries: Mapping[str, CacheEntry], keys: Iterable[str]) -> dict[str, dict[str, Any]]:
     """``{key: {"enabled": bool|None, "raw": str|None}}`` for each requested toggle."""
     out = {}
     for key in keys:

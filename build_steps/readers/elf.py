@@ -11,7 +11,10 @@ import os
 import re
 import struct
 from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from re import Pattern
+from typing import Any, Literal
 
 from elftools.common.exceptions import ELFError, ELFParseError
 from elftools.common.utils import struct_parse
@@ -38,7 +41,7 @@ class NotElfError(WheelError):
     """The file is not a (complete) ELF object."""
 
 
-def is_elf(path) -> bool:
+def is_elf(path: Path | str) -> bool:
     """True when ``path`` starts with the ELF magic (says nothing about completeness)."""
     try:
         with open(path, "rb") as fh:
@@ -49,10 +52,10 @@ def is_elf(path) -> bool:
 
 @dataclass
 class DynamicInfo:
-    needed: list
+    needed: list[str]
     soname: str | None
-    rpath: list | None
-    runpath: list | None
+    rpath: list[str] | None
+    runpath: list[str] | None
 
     @property
     def search_tag(self) -> str | None:
@@ -64,7 +67,7 @@ class DynamicInfo:
         return None
 
     @property
-    def search_path(self) -> list:
+    def search_path(self) -> list[str]:
         if self.runpath is not None:
             return list(self.runpath)
         if self.rpath is not None:
@@ -97,13 +100,13 @@ def _check_complete(path: Path, elf: ELFFile, size: int) -> None:
 # a dynamic segment finds its string table by building every section, and each GNU hash section
 # parses its table. Across the ~250 libraries of a release wheel's closure that was 0.5 s of a
 # 3 s audit; the headers alone are what the checks below need.
-def _program_headers(elf: ELFFile):
+def _program_headers(elf: ELFFile) -> Iterator[Any]:
     for n in range(elf.num_segments()):
         yield struct_parse(elf.structs.Elf_Phdr, elf.stream,
                            stream_pos=elf["e_phoff"] + n * elf["e_phentsize"])
 
 
-def _dynamic_section(elf: ELFFile):
+def _dynamic_section(elf: ELFFile) -> Any:
     """The SHT_DYNAMIC section (the only Section object built), or None."""
     for n in range(elf.num_sections()):
         shdr = struct_parse(elf.structs.Elf_Shdr, elf.stream,
@@ -116,7 +119,7 @@ def _dynamic_section(elf: ELFFile):
 class _Opened:
     """Context manager: an ELFFile over ``path`` with headers checked for truncation."""
 
-    def __init__(self, path):
+    def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
 
     def __enter__(self) -> ELFFile:
@@ -146,17 +149,17 @@ class _Opened:
             self.fh.close()
             raise
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.fh.close()
         return False
 
 
-def _split_path(value: str) -> list:
+def _split_path(value: str) -> list[str]:
     # ld.so splits on ':'; an empty element means the current directory, so keep it visible.
     return value.split(":") if value != "" else []
 
 
-def read_dynamic(path) -> DynamicInfo:
+def read_dynamic(path: Path | str) -> DynamicInfo:
     """NEEDED (in order), SONAME, RPATH and RUNPATH of ``path`` (RPATH/RUNPATH None when absent)."""
     with _Opened(path) as elf:
         try:
@@ -167,7 +170,10 @@ def read_dynamic(path) -> DynamicInfo:
                     if phdr["p_type"] == "PT_DYNAMIC":
                         dynamic = elf.get_segment(n)
                         break
-            needed, soname, rpath, runpath = [], None, None, None
+            needed: list[str] = []
+            soname: str | None = None
+            rpath: list[str] | None = None
+            runpath: list[str] | None = None
             if dynamic is not None:
                 for tag in dynamic.iter_tags():
                     kind = tag.entry.d_tag
@@ -204,7 +210,7 @@ def normalize_origin(entry: str) -> str:
     return _ORIGIN_RE.sub("$ORIGIN", entry)
 
 
-def expand_origin(entry: str, origin_dir) -> Path:
+def expand_origin(entry: str, origin_dir: Path | str) -> Path:
     """The directory an RPATH/RUNPATH entry names, ``$ORIGIN`` and ``${ORIGIN}`` alike."""
     return Path(os.path.normpath(_ORIGIN_RE.sub(lambda _m: str(origin_dir), entry)))
 
@@ -212,7 +218,7 @@ def expand_origin(entry: str, origin_dir) -> Path:
 _SHT_NOBITS = 8
 
 
-def section_span(path, name: str):
+def section_span(path: Path | str, name: str) -> tuple[int, int] | None:
     """``(file offset, size)`` of section ``name``, or None when absent (or without file data).
 
     Read with struct from the section header table and its string table only: the audit asks
@@ -265,7 +271,7 @@ def section_span(path, name: str):
         raise NotElfError(f"{path} is not an ELF file (cannot open it: {exc.strerror})") from exc
 
 
-def find_strings(path, pattern: bytes, sections=(".rodata",)) -> list:
+def find_strings(path: Path | str, pattern: bytes, sections: Iterable[str] = (".rodata",)) -> list[str]:
     """NUL-terminated strings in ``sections`` that ``pattern`` (a bytes regex) matches as a whole.
 
     The pattern is matched against complete strings (no anchors needed). Sections are read in
@@ -279,7 +285,7 @@ def find_strings(path, pattern: bytes, sections=(".rodata",)) -> list:
     return strings_in_spans(path, pattern, spans)
 
 
-def strings_in_spans(path, pattern: bytes, spans) -> list:
+def strings_in_spans(path: Path | str, pattern: bytes, spans: Iterable[tuple[int, int]]) -> list[str]:
     """NUL-terminated strings in the file regions ``spans`` ((offset, size) pairs, any object
     format) that ``pattern`` matches as a whole."""
     regex = re.compile(pattern)
@@ -287,7 +293,7 @@ def strings_in_spans(path, pattern: bytes, spans) -> list:
     # most positions quickly: 4x faster than trying the pattern at every byte (100 MB of .rodata
     # in ~0.4 s instead of ~1.9 s).
     bounded = re.compile(rb"\x00(" + regex.pattern + rb")(?=\x00)", regex.flags)
-    found = []
+    found: list[str] = []
     with open(path, "rb") as fh:
         for offset, size in spans:
             fh.seek(offset)
@@ -310,7 +316,7 @@ def strings_in_spans(path, pattern: bytes, spans) -> list:
     return found
 
 
-def _match_strings(data: bytes, bounded, regex, found: list) -> None:
+def _match_strings(data: bytes, bounded: Pattern[bytes], regex: Pattern[bytes], found: list[str]) -> None:
     # ``data`` starts and ends with NUL; every hit of ``bounded`` is a NUL-delimited string, but
     # a pattern that can match NUL itself could span strings: check each hit is one whole string.
     for m in bounded.finditer(data):

@@ -13,6 +13,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from elftools.elf.enums import ENUM_E_MACHINE, ENUM_E_TYPE
 
@@ -41,14 +42,14 @@ class LoadFacts:
     #: loader falls back to the architecture's default, which is an executable stack on x86_64)
     stack: str | None
     textrel: bool                   # DT_TEXTREL, or DF_TEXTREL in DT_FLAGS
-    version_needs: list = field(default_factory=list)
+    version_needs: list[VersionNeed] = field(default_factory=list)
 
     @property
     def exec_stack(self) -> bool:
         return self.stack is None or "x" in self.stack
 
 
-def _offset_of(loads: list, vaddr: int) -> int | None:
+def _offset_of(loads: list[dict[str, int]], vaddr: int) -> int | None:
     """File offset of virtual address ``vaddr`` through the PT_LOAD segments, or None."""
     for ph in loads:
         if ph["vaddr"] <= vaddr < ph["vaddr"] + ph["filesz"]:
@@ -56,14 +57,14 @@ def _offset_of(loads: list, vaddr: int) -> int | None:
     return None
 
 
-def _cstring(stream, offset: int, limit: int = 4096) -> str:
+def _cstring(stream: BinaryIO, offset: int, limit: int = 4096) -> str:
     stream.seek(offset)
     data = stream.read(limit)
     end = data.find(b"\x00")
     return (data if end < 0 else data[:end]).decode("utf-8", "replace")
 
 
-def read_load_facts(path) -> LoadFacts:
+def read_load_facts(path: Path | str) -> LoadFacts:
     """The loader-relevant facts of one ELF file (see the module doc)."""
     path = Path(path)
     try:
@@ -92,7 +93,7 @@ _MACHINES = {v: k for k, v in ENUM_E_MACHINE.items() if k != "_default_"}
 _TYPES = {v: k for k, v in ENUM_E_TYPE.items() if k != "_default_"}
 
 
-def _layouts(elf_class: int, little: bool) -> dict:
+def _layouts(elf_class: int, little: bool) -> dict[str, Any]:
     order = "<" if little else ">"
     if elf_class == 64:
         return {"ehdr": struct.Struct(order + "HHIQQQIHHHHHH"), "phdr": struct.Struct(order + "IIQQQQQQ"),
@@ -105,7 +106,7 @@ def _layouts(elf_class: int, little: bool) -> dict:
             "verneed": struct.Struct(order + "HHIII"), "vernaux": struct.Struct(order + "IHHII")}
 
 
-def _unpack(stream, layout: struct.Struct, offset: int) -> tuple:
+def _unpack(stream: BinaryIO, layout: struct.Struct, offset: int) -> tuple[int, ...]:
     stream.seek(offset)
     data = stream.read(layout.size)
     if len(data) < layout.size:
@@ -113,7 +114,7 @@ def _unpack(stream, layout: struct.Struct, offset: int) -> tuple:
     return layout.unpack(data)
 
 
-def _read(path: Path, stream, size: int) -> LoadFacts:
+def _read(path: Path, stream: BinaryIO, size: int) -> LoadFacts:
     ident = stream.read(16)
     if ident[:4] != ELF_MAGIC:
         raise NotElfError(f"it starts with {ident[:4]!r}, not b'\\x7fELF'")
@@ -126,7 +127,9 @@ def _read(path: Path, stream, size: int) -> LoadFacts:
     if phoff + phnum * phentsize > size or (phnum and phentsize < lay["phdr"].size):
         raise NotElfError(f"truncated: its program headers end at byte {phoff + phnum * phentsize} "
                           f"but the file has {size} bytes")
-    stack, dynamic, loads = None, None, []
+    stack: str | None = None
+    dynamic: dict[str, int] | None = None
+    loads: list[dict[str, int]] = []
     stream.seek(phoff)
     table = stream.read(phnum * phentsize)
     for n in range(phnum):
@@ -145,7 +148,7 @@ def _read(path: Path, stream, size: int) -> LoadFacts:
                       stack=stack, textrel=False)
     if dynamic is None:
         return facts
-    entries = {}
+    entries: dict[int, int] = {}
     dyn = lay["dyn"]
     stream.seek(dynamic["offset"])
     data = stream.read(dynamic["filesz"])
@@ -159,7 +162,8 @@ def _read(path: Path, stream, size: int) -> LoadFacts:
     return facts
 
 
-def _version_needs(stream, lay: dict, entries: dict, loads: list) -> list:
+def _version_needs(stream: BinaryIO, lay: dict[str, Any], entries: dict[int, int],
+                   loads: list[dict[str, int]]) -> list[VersionNeed]:
     if DT_VERNEED not in entries or DT_STRTAB not in entries:
         return []
     table = _offset_of(loads, entries[DT_VERNEED])

@@ -12,7 +12,10 @@ from __future__ import annotations
 import os
 import struct
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from .elf import section_span
 from ..errors import WheelError
@@ -43,7 +46,7 @@ class FatbinEntry:
     kind: str               # "sass" | "ptx"
     arch: int               # SM number: 80, 86, ..., 120
     variant: str            # "" | "a" | "f"
-    version: tuple          # (major, minor): PTX ISA for PTX; cubin code version for SASS
+    version: tuple[int, int]  # (major, minor): PTX ISA for PTX; cubin code version for SASS
     compressed: bool
     compression: str        # "" | "lz4" | "zstd" | "zlib" | "unknown"
     offset: int             # file offset of the payload
@@ -58,7 +61,7 @@ class FatbinEntry:
 @dataclass
 class FatbinReport:
     containers: int
-    entries: list
+    entries: list[FatbinEntry]
     section_offset: int = 0
     section_size: int = 0
     #: bytes between containers that were neither a container nor zero padding
@@ -66,37 +69,37 @@ class FatbinReport:
     #: entries of kinds other than PTX/SASS (skipped, counted)
     other_entries: int = 0
     #: per container: number of entries (containers without any SASS are listed too)
-    container_entry_counts: list = field(default_factory=list)
+    container_entry_counts: list[int] = field(default_factory=list)
 
     @property
-    def sass_archs(self) -> set:
+    def sass_archs(self) -> set[int]:
         return {e.arch for e in self.entries if e.kind == "sass"}
 
     @property
-    def ptx_archs(self) -> set:
+    def ptx_archs(self) -> set[int]:
         return {e.arch for e in self.entries if e.kind == "ptx"}
 
     @property
-    def sass_names(self) -> list:
+    def sass_names(self) -> list[str]:
         return sorted({e.name for e in self.entries if e.kind == "sass"}, key=_name_key)
 
     @property
-    def ptx_names(self) -> list:
+    def ptx_names(self) -> list[str]:
         return sorted({e.name for e in self.entries if e.kind == "ptx"}, key=_name_key)
 
     @property
-    def ptx_versions(self) -> set:
+    def ptx_versions(self) -> set[tuple[int, int]]:
         return {e.version for e in self.entries if e.kind == "ptx"}
 
-    def container_sass(self) -> dict:
+    def container_sass(self) -> dict[int, set[int]]:
         """container index -> set of SASS arch numbers it carries (only containers with SASS)."""
-        per: dict = {}
+        per: dict[int, set[int]] = {}
         for e in self.entries:
             if e.kind == "sass":
                 per.setdefault(e.container, set()).add(e.arch)
         return per
 
-    def containers_missing(self, sass_required) -> list:
+    def containers_missing(self, sass_required: Iterable[int]) -> list[int]:
         """Containers that carry SASS but lack one of ``sass_required`` (arch numbers).
 
         A container with no SASS at all (e.g. PTX only) is not counted here: whether PTX alone
@@ -105,10 +108,10 @@ class FatbinReport:
         required = set(sass_required)
         return sorted(c for c, archs in self.container_sass().items() if not required <= archs)
 
-    def histogram(self) -> dict:
+    def histogram(self) -> dict[str, int]:
         """name -> number of containers carrying it (a per-container view of the union)."""
-        counts: Counter = Counter()
-        seen = set()
+        counts: Counter[str] = Counter()
+        seen: set[tuple[int, str]] = set()
         for e in self.entries:
             key = (e.container, e.name)
             if key not in seen:
@@ -116,7 +119,7 @@ class FatbinReport:
                 counts[e.name] += 1
         return dict(sorted(counts.items(), key=lambda kv: _name_key(kv[0])))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """A JSON-able summary (for ``--provenance-json``)."""
         compression = Counter(e.compression or "none" for e in self.entries)
         return {
@@ -137,7 +140,7 @@ class FatbinReport:
         }
 
 
-def _name_key(name: str):
+def _name_key(name: str) -> tuple[str, int, str]:
     prefix, _, rest = name.partition("_")
     digits = "".join(ch for ch in rest if ch.isdigit())
     return (prefix, int(digits or 0), rest)
@@ -153,7 +156,7 @@ def _compression(flags: int) -> str:
     return ""
 
 
-def read_fatbin(elf_path) -> FatbinReport | None:
+def read_fatbin(elf_path: Path | str) -> FatbinReport | None:
     """The fatbin entries of ``elf_path``; None when it has no ``.nv_fatbin`` section."""
     span = section_span(elf_path, ".nv_fatbin")
     if span is None:
@@ -169,9 +172,9 @@ def read_fatbin(elf_path) -> FatbinReport | None:
         os.close(fd)
 
 
-def _walk(fd: int, path, base: int, size: int) -> FatbinReport:
-    entries: list = []
-    counts: list = []
+def _walk(fd: int, path: Path | str, base: int, size: int) -> FatbinReport:
+    entries: list[FatbinEntry] = []
+    counts: list[int] = []
     skipped = 0
     other = 0
     pos = 0

@@ -27,8 +27,8 @@ class GitState:
     root: str
     commit: str | None
     branch: str | None = None
-    tracked_changes: list = field(default_factory=list)
-    untracked: list = field(default_factory=list)
+    tracked_changes: list[str] = field(default_factory=list)
+    untracked: list[str] = field(default_factory=list)
     error: str | None = None
 
     @property
@@ -36,7 +36,7 @@ class GitState:
         return bool(self.tracked_changes)
 
 
-def _git(root: Path, *args) -> str:
+def _git(root: Path, *args: str) -> str:
     proc = gitops.run(root, *args, timeout=120)
     if proc.returncode != 0:
         raise UsageError(f"--mxnet-src {root}: `git {' '.join(args)}` failed: "
@@ -62,10 +62,10 @@ def read_git_state(root: Path) -> GitState:
 class BuildStamps:
     """MXNET_COMMIT_HASH values found in a build tree's files (the fallback witness)."""
     build_dir: str
-    sources: dict = field(default_factory=dict)   # file -> list of hashes ([] when present without one)
+    sources: dict[str, list[str]] = field(default_factory=dict)   # file -> list of hashes ([] when present without one)
 
     @property
-    def hashes(self) -> list:
+    def hashes(self) -> list[str]:
         return sorted({h for hs in self.sources.values() for h in hs})
 
 
@@ -77,7 +77,7 @@ def read_build_stamps(build_dir: Path) -> BuildStamps:
         path = build_dir / name
         if not path.is_file():
             continue
-        found = set()
+        found: set[str] = set()
         # Streamed: build.ninja of MXNet is tens of MB.
         with open(path, encoding="utf-8", errors="replace") as fh:
             for line in fh:

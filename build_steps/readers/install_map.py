@@ -17,8 +17,11 @@ wheels it reaches by RUNPATH (nvidia-*) are not.
 from __future__ import annotations
 
 import sysconfig
+from collections.abc import Iterable, Mapping
+from email.message import Message
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 #: pip's scheme keys (``pip._internal.models.scheme.SCHEME_KEYS``).
 SCHEMES = ("purelib", "platlib", "headers", "scripts", "data")
@@ -47,27 +50,28 @@ class InstallMap:
     root_is_purelib_text: str | None
     root_is_purelib: bool
     #: member -> Placement, for every member pip installs
-    placements: dict = field(default_factory=dict)
+    placements: dict[str, Placement] = field(default_factory=dict)
     #: (member, why pip refuses the wheel because of it)
-    refused: list = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def root_scheme(self) -> str:
         return "purelib" if self.root_is_purelib else "platlib"
 
-    def in_scheme(self, *schemes) -> list:
+    def in_scheme(self, *schemes: str) -> list[Placement]:
         return [p for p in self.placements.values() if p.scheme in schemes]
 
-    def site_packages(self) -> dict:
+    def site_packages(self) -> dict[str, str]:
         """site-packages-relative path -> member, for everything that lands there."""
         return {p.path: p.member for p in self.placements.values() if p.in_site_packages}
 
-    def top_level(self) -> dict:
+    def top_level(self) -> dict[str, list[str]]:
         """Top-level import names of site-packages (``mxnet`` for ``mxnet/...``, ``six`` for
         ``six.py``) -> the members that make them; ``.dist-info`` directories excluded."""
-        out: dict = {}
+        out: dict[str, list[str]] = {}
         for path, member in sorted(self.site_packages().items()):
             first, _, rest = path.partition("/")
+            name: str | None
             if rest:
                 if first.endswith(".dist-info"):
                     continue
@@ -79,12 +83,12 @@ class InstallMap:
             out.setdefault(name, []).append(member)
         return out
 
-    def destination(self, member: str, layout: dict) -> Path | None:
+    def destination(self, member: str, layout: Mapping[str, Path]) -> Path | None:
         """Where ``member`` lands under ``layout`` (scheme -> directory), None when not installed."""
         p = self.placements.get(member)
         return None if p is None else Path(layout[p.scheme]) / p.path
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"root_is_purelib": self.root_is_purelib, "root_is_purelib_text": self.root_is_purelib_text,
                 "root_scheme": self.root_scheme,
                 "schemes": {s: sorted(p.path for p in self.in_scheme(s)) for s in SCHEMES
@@ -94,18 +98,18 @@ class InstallMap:
                 "refused": [list(r) for r in self.refused], "top_level": sorted(self.top_level())}
 
 
-def collisions(imap: InstallMap) -> list:
+def collisions(imap: InstallMap) -> list[tuple[str, list[str]]]:
     """(path, [members]) for every site-packages path two members install to: purelib and
     platlib are one directory on Debian/Ubuntu and with --target, so the later member silently
     replaces the earlier one there."""
-    by_path: dict = {}
+    by_path: dict[str, list[str]] = {}
     for p in imap.placements.values():
         if p.in_site_packages:
             by_path.setdefault(p.path, []).append(p.member)
     return sorted((path, members) for path, members in by_path.items() if len(members) > 1)
 
 
-def installed_view(root: Path, imap: InstallMap, view: Path) -> dict | None:
+def installed_view(root: Path, imap: InstallMap, view: Path) -> dict[str, str] | None:
     """When members under ``<x>.data/purelib|platlib`` move on install, a tree at ``view`` with
     every site-packages member at its installed path and the rest at their member names (hard
     links into the extraction at ``root``); returns view name -> member, or None when nothing
@@ -114,7 +118,7 @@ def installed_view(root: Path, imap: InstallMap, view: Path) -> dict | None:
         return None
     import os
     import shutil
-    names: dict = {}
+    names: dict[str, str] = {}
     for p in imap.placements.values():
         name = p.path if p.in_site_packages else p.member
         names[name] = p.member  # a collision: the later member wins, as pip writes it last
@@ -140,12 +144,12 @@ def _module_name(filename: str) -> str | None:
     return None
 
 
-def _root_is_purelib(wheel_info) -> tuple:
+def _root_is_purelib(wheel_info: Message | None) -> tuple[str | None, bool]:
     text = wheel_info.get("Root-Is-Purelib") if wheel_info is not None else None
     return text, (text or "").strip().lower() == "true"
 
 
-def build_install_map(members, wheel_info) -> InstallMap:
+def build_install_map(members: Iterable[str], wheel_info: Message | None) -> InstallMap:
     """The install map of a wheel's file members (directories excluded, as pip skips them)."""
     text, purelib = _root_is_purelib(wheel_info)
     out = InstallMap(root_is_purelib_text=text, root_is_purelib=purelib)
@@ -173,7 +177,7 @@ def build_install_map(members, wheel_info) -> InstallMap:
 # ---------------------------------------------------------------------------------------------
 # scheme roots: where each scheme is on disk for an install
 
-def prefix_layout(prefix: Path, distribution: str) -> dict:
+def prefix_layout(prefix: Path, distribution: str) -> dict[str, Path]:
     """The scheme roots of a ``pip install`` into the environment at ``prefix`` (a venv) with this
     interpreter, as pip computes them: sysconfig's venv/posix_prefix paths, headers in
     ``include/site/pythonX.Y/<distribution>`` (pip's rule inside a virtual environment)."""
@@ -186,7 +190,7 @@ def prefix_layout(prefix: Path, distribution: str) -> dict:
             "headers": Path(prefix) / "include" / "site" / version / distribution}
 
 
-def target_layout(target: Path, distribution: str) -> dict:
+def target_layout(target: Path, distribution: str) -> dict[str, Path]:
     """The scheme roots of ``pip install --target DIR``: pip installs with the home scheme into a
     temporary directory, then moves the lib directory's entries and every other top-level entry of
     the home directory (bin/, include/, share/...) into DIR. Headers as pip run from a virtual
@@ -194,8 +198,3 @@ def target_layout(target: Path, distribution: str) -> dict:
     target = Path(target)
     return {"purelib": target, "platlib": target, "scripts": target / "bin", "data": target,
             "headers": target / "include" / "site" / f"python{sysconfig.get_python_version()}" / distribution}
-
-
-def layout_json(layout: dict) -> dict:
-    return {k: str(v) for k, v in layout.items()}
-

@@ -8,14 +8,18 @@ still refused (a start-up file anywhere is a wheel that means to run code withou
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from email.message import Message
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 
-from ..profiles import SHADOWING_NAMES, dependency_top_level
-from .install_map import InstallMap, build_install_map, collisions
+from ..profiles import SHADOWING_NAMES, Profile, dependency_top_level
+from .install_map import InstallMap, Placement, build_install_map, collisions
 from .wheel_name import platform_of
 
 #: Module names the interpreter imports at start-up by itself (site.py's sitecustomize/usercustomize).
@@ -29,19 +33,19 @@ _SITE_IN_DATA = re.compile(r"^(lib|lib64|Lib)/(python[0-9.]+/)?(site|dist)-packa
 
 @dataclass
 class InstallFacts:
-    install: dict = field(default_factory=dict)          # InstallMap.to_json()
+    install: dict[str, Any] = field(default_factory=dict)          # InstallMap.to_json()
     #: the wheel carries native code or a platform tag: {"tags": [...], "native": [members...]}
-    platform: dict = field(default_factory=dict)
+    platform: dict[str, Any] = field(default_factory=dict)
     #: a platform wheel marked Root-Is-Purelib: true (the reason), or ""
     purelib_problem: str = ""
     #: members pip refuses or that land outside their scheme's place: "member: why"
-    layout_problems: list = field(default_factory=list)
+    layout_problems: list[str] = field(default_factory=list)
     #: start-up files: {"member", "installed", "first_line", "allowed" (reason or "")}
-    startup: list = field(default_factory=list)
+    startup: list[dict[str, Any]] = field(default_factory=list)
     #: top-level names that belong to someone else: "name (members...): why"
-    ownership_problems: list = field(default_factory=list)
+    ownership_problems: list[str] = field(default_factory=list)
     #: the wheel's top-level names in site-packages
-    top_level: list = field(default_factory=list)
+    top_level: list[str] = field(default_factory=list)
 
 
 def _first_line(path: Path) -> str:
@@ -54,7 +58,7 @@ def _first_line(path: Path) -> str:
     return text if text.strip() else "(an empty first line)"
 
 
-def _is_startup(p) -> bool:
+def _is_startup(p: Placement) -> bool:
     """A .pth file anywhere; a sitecustomize/usercustomize module at the top of site-packages, or
     by that file or package name anywhere in the other schemes (where a data path can be an
     import path of some layout)."""
@@ -66,18 +70,18 @@ def _is_startup(p) -> bool:
                for c in candidates)
 
 
-def _native(members: list, elf_members: list) -> list:
+def _native(members: list[str], elf_members: list[str]) -> list[str]:
     found = set(elf_members) | {m for m in members if _NATIVE_SUFFIX.search(m)}
     return sorted(found)
 
 
-def _where(imap: InstallMap, p) -> str:
+def _where(imap: InstallMap, p: Placement) -> str:
     return p.path if p.in_site_packages else f"<{p.scheme}>/{p.path}"
 
 
-def _dependency_names(requires_dist) -> dict:
+def _dependency_names(requires_dist: Iterable[Requirement | str] | None) -> dict[str, set[str]]:
     """Top-level name -> the declared distributions (any Requires-Dist line, extras included)."""
-    out: dict = {}
+    out: dict[str, set[str]] = {}
     for line in requires_dist or []:
         try:
             name = canonicalize_name(Requirement(str(line)).name)
@@ -88,8 +92,9 @@ def _dependency_names(requires_dist) -> dict:
     return out
 
 
-def collect_install_facts(root: Path, members: list, wheel_info, tags, requires_dist, profile,
-                          elf_members=()) -> InstallFacts:
+def collect_install_facts(root: Path, members: Iterable[str], wheel_info: Message | None,
+                          tags: Iterable[Tag | str] | None, requires_dist: Iterable[Requirement | str] | None,
+                          profile: Profile, elf_members: Iterable[str] = ()) -> InstallFacts:
     imap = build_install_map(members, wheel_info)
     facts = InstallFacts(install=imap.to_json())
     root = Path(root)

@@ -17,9 +17,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .elf import NotElfError, is_elf, normalize_origin
-from .elf_load import PLATFORM_ELF, platform_arch, read_load_facts
+from .elf_load import PLATFORM_ELF, LoadFacts, platform_arch, read_load_facts
 from .loader import BUNDLED, UNRESOLVED, Closure, read_by_inode
 from .symbol_floor import effective_floor, split_version, vtuple
 from .wheel_name import platform_of
@@ -75,7 +76,8 @@ def elf_members(root: Path, members) -> list:
 
 
 def _read_all(root: Path, elves: list, closure: Closure) -> dict:
-    seen, out = {}, {}
+    seen: dict[tuple[int, int], LoadFacts] = {}
+    out: dict[str, Any] = {}
     for member in elves:
         facts = ElfFacts(member)
         obj = closure.objects.get(member)
@@ -147,7 +149,7 @@ def _refusals(member: str, facts: ElfFacts, platform: str | None) -> list:
     if want is not None:
         cls, little, machine = want
         if (facts.elf_class, facts.little_endian, facts.machine) != (cls, little, machine):
-            order = {True: "little-endian", False: "big-endian"}
+            order: dict[bool | None, str] = {True: "little-endian", False: "big-endian"}
             out.append((PLATFORM, f"{member}: is ELF{facts.elf_class} {facts.machine} {order[facts.little_endian]}, "
                        f"but the wheel's platform tag says {platform} (ELF{cls} {machine} {order[little]}): the loader refuses it (\"wrong ELF class\" "
                        "or \"cannot open shared object file\"); fix: rebuild it for the tag's platform"))
@@ -184,7 +186,7 @@ def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes
     one SONAME with two contents is judged across them all."""
     root = Path(root)
     elves = elf_members(root, members)
-    platforms = {platform_arch(platform_of(t)) for t in tags} - {None}
+    platforms = {arch for arch in (platform_arch(platform_of(t)) for t in tags) if arch is not None}
     platform = sorted(platforms)[0] if len(platforms) == 1 else None
     out = Loadability(platform=platform)
     read = _read_all(root, elves, closure)

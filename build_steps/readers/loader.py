@@ -18,8 +18,10 @@ dependency's directory; in both cases its SONAME major must be one the profile a
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from packaging.utils import canonicalize_name
 
@@ -27,6 +29,8 @@ from .elf import ELF_MAGIC, NotElfError, expand_origin, is_elf, normalize_origin
 from ..profiles import (NEVER_BUNDLE, PIP_LIBRARY_DISTRIBUTIONS, Profile, baseline_group, major_problem,
                         pip_library_prefix)
 
+#: what read_by_inode's reader returns (the seen map keeps it per inode)
+T = TypeVar("T")
 BUNDLED, HOST, PIP, UNRESOLVED = "bundled", "host", "pip", "unresolved"
 #: Why an UNRESOLVED NEEDED fails (Resolution.rule), so each fault is reported by one gate, once.
 RULE_SLASH, RULE_NOT_ELF, RULE_MAJOR, RULE_PIP, RULE_UNREACHABLE, RULE_MISSING = (
@@ -37,9 +41,9 @@ RULE_SLASH, RULE_NOT_ELF, RULE_MAJOR, RULE_PIP, RULE_UNREACHABLE, RULE_MISSING =
 class ObjectInfo:
     member: str
     soname: str | None
-    needed: list
+    needed: list[str]
     search_tag: str | None          # "RUNPATH", "RPATH" or None
-    search_path: list               # the raw entries of that tag
+    search_path: list[str]          # the raw entries of that tag
     error: str | None = None
 
     @property
@@ -59,16 +63,16 @@ class Resolution:
 
 @dataclass
 class Closure:
-    objects: dict = field(default_factory=dict)     # member -> ObjectInfo
-    resolutions: list = field(default_factory=list)
+    objects: dict[str, ObjectInfo] = field(default_factory=dict)  # member -> ObjectInfo
+    resolutions: list[Resolution] = field(default_factory=list)
 
-    def unresolved(self) -> list:
+    def unresolved(self) -> list[Resolution]:
         return [r for r in self.resolutions if r.verdict == UNRESOLVED]
 
-    def for_object(self, member: str) -> list:
+    def for_object(self, member: str) -> list[Resolution]:
         return [r for r in self.resolutions if r.by == member]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"objects": {k: asdict(v) for k, v in self.objects.items()},
                 "resolutions": [asdict(r) for r in self.resolutions]}
 
@@ -82,7 +86,7 @@ def _expand(entry: str, origin_dir: Path) -> Path:
     return expand_origin(entry, origin_dir) if entry else origin_dir
 
 
-def read_by_inode(path: Path, read, seen: dict | None):
+def read_by_inode(path: Path, read: Callable[[Path], T], seen: dict[tuple[int, int], T] | None) -> T:
     """``read(path)``, remembered in ``seen`` by inode: the SONAME-named twin of a bundled
     library, which extraction links to the same file, is parsed once."""
     if seen is None:
@@ -94,7 +98,7 @@ def read_by_inode(path: Path, read, seen: dict | None):
     return seen[key]
 
 
-def object_info(root: Path, member: str, seen: dict | None = None) -> ObjectInfo:
+def object_info(root: Path, member: str, seen: dict[tuple[int, int], Any] | None = None) -> ObjectInfo:
     """Dynamic facts of one member (``seen``: see read_by_inode)."""
     path = Path(root) / member
     try:
@@ -115,8 +119,8 @@ def _inside(root: Path, path: Path) -> str | None:
         return None
 
 
-def resolve_closure(root: Path, libmxnet: str, bundled: list, profile: Profile,
-                    declared: set) -> Closure:
+def resolve_closure(root: Path, libmxnet: str, bundled: list[str], profile: Profile,
+                    declared: set[str]) -> Closure:
     """Resolve every NEEDED of ``libmxnet`` and of each bundled ELF member (``mxnet/lib/...``).
 
     ``declared`` holds the canonical names of the wheel's hard Requires-Dist distributions.
@@ -124,14 +128,14 @@ def resolve_closure(root: Path, libmxnet: str, bundled: list, profile: Profile,
     root = Path(root)
     declared = {canonicalize_name(d) for d in declared}
     closure = Closure()
-    seen: dict = {}
+    seen: dict[tuple[int, int], Any] = {}
     for member in [libmxnet, *bundled]:
         if (root / member).is_file():
             closure.objects[member] = object_info(root, member, seen)
     top = closure.objects.get(libmxnet)
     top_rpath = top.search_path if top and top.search_tag == "RPATH" else []
     # Every bundled file, by basename: to tell "missing" from "bundled but not reachable".
-    by_name = {}
+    by_name: dict[str, str] = {}
     for member in bundled:
         by_name.setdefault(member.rsplit("/", 1)[-1], member)
 
@@ -153,7 +157,8 @@ def _magic(path: Path) -> bytes:
         return fh.read(8)
 
 
-def _resolve_one(root, member, obj, entries, origin, name, profile, declared, by_name) -> Resolution:
+def _resolve_one(root: Path, member: str, obj: ObjectInfo, entries: list[str], origin: Path, name: str,
+                 profile: Profile, declared: set[str], by_name: dict[str, str]) -> Resolution:
     if "/" in name:
         return Resolution(member, name, UNRESOLVED, None, rule=RULE_SLASH, detail=(
             f"NEEDED entry {name!r} contains a slash: ld.so opens it as a path"
@@ -207,7 +212,7 @@ def _resolve_one(root, member, obj, entries, origin, name, profile, declared, by
                       f"dependency; {fix}", rule=RULE_MISSING)
 
 
-def reached_dirs(root: Path, closure: Closure, bundle_dir: str) -> list:
+def reached_dirs(root: Path, closure: Closure, bundle_dir: str) -> list[str]:
     """Every directory of the install tree (site-packages, which the extraction root stands for)
     that some ELF's RUNPATH/RPATH reaches, plus ``bundle_dir``: what the loader finds there is
     shipped by this wheel as much as mxnet/lib is (``$ORIGIN/../nvidia/cu13/lib`` leaves mxnet/)."""

@@ -257,6 +257,7 @@ def summary_lines(facts: MachoFacts) -> list:
         lines.append(f"{lib}: {facts.errors.get(facts.libmxnet, 'not read')}")
     else:
         sl = facts.image_slice(facts.libmxnet)
+        assert sl is not None, f"{lib} was read but has no slice"  # macho.read_macho reads at least one
         lines.append(f"{lib}: {'fat ' if info.fat else ''}{'+'.join(info.archs)}, minimum macOS "
                      f"{sl.min_os or '(none)'} ({sl.version_command or 'no version command'}), "
                      f"install name {sl.install_id or '(none)'}")

@@ -12,8 +12,10 @@ the file was replaced in between, the whole log is read and the result says so.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: How many commands the summary names.
 SLOWEST = 10
@@ -50,7 +52,7 @@ def read_commands(build_dir: Path, since: tuple[int, int] | None = None) -> tupl
             data = fh.read().decode("utf-8", "replace")
     except OSError:
         return [], False
-    seen: dict = {}
+    seen: dict[tuple[int, int, str], NinjaCommand] = {}
     for line in data.splitlines():
         if not line or line.startswith("#"):
             continue
@@ -68,7 +70,7 @@ def read_commands(build_dir: Path, since: tuple[int, int] | None = None) -> tupl
 
 
 def build_time(commands: list[NinjaCommand], cpu_seconds: float | None = None,
-               whole_log: bool = False) -> dict:
+               whole_log: bool = False) -> dict[str, Any]:
     """The compile step's time record: the slowest commands, their sum, and the CPU time."""
     slowest = sorted(commands, key=lambda c: c.seconds, reverse=True)[:SLOWEST]
     return {
@@ -80,7 +82,7 @@ def build_time(commands: list[NinjaCommand], cpu_seconds: float | None = None,
     }
 
 
-def describe(record: dict | None, wall_seconds: float | None = None) -> list[str]:
+def describe(record: Mapping[str, Any] | None, wall_seconds: float | None = None) -> list[str]:
     """The summary's lines for a compile's time record (empty when there is none)."""
     if not record or not record.get("commands"):
         return []

@@ -3,12 +3,19 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..atomic import write_json
 from . import loadability, macho_audit
 
+if TYPE_CHECKING:
+    from .audit import Audit
 
-def summary_lines(audit, verdicts: dict) -> list:
+#: gate node id -> (verdict, message), as harness.wheel_facts files them
+Verdicts = dict[str, tuple[str, str]]
+
+
+def summary_lines(audit: Audit | None, verdicts: Verdicts) -> list[str]:
     """Human lines for the end of the run: what the wheel is, and what it was judged to be."""
     if audit is None:
         return ["provenance: no wheel was audited in this run"]
@@ -40,14 +47,14 @@ def summary_lines(audit, verdicts: dict) -> list:
         lines.append(f"commit stamp read from: {src}; binary candidates: {', '.join(audit.stamps.get('binary') or []) or '(none)'}")
     for w in audit.warnings:
         lines.append(f"WARNING: {w}")
-    counts = {}
+    counts: dict[str, int] = {}
     for verdict, _ in verdicts.values():
         counts[verdict] = counts.get(verdict, 0) + 1
     lines.append("provenance verdict: " + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "no gates ran"))
     return lines
 
 
-def _elf_lines(audit) -> list:
+def _elf_lines(audit: Audit) -> list[str]:
     lines = []
     lib = audit.libmxnet
     if audit.libmxnet_error:
@@ -78,7 +85,8 @@ def _elf_lines(audit) -> list:
     return lines
 
 
-def provenance_document(audit, verdicts: dict, options) -> dict:
+def provenance_document(audit: Audit | None, verdicts: Verdicts, options: Any) -> dict[str, Any]:
+    # options: build_steps.options.RunOptions, not imported (build_steps.options imports the readers)
     gates = {nodeid: {"verdict": v, "message": why} for nodeid, (v, why) in sorted(verdicts.items())}
     return {
         "schema": 1,
@@ -92,7 +100,7 @@ def provenance_document(audit, verdicts: dict, options) -> dict:
     }
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     """Write JSON next to ``path`` and rename it into place: readers never see half a file, a
     full filesystem leaves nothing, and the file gets the user's umask (build_steps.atomic)."""
     write_json(path, data)

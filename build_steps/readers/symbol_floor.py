@@ -9,6 +9,9 @@ on its own: the lowest of these is what the wheel is held to.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
+
+from packaging.tags import Tag
 
 from ..errors import UsageError
 from .wheel_name import platform_of
@@ -21,7 +24,7 @@ _VERSION_RE = re.compile(r"^(" + "|".join(FAMILIES) + r")_(\d+(?:\.\d+)*)$")
 _LEGACY_MANYLINUX = {"manylinux1": "2.5", "manylinux2010": "2.12", "manylinux2014": "2.17"}
 
 
-def split_version(name: str):
+def split_version(name: str) -> tuple[str, tuple[int, ...]] | None:
     """``"GLIBC_2.34"`` -> ``("GLIBC", (2, 34))``; None for other names (GLIBC_PRIVATE, GCC_3.0)."""
     m = _VERSION_RE.match(name)
     if not m:
@@ -29,13 +32,13 @@ def split_version(name: str):
     return m.group(1), tuple(int(x) for x in m.group(2).split("."))
 
 
-def vtuple(text: str) -> tuple:
+def vtuple(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.split("."))
 
 
-def parse_floor(text: str) -> dict:
+def parse_floor(text: str) -> dict[str, str]:
     """``--glibc-floor`` value: ``2.28`` (glibc only) or ``GLIBC_2.28,GLIBCXX_3.4.25,CXXABI_1.3.11``."""
-    out = {}
+    out: dict[str, str] = {}
     for item in [i.strip() for i in text.split(",") if i.strip()]:
         if re.fullmatch(r"\d+(?:\.\d+)+", item):
             out["GLIBC"] = item
@@ -51,9 +54,9 @@ def parse_floor(text: str) -> dict:
     return out
 
 
-def tag_glibc(tags) -> tuple:
+def tag_glibc(tags: Iterable[Tag | str]) -> tuple[str | None, str | None]:
     """(glibc version, tag) the lowest manylinux platform tag among ``tags`` promises, or (None, None)."""
-    best = (None, None)
+    best: tuple[str | None, str | None] = (None, None)
     for tag in tags:
         platform = platform_of(tag)
         m = re.match(r"manylinux_(\d+)_(\d+)_", platform)
@@ -64,13 +67,14 @@ def tag_glibc(tags) -> tuple:
     return best
 
 
-def effective_floor(profile_floor: dict, override: dict | None, tags) -> tuple:
+def effective_floor(profile_floor: Mapping[str, str], override: Mapping[str, str] | None,
+                    tags: Iterable[Tag | str]) -> tuple[dict[str, str], dict[str, str]]:
     """(family -> version, family -> where it comes from) that the wheel is held to."""
     floor = dict(profile_floor)
     source = {f: "profile" for f in floor}
     for family, version in (override or {}).items():
         floor[family], source[family] = version, "--glibc-floor"
-    version, tag = tag_glibc(tags)
-    if version and ("GLIBC" not in floor or vtuple(version) < vtuple(floor["GLIBC"])):
-        floor["GLIBC"], source["GLIBC"] = version, f"platform tag {tag}"
+    tag_version, tag = tag_glibc(tags)
+    if tag_version and ("GLIBC" not in floor or vtuple(tag_version) < vtuple(floor["GLIBC"])):
+        floor["GLIBC"], source["GLIBC"] = tag_version, f"platform tag {tag}"
     return floor, source

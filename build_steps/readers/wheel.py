@@ -25,6 +25,7 @@ import threading
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from packaging.version import Version
 
@@ -34,16 +35,18 @@ from .wheel_name import parse_wheel_name, unsafe_reason
 from .wheel_record import b64, find_record, parse_record, record_algo, verify_record
 
 try:  # a faster inflate when the host has it; stdlib zlib otherwise (same API, same results)
-    from zlib_ng import zlib_ng as _inflate_lib  # type: ignore
+    from zlib_ng import zlib_ng as _inflate_lib  # type: ignore[import-not-found,unused-ignore]  # optional, often absent
 except ImportError:  # pragma: no cover - depends on the environment
     try:
-        from isal import isal_zlib as _inflate_lib  # type: ignore
+        from isal import isal_zlib as _inflate_lib  # type: ignore[no-redef,unused-ignore]  # one name, three modules
     except ImportError:
-        import zlib as _inflate_lib
+        import zlib as _inflate_lib  # type: ignore[no-redef,unused-ignore]  # the same API as the two above
 import zlib
 
+#: ISA-L's igzip_lib, or None: Any, as the module or None (the callers check it before use)
+_igzip: Any
 try:  # ISA-L's inflater also computes the CRC-32 of what it inflates, in the same pass
-    from isal import igzip_lib as _igzip  # type: ignore
+    from isal import igzip_lib as _igzip
 except ImportError:  # pragma: no cover - depends on the environment
     _igzip = None
 
@@ -548,7 +551,8 @@ def _extract_all(zf, fh, wheel, infos, tmp: Path):
         record_rows = parse_record(text, problems)
 
     made_dirs = {tmp}
-    hashes, sizes = {}, {}
+    hashes: dict[str, str] = {}
+    sizes: dict[str, int] = {}
     # setuptools stores each SONAME link of a bundled library as a second full copy (a wheel has
     # no links): ~170 MB of the release wheel. A member whose stored bytes equal an earlier one's
     # is the same file, so it is linked to that extraction instead of inflated and hashed again.

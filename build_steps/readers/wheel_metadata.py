@@ -4,14 +4,34 @@ Problems land in ``ExtractedWheel.metadata_problems`` (the metadata gates report
 """
 from __future__ import annotations
 
+import email.message
 import email.parser
+from pathlib import Path
+from typing import Protocol
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 
-def read_metadata(ew) -> None:
+class WheelParts(Protocol):
+    """What these checks read and fill in of an ExtractedWheel (build_steps.readers.wheel, which
+    imports this module: named here by shape, not imported back)."""
+    distribution: str
+    version: Version
+    members: list[str]
+    dist_info: str | None
+    metadata: email.message.Message | None
+    wheel_info: email.message.Message | None
+    requires_dist: list[Requirement]
+    metadata_problems: list[str]
+
+    def file(self, member: str) -> Path: ...
+
+    def has(self, member: str) -> bool: ...
+
+
+def read_metadata(ew: WheelParts) -> None:
     problems = ew.metadata_problems
     top = sorted({m.split("/", 1)[0] for m in ew.members if "/" in m})
     dist_infos = [d for d in top if d.endswith(".dist-info")]
@@ -19,8 +39,8 @@ def read_metadata(ew) -> None:
         problems.append(f"expected exactly one .dist-info directory, found {dist_infos or 'none'}")
         if not dist_infos:
             return
-    ew.dist_info = dist_infos[0]
-    stem = ew.dist_info[: -len(".dist-info")]
+    dist_info = ew.dist_info = dist_infos[0]
+    stem = dist_info[: -len(".dist-info")]
     name_part, _, version_part = stem.rpartition("-")
     if canonicalize_name(name_part) != ew.distribution:
         problems.append(f"{ew.dist_info} names distribution {name_part!r}, the file name "
@@ -52,7 +72,7 @@ def read_metadata(ew) -> None:
         problems.append(f"METADATA Version {mversion!r} is not a PEP 440 version")
 
 
-def parse_headers(ew, member: str, problems: list):
+def parse_headers(ew: WheelParts, member: str, problems: list[str]) -> email.message.Message | None:
     if not ew.has(member):
         problems.append(f"the wheel has no {member}")
         return None

@@ -29,7 +29,7 @@ class WheelNameError(WheelError):
             f"{filename} is not a valid wheel file name ({reason}); a wheel is named "
             "<name>-<version>[-<build>]-<python>-<abi>-<platform>.whl: rename or rebuild it")
 
-    def __reduce__(self):  # crosses process boundaries (xdist, the run-once store) intact
+    def __reduce__(self) -> tuple[type[WheelNameError], tuple[str, str]]:  # crosses process boundaries (xdist, the run-once store) intact
         return type(self), (self.filename, self.reason)
 
 
@@ -37,15 +37,15 @@ class WheelNameError(WheelError):
 class WheelName:
     distribution: str          # canonicalized
     version: Version
-    build_tag: tuple
-    tags: frozenset            # of packaging.tags.Tag
+    build_tag: tuple[()] | tuple[int, str]
+    tags: frozenset[Tag]
 
     @property
-    def tag_strings(self) -> frozenset:
+    def tag_strings(self) -> frozenset[str]:
         return frozenset(str(t) for t in self.tags)
 
 
-def parse_wheel_name(wheel) -> WheelName:
+def parse_wheel_name(wheel: str | PurePath) -> WheelName:
     """The parts of a wheel's file name (a str or a path; only the last component counts)."""
     filename = PurePath(wheel).name
     try:
@@ -55,7 +55,7 @@ def parse_wheel_name(wheel) -> WheelName:
     return WheelName(canonicalize_name(name), version, build, frozenset(tags))
 
 
-def platform_of(tag) -> str:
+def platform_of(tag: Tag | str) -> str:
     """The platform part of a tag (a :class:`Tag` or its ``py-abi-platform`` string)."""
     return tag.platform if isinstance(tag, Tag) else str(tag).rsplit("-", 1)[-1]
 

@@ -10,6 +10,7 @@ import base64
 import csv
 import io
 import re
+from collections.abc import Iterable, Mapping
 
 from .wheel_name import unsafe_reason
 
@@ -22,9 +23,9 @@ def b64(digest: bytes) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-def parse_record(text: str, problems: list) -> dict:
+def parse_record(text: str, problems: list[str]) -> dict[str, tuple[str, str]]:
     """RECORD rows as {path: (hash or '', size or '')}; malformed rows become problems."""
-    rows = {}
+    rows: dict[str, tuple[str, str]] = {}
     try:
         reader = csv.reader(io.StringIO(text))
         for lineno, row in enumerate(reader, 1):
@@ -42,18 +43,19 @@ def parse_record(text: str, problems: list) -> dict:
     return rows
 
 
-def record_algo(entry) -> str:
+def record_algo(entry: tuple[str, str] | None) -> str:
     digest = entry[0] if entry else ""
     algo = digest.split("=", 1)[0] if "=" in digest else ""
     return algo if algo in RECORD_ALGOS else "sha256"
 
 
-def find_record(names: list):
+def find_record(names: list[str]) -> str | None:
     records = [n for n in names if re.fullmatch(r"[^/]+\.dist-info/RECORD", n)]
     return records[0] if len(records) == 1 else None
 
 
-def verify_record(record_name, rows, names, hashes, sizes, problems) -> None:
+def verify_record(record_name: str, rows: Mapping[str, tuple[str, str]], names: Iterable[str],
+                  hashes: Mapping[str, str], sizes: Mapping[str, int], problems: list[str]) -> None:
     dist_info = record_name.rsplit("/", 1)[0]
     present = set(names)
     for name in names:
