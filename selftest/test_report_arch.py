@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 REPORTS = Path(__file__).resolve().parent / "gpu_reports"
 RELEASE = PROFILES["cuda"].release_arch
 
+pytest_plugins = ["pytester"]
+
 
 def _as_read(doc: dict) -> dict:
     """``doc`` as a reader gets it: through JSON text."""
@@ -68,6 +70,20 @@ def test_a_build_whose_cache_says_another_list_is_reported_as_built_with_the_cac
     # a CPU profile builds no CUDA code: its cache's MXNET_CUDA_ARCH means nothing
     cpu = _as_read(provenance_document(_audit("9.0"), {}, make_options({"flavor": "cpu"})))
     assert gpu_reports.report_arch(cpu).built.sass == ()
+
+
+def test_a_real_audit_of_a_build_configured_with_an_older_list_reports_that_list_as_built(gates, selftest_wheels, tmp_path):
+    """The real gates over the good wheel and a CMake cache of the older list (no 10.0): the cache
+    gate fails, and the report says what was built (the cache's list), the request beside it."""
+    out = tmp_path / "prov.json"
+    result = gates("-m", "provenance", f"--wheel={selftest_wheels['good_cuda']}", f"--mxnet-src={selftest_wheels['src']}",
+                   f"--cmake-cache={selftest_wheels['cache_arch_old']}", f"--provenance-json={out}")
+    assert result.ret == 1, result.stdout.str()
+    doc = json.loads(out.read_text())
+    arch = gpu_reports.report_arch(doc)
+    assert arch.built == parse_cuda_arch("8.0;8.6;8.9;9.0;12.0+PTX") and arch.requested == RELEASE
+    assert doc["expected"]["cuda_arch_built_from"] == f"the CMake cache {selftest_wheels['cache_arch_old']}"
+    assert [row.arch for row in review_page.page_view(doc)["archs"]] == ["sm_80", "sm_86", "sm_89", "sm_90", "sm_120"]
 
 
 def _runner_report(tmp_path: Path, arch: Arch) -> Path:
