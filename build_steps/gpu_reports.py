@@ -11,7 +11,7 @@ GPU verified (or on which a GPU failed). Reports of another wheel
 the reports must all be of one wheel.
 
 With ``--wheel`` the archs to verify are read from the wheel's own fatbins (every ELF in it that
-has one), not from what the reports say the wheel promised. Each report must be a harness report
+has one), not from the list the reports say it was built with (report_arch). Each report must be a harness report
 (REPORT_SCHEMA) no bigger than MAX_REPORT_BYTES; anything else is a usage error (exit 2) naming
 the file. Two reports of one GPU (the same host and GPU UUID) count once.
 
@@ -137,7 +137,7 @@ class Merged:
     per_arch: dict = field(default_factory=dict)   # arch -> [RunVerdict]
     ignored: list = field(default_factory=list)    # (report, why)
     extra_archs: dict = field(default_factory=dict)
-    #: where the archs came from ("the wheel's fatbins", "--cuda-arch", "the reports")
+    #: where the archs came from ("the wheel's fatbins", "--cuda-arch", "the run's report (...)", "the reports")
     archs_from: str = ""
     #: the GPU gates the runs of one arch must have passed between them
     required: tuple = ()
