@@ -11,7 +11,7 @@ GPU verified (or on which a GPU failed). Reports of another wheel
 the reports must all be of one wheel.
 
 With ``--wheel`` the archs to verify are read from the wheel's own fatbins (every ELF in it that
-has one), not from what the reports say the wheel promised. Each report must be a harness report
+has one), not from the list the reports say it was built with (report_arch). Each report must be a harness report
 (REPORT_SCHEMA) no bigger than MAX_REPORT_BYTES; anything else is a usage error (exit 2) naming
 the file. Two reports of one GPU (the same host and GPU UUID) count once.
 
@@ -36,7 +36,7 @@ from pathlib import Path
 import jsonschema
 
 from .errors import UsageError
-from .profiles import RELEASE_CUDA_ARCH, parse_cuda_arch
+from .profiles import ARCH_JSON_SCHEMA, PROFILES, Arch, ArchSpec, parse_cuda_arch
 from .release_manifest import load_manifest
 
 SECTION = "gpu_verification"
@@ -55,11 +55,14 @@ REPORT_SCHEMA = {
     "type": "object",
     "required": ["schema", "gates"],
     "properties": {
-        "schema": {"const": 1},
+        # 2: expected.cuda_arch is Arch.to_json; 1 (reports before 2026-12-05, e.g. docs/gpu_runs/)
+        # stored the requested --cuda-arch text there
+        "schema": {"enum": [1, 2]},
         "gates": {"type": "object", "additionalProperties": {
             "type": "object", "required": ["verdict"], "properties": {"verdict": {"type": "string"}}}},
         "wheel": {"type": ["object", "null"], "properties": {"sha256": {"type": ["string", "null"]}}},
-        "expected": {"type": ["object", "null"], "properties": {"cuda_arch": {"type": ["string", "null"]}}},
+        "expected": {"type": ["object", "null"], "properties": {"cuda_arch": {"anyOf": [
+            {"type": ["string", "null"]}, ARCH_JSON_SCHEMA]}}},
         SECTION: {"type": ["object", "null"], "properties": {
             "host": {"type": "string"},
             "gpus": {"type": "array", "items": _GPU},
@@ -70,8 +73,22 @@ REPORT_SCHEMA = {
                                "part": {"type": "string", "pattern": "^[0-9]+/[0-9]+$"},
                                "gpu": _GPU}}}}},
     },
+    "if": {"properties": {"schema": {"const": 2}}},
+    "then": {"properties": {"expected": {"type": ["object", "null"], "properties": {
+        "cuda_arch": {"anyOf": [{"type": "null"}, ARCH_JSON_SCHEMA]}}}}},
 }
 
+
+def report_arch(doc: dict) -> Arch | None:
+    """The CUDA arch a report records (``expected.cuda_arch``), None when it records none; its
+    ``.built`` is the list the wheel was built with (build_steps.readers.report.built_arch).
+    A schema-1 report stored the requested text instead: read as a request with nothing overriding it."""
+    value = (doc.get("expected") or {}).get("cuda_arch")
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return Arch(requested=parse_cuda_arch(value))
+    return Arch.from_json(value)
 
 
 def sm_name(compute_capability: str | None) -> str | None:
@@ -120,7 +137,7 @@ class Merged:
     per_arch: dict = field(default_factory=dict)   # arch -> [RunVerdict]
     ignored: list = field(default_factory=list)    # (report, why)
     extra_archs: dict = field(default_factory=dict)
-    #: where the archs came from ("the wheel's fatbins", "--cuda-arch", "the reports")
+    #: where the archs came from ("the wheel's fatbins", "--cuda-arch", "the run's report (...)", "the reports")
     archs_from: str = ""
     #: the GPU gates the runs of one arch must have passed between them
     required: tuple = ()
@@ -260,11 +277,13 @@ def required_gpu_gates() -> tuple:
 
 
 def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
-          cuda_arch: str | None = None, wheel_archs: list | None = None,
+          cuda_arch: str | dict | Arch | ArchSpec | None = None, wheel_archs: list | None = None,
           required: tuple | None = None) -> Merged:
     """``wheel_archs`` (the wheel's own fatbins, wheel_sass_archs) wins over ``cuda_arch``, which
-    wins over the arch list the reports say they expected. ``required``: the GPU gates each arch
-    needs passed (default: the release set's, required_gpu_gates)."""
+    wins over the arch list the reports say they built (report_arch). ``cuda_arch``: --cuda-arch's
+    text, a report's ``expected.cuda_arch`` (Arch.to_json, or a schema-1 report's text), an Arch
+    (its built list) or an ArchSpec. ``required``: the GPU gates each arch needs passed (default:
+    the release set's, required_gpu_gates)."""
     ignored, by_sha = [], {}
     for path, doc in reports:
         sha = ((doc.get("wheel") or {}).get("sha256"))
@@ -288,15 +307,26 @@ def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
 
     if wheel_archs:
         archs, source = list(wheel_archs), "the wheel's fatbins"
-    elif cuda_arch is not None:
+    elif isinstance(cuda_arch, str):
         archs, source = [f"sm_{a}" for a in parse_cuda_arch(cuda_arch).sass], "--cuda-arch"
+    elif cuda_arch is not None:
+        spec = _built(cuda_arch)
+        archs, source = [f"sm_{a}" for a in spec.sass], f"the run's report ({spec.text or 'no arch'})"
     else:
-        wanted = {(d.get("expected") or {}).get("cuda_arch") for _, d in mine} - {None, ""}
+        wanted = {}
+        for path, doc in mine:
+            try:
+                arch = report_arch(doc)
+            except UsageError as exc:
+                raise UsageError(f"{path}: {exc}") from None
+            if arch is not None and (arch.built.sass or arch.built.ptx):
+                wanted.setdefault(arch.built, []).append(path.name)
         if len(wanted) > 1:
-            raise UsageError(f"the reports expect different arch lists ({', '.join(sorted(wanted))}): "
+            listing = "; ".join(f"{spec.text or spec.sass}: {', '.join(names)}" for spec, names in wanted.items())
+            raise UsageError(f"the reports say their wheel was built for different arch lists ({listing}): "
                              "pass --wheel=W (its fatbins say) or --cuda-arch")
-        cuda_arch = wanted.pop() if wanted else RELEASE_CUDA_ARCH
-        archs, source = [f"sm_{a}" for a in parse_cuda_arch(cuda_arch).sass], "the reports (pass --wheel to read the wheel)"
+        spec = next(iter(wanted)) if wanted else PROFILES["cuda"].release_arch
+        archs, source = [f"sm_{a}" for a in spec.sass], "the reports (pass --wheel to read the wheel)"
     merged = Merged(wheel_sha256=wheel_sha256, archs=archs, runs=[], ignored=ignored, archs_from=source,
                     required=tuple(required if required is not None else required_gpu_gates()))
     seen: dict = {}   # (host, GPU) -> RunVerdict counted
@@ -334,6 +364,15 @@ def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
         else:
             merged.extra_archs.setdefault(arch, []).append(run)
     return merged
+
+
+def _built(cuda_arch) -> ArchSpec:
+    """The list built, of an Arch, an ArchSpec or a report's ``expected.cuda_arch``."""
+    if isinstance(cuda_arch, ArchSpec):
+        return cuda_arch
+    if isinstance(cuda_arch, Arch):
+        return cuda_arch.built
+    return report_arch({"expected": {"cuda_arch": cuda_arch}}).built
 
 
 def summary_lines(m: Merged) -> list[str]:

@@ -450,6 +450,50 @@ class Arch:
         """Neither an override nor ``native`` chose the list (those are declared development builds)."""
         return self.override is None and not self.native_gpus
 
+    # ---- the JSON form (the --provenance-json report's ``expected.cuda_arch``) ----------------
+    # Readers of a report take the Arch back with from_json and use ``.built``: nothing parses the
+    # text again. ``built`` is written too (derived, checked on reading) for readers outside Python.
+
+    def to_json(self) -> dict:
+        """``{"requested": SPEC, "override": SPEC | None, "native_gpus": [...], "built": SPEC}``,
+        each SPEC ``{"sass": [80, ...], "ptx": [120], "text": "8.0;...;12.0+PTX"}``."""
+        return {"requested": _spec_json(self.requested),
+                "override": None if self.override is None else _spec_json(self.override),
+                "native_gpus": list(self.native_gpus), "built": _spec_json(self.built)}
+
+    @classmethod
+    def from_json(cls, data) -> "Arch":
+        """The Arch ``to_json`` wrote; a UsageError names what is not one (ARCH_JSON_SCHEMA)."""
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(ARCH_JSON_SCHEMA).iter_errors(data))
+        if error is not None:
+            at = "/".join(str(p) for p in error.absolute_path) or "the top level"
+            raise UsageError(f"{str(data)[:120]} is not a CUDA arch as Arch.to_json writes it (at {at}: "
+                             f"{error.message}); write the report again with this harness's --provenance-json")
+        arch = cls(requested=_spec_of(data["requested"]),
+                   override=None if data.get("override") is None else _spec_of(data["override"]),
+                   native_gpus=tuple(data.get("native_gpus", ())))
+        if "built" in data and _spec_of(data["built"]) != arch.built:
+            raise UsageError(f"the arch's 'built' {data['built']} is not its override or request "
+                             f"({arch.built.text!r}): the document was edited; write it again")
+        return arch
+
+
+def _spec_json(spec: ArchSpec) -> dict:
+    return {"sass": list(spec.sass), "ptx": list(spec.ptx), "text": spec.text}
+
+
+def _spec_of(data: dict) -> ArchSpec:
+    return ArchSpec(sass=tuple(data["sass"]), ptx=tuple(data["ptx"]), text=data.get("text", ""))
+
+
+_ARCH_NUMBERS = {"type": "array", "items": {"type": "integer", "minimum": 30, "maximum": 200}}
+_SPEC_JSON = _table({"sass": _ARCH_NUMBERS, "ptx": _ARCH_NUMBERS, "text": {"type": "string"}},
+                    required=("sass", "ptx"))
+#: The shape of Arch.to_json (JSON Schema): build_steps.gpu_reports.REPORT_SCHEMA checks reports with it.
+ARCH_JSON_SCHEMA = _table({"requested": _SPEC_JSON, "override": {"anyOf": [{"type": "null"}, _SPEC_JSON]},
+                           "native_gpus": {"type": "array", "items": {"type": "string"}}, "built": _SPEC_JSON},
+                          required=("requested",))
+
 
 def make_arch(profile: Profile, requested: str | None, cmake_defines: dict, native=None) -> Arch:
     """The run's Arch: ``requested`` (--cuda-arch text, or None for the profile's list) and the

@@ -25,7 +25,7 @@ from markupsafe import Markup, escape
 
 from . import gpu_reports
 from .atomic import write_atomic
-from .profiles import ARCH_GPU_FAMILIES, PROFILES, RELEASE_CUDA_ARCH, parse_cuda_arch
+from .profiles import ARCH_GPU_FAMILIES, PROFILES, Arch
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 TEMPLATE = "review_page.html.j2"
@@ -124,10 +124,11 @@ class ArchRow:
     runs: list             # "H100 on host-a (a.json): passed"
 
 
-def arch_matrix(cuda_arch: str | None, fatbin: dict | None, merged=None) -> list[ArchRow]:
-    """Release archs x (SASS present, PTX, verified on which GPU). ``fatbin`` is the audit's
-    ``facts.fatbin``; ``merged`` a ``gpu_reports.Merged`` (None: no GPU runner's report given)."""
-    spec = parse_cuda_arch(cuda_arch or RELEASE_CUDA_ARCH)
+def arch_matrix(arch: Arch | None, fatbin: dict | None, merged=None) -> list[ArchRow]:
+    """The archs built (``arch.built``: the report's, gpu_reports.report_arch; None: the release
+    list) x (SASS present, PTX, verified on which GPU). ``fatbin`` is the audit's ``facts.fatbin``;
+    ``merged`` a ``gpu_reports.Merged`` (None: no GPU runner's report given)."""
+    spec = arch.built if arch is not None else PROFILES["cuda"].release_arch
     sass = set((fatbin or {}).get("sass_archs") or ())
     ptx = set((fatbin or {}).get("ptx_archs") or ())
     rows = []
@@ -143,11 +144,21 @@ def arch_matrix(cuda_arch: str | None, fatbin: dict | None, merged=None) -> list
     return rows
 
 
-def own_gpu_runs(doc: dict, sha256: str | None, cuda_arch: str | None):
-    """This run's own GPU gates as a merge of one report (None when no GPU gate ran here)."""
+def own_gpu_runs(doc: dict, sha256: str | None, arch: Arch | None):
+    """This run's own GPU gates as a merge of one report (None when no GPU gate ran here);
+    ``arch``: the report's (gpu_reports.report_arch)."""
     if not ((doc.get(gpu_reports.SECTION) or {}).get("gates")) or not sha256:
         return None
-    return gpu_reports.merge([(Path("this run"), doc)], sha256, cuda_arch)
+    return gpu_reports.merge([(Path("this run"), doc)], sha256, arch)
+
+
+def _arch_text(arch: Arch | None) -> str | None:
+    """The list built as the page names it, with the request when the build used another list."""
+    if arch is None or not arch.built.text:
+        return None
+    if arch.built == arch.requested:
+        return arch.built.text
+    return f"{arch.built.text} (requested {arch.requested.text or 'none'})"
 
 
 # ---- the page ----------------------------------------------------------------------------------
@@ -301,7 +312,7 @@ def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
     review = doc.get(SECTION) or {}
     facts = doc.get("facts") or {}
     wheel = doc.get("wheel") or {}
-    cuda_arch = (doc.get("expected") or {}).get("cuda_arch")
+    arch = gpu_reports.report_arch(doc)
     fatbin = facts.get("fatbin")
     profile = PROFILES.get(doc.get("profile"))
     is_cuda = profile.is_cuda if profile is not None else True  # an unknown profile: shown as CUDA
@@ -315,8 +326,8 @@ def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
         "verdict": _verdict(review, doc),
         "gates": _gates(review, doc),
         "is_cuda": is_cuda,
-        "cuda_arch": cuda_arch,
-        "archs": arch_matrix(cuda_arch, fatbin, merged) if is_cuda else [],
+        "cuda_arch": _arch_text(arch),
+        "archs": arch_matrix(arch, fatbin, merged) if is_cuda else [],
         "fatbin_read": bool(fatbin),
         "gpu_reports": merged is not None,
         "gpu_ignored": list(merged.ignored) if merged is not None else [],

@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from build_steps import gpu_reports
 from build_steps.profiles import PROFILES
 
 from selftest.gate_sets import gates_by_file
@@ -48,6 +49,9 @@ def test_good_wheel_passes_every_gate(gates, selftest_wheels, flavor, tmp_path):
     if flavor == "cuda":
         assert doc["facts"]["fatbin"]["sass_archs"] == [80, 86, 89, 90, 100, 120]
         assert doc["facts"]["fatbin"]["ptx_archs"] == [120]
+        # the arch built, as data, read from the tree's CMake cache (issue 35)
+        assert gpu_reports.report_arch(doc).built == PROFILES["cuda"].release_arch
+        assert doc["expected"]["cuda_arch_built_from"].startswith("the CMake cache "), doc["expected"]
     assert selftest_wheels["head"] in doc["facts"]["stamps"]["binary"]
     result.stdout.fnmatch_lines(["*Provenance report:*", "*graphics libraries bundled: *libGLX.so.0*",
                                  "*commit stamp read from: binary*",

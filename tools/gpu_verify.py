@@ -23,7 +23,7 @@ def main(argv=None) -> int:
     ap.add_argument("directory", type=Path, help="directory of --provenance-json reports")
     ap.add_argument("--wheel", type=Path, help="count only reports of this wheel (its sha256)")
     ap.add_argument("--cuda-arch", help="the arch list the wheel promises (default: the SASS archs of the "
-                    "--wheel's fatbins, else the reports' expected list)")
+                    "--wheel's fatbins, else the list the reports say the wheel was built with)")
     args = ap.parse_args(argv)
     try:
         sha, archs = None, None

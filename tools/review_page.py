@@ -41,7 +41,7 @@ def main(argv=None) -> int:
             if sha and sha256_of(args.wheel) != sha:
                 raise UsageError(f"--wheel {args.wheel} is not the wheel of {args.report} (another sha256): "
                                  "pass the wheel the report was written for")
-        arch = (doc.get("expected") or {}).get("cuda_arch")
+        arch = gpu_reports.report_arch(doc)  # the list the wheel was built with
         merged = own_gpu_runs(doc, sha, arch)
         if args.gpu_reports is not None:
             reports = gpu_reports.load_reports(args.gpu_reports)

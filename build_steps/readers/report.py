@@ -1,14 +1,18 @@
 """The provenance report: terminal summary lines and the machine-readable ``--provenance-json``."""
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..atomic import write_json
+from ..errors import UsageError
+from ..profiles import parse_cuda_arch
 from . import loadability, macho_audit
 
 if TYPE_CHECKING:
+    from ..profiles import Arch
     from .audit import Audit
 
 #: gate node id -> (verdict, message), as harness.wheel_facts files them
@@ -85,15 +89,48 @@ def _elf_lines(audit: Audit) -> list[str]:
     return lines
 
 
+#: The report's format: 2 stores ``expected.cuda_arch`` as Arch.to_json (1 stored the requested text).
+SCHEMA = 2
+
+
+def built_arch(audit: Audit | None, options: Any) -> tuple[Arch, str]:
+    """(the run's Arch as the report records it, where its built list was read).
+
+    The built list is the one the build was configured with. configure.verify_cache refuses a
+    run whose CMake cache's MXNET_CUDA_ARCH is not Arch.built, so the cache this audit read
+    (``audit.cmake``: --mxnet-src or --cmake-cache) says the same for a run that built; an audited
+    build whose cache says otherwise is recorded as built with the cache's list (as the override of
+    the request, which stays beside it). Without a cache (a --wheel audit) no configure is known and
+    the run's own Arch stands: what the wheel carries is ``facts.fatbin``, which the readers hold
+    against this list (the review page's SASS column, ``tools.gpu_verify --wheel``). Taking the
+    fatbin as the list would leave an arch the wheel lacks nothing to be missing from.
+    """
+    arch: Arch = options.cuda_arch
+    cmake = (audit.cmake if audit is not None else None) or {}
+    cached = cmake.get("cuda_arch")
+    if not options.profile.is_cuda or not cached:
+        return arch, "the run's --cuda-arch/--cmake-define (no CMake cache was read)"
+    where = f"the CMake cache {cmake.get('path')}"
+    try:
+        configured = parse_cuda_arch(cached)
+    except UsageError:  # not a list CMake would build: the gates say so; the request stands here
+        return arch, f"the run's --cuda-arch/--cmake-define ({where} has MXNET_CUDA_ARCH={cached!r}, not an arch list)"
+    if configured != arch.built:
+        arch = replace(arch, override=configured)
+    return arch, where
+
+
 def provenance_document(audit: Audit | None, verdicts: Verdicts, options: Any) -> dict[str, Any]:
     # options: build_steps.options.RunOptions, not imported (build_steps.options imports the readers)
     gates = {nodeid: {"verdict": v, "message": why} for nodeid, (v, why) in sorted(verdicts.items())}
+    arch, arch_from = built_arch(audit, options)
     return {
-        "schema": 1,
+        "schema": SCHEMA,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "profile": options.profile.name,
-        "expected": {"package_version": options.package_version, "cuda_arch": options.cuda_arch.requested.text,
-                     "features": dict(options.profile.features)},
+        # cuda_arch: Arch.to_json; readers take it back with Arch.from_json (gpu_reports.report_arch)
+        "expected": {"package_version": options.package_version, "cuda_arch": arch.to_json(),
+                     "cuda_arch_built_from": arch_from, "features": dict(options.profile.features)},
         "passed": bool(gates) and all(g["verdict"] == "passed" for g in gates.values()),
         "gates": gates,
         "facts": audit.to_json() if audit is not None else None,
