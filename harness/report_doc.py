@@ -242,7 +242,7 @@ def wants_page(run: HarnessRun, records: dict) -> bool:
 def merged_gpu_runs(run: HarnessRun, doc: dict):
     """This run's own GPU gates plus --gpu-reports, merged per arch (None: neither exists)."""
     sha = (doc.get("wheel") or {}).get("sha256")
-    arch = (doc.get("expected") or {}).get("cuda_arch")
+    arch = gpu_reports.report_arch(doc)  # the built arch, as data (never the requested text)
     reports = [(Path("this run"), doc)] if (doc.get(gpu_reports.SECTION) or {}).get("gates") else []
     directory = run.config.getoption("gpu_reports", None)
     if directory is not None:
