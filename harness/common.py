@@ -2,6 +2,7 @@
 xdist workers meet, the checks of the plugin list, and live progress past pytest's capture."""
 from __future__ import annotations
 
+import logging
 import re
 import sys
 from pathlib import Path
@@ -141,6 +142,35 @@ class LiveStream:
 #: Progress of long steps for the person watching; harness.chain points it at the run's config.
 LIVE = LiveStream()
 
+#: The harness's logger: the long steps' progress and the run's warnings, for the person watching.
+LOG = logging.getLogger("mxnet_harness")
 
-def say(line: str) -> None:
-    print(line, file=LIVE, flush=True)
+
+class _LiveHandler(logging.Handler):
+    """Shows the harness's records while pytest captures output. pytest attaches its own handlers
+    to a logger that does not propagate, while it runs the session's phases: with its live logging
+    on (``--log-cli-level``, ``log_cli``) pytest shows the records itself, in its format and its
+    "live log" sections, and ``--log-file`` gets them. Otherwise this handler writes them to the
+    terminal as they are, past the capture (LIVE)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        config = LIVE.config
+        plugin = config.pluginmanager.get_plugin("logging-plugin") if config is not None else None
+        live = getattr(plugin, "log_cli_handler", None)
+        try:
+            if plugin is not None and getattr(plugin, "_log_cli_enabled", lambda: False)() \
+                    and live in LOG.handlers:
+                return  # pytest's live log shows it
+            print(record.getMessage(), file=LIVE, flush=True)
+        except Exception:  # noqa: BLE001 - a broken terminal must not fail the step that reported
+            self.handleError(record)
+
+
+LOG.addHandler(_LiveHandler())
+LOG.setLevel(logging.INFO)
+LOG.propagate = False
+
+
+def say(line: str, level: int = logging.INFO) -> None:
+    """Report ``line`` through the harness's logger (shown live, see _LiveHandler)."""
+    LOG.log(level, line)
