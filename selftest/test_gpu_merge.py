@@ -307,3 +307,17 @@ def test_the_manifest_names_every_gpu_gate_of_the_cuda_flavor():
     assert "tests/test_gpu_smoke.py::test_gpu_visible" in cuda.gpu_gates
     assert "tests/test_acceptance.py::test_shard[gpu_operator_numpy]" in cuda.gpu_gates
     assert not any("test_shard[cpu_" in g for g in cuda.gpu_gates)
+
+
+@pytest.mark.parametrize("tool", ["tools.gpu_verify", "tools.review_page"])
+def test_tools_check_wheel_as_the_harness_does(tool, tmp_path):
+    """Issue 35: --wheel is checked in one place (build_steps.options.check_wheel_path): the tools
+    refuse a file that is no wheel in the harness's words, not with a traceback or their own."""
+    not_a_wheel = tmp_path / "mxnet.tar.gz"
+    not_a_wheel.write_bytes(b"not a zip")
+    first = REPORTS if tool == "tools.gpu_verify" else REPORTS / "a100.json"
+    r = subprocess.run([sys.executable, "-m", tool, str(first), f"--wheel={not_a_wheel}",
+                        *([f"--out={tmp_path / 'page.html'}"] if tool == "tools.review_page" else [])],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode in (2, 4), r.stdout + r.stderr
+    assert f"--wheel {not_a_wheel}: not a wheel (the name must end in .whl)" in r.stderr, r.stderr

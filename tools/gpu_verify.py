@@ -14,6 +14,7 @@ from pathlib import Path
 
 from build_steps.errors import HarnessError, UsageError
 from build_steps.gpu_reports import load_reports, merge, summary_lines, wheel_sass_archs
+from build_steps.options import check_wheel_path
 from build_steps.pinning import sha256_of
 
 
@@ -29,8 +30,8 @@ def main(argv=None) -> int:
         sha, archs = None, None
         reports = load_reports(args.directory)
         if args.wheel is not None:
-            if not args.wheel.is_file():
-                raise UsageError(f"--wheel {args.wheel}: no such file")
+            # the harness's own --wheel check (exists, a zip, a wheel's name, one set of headers)
+            args.wheel = check_wheel_path(str(args.wheel))
             sha = sha256_of(args.wheel)
             if args.cuda_arch is None:
                 try:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from build_steps import gpu_reports
 from build_steps.errors import HarnessError, UsageError
+from build_steps.options import check_wheel_path
 from build_steps.pinning import sha256_of
 from build_steps.review_page import own_gpu_runs, write_page
 
@@ -36,8 +37,8 @@ def main(argv=None) -> int:
                              "pytest ... --provenance-json=PATH") from None
         sha = (doc.get("wheel") or {}).get("sha256")
         if args.wheel is not None:
-            if not args.wheel.is_file():
-                raise UsageError(f"--wheel {args.wheel}: no such file")
+            # the harness's own --wheel check (exists, a zip, a wheel's name, one set of headers)
+            args.wheel = check_wheel_path(str(args.wheel))
             if sha and sha256_of(args.wheel) != sha:
                 raise UsageError(f"--wheel {args.wheel} is not the wheel of {args.report} (another sha256): "
                                  "pass the wheel the report was written for")
