@@ -25,7 +25,8 @@ from markupsafe import Markup, escape
 
 from . import gpu_reports
 from .atomic import write_atomic
-from .profiles import ARCH_GPU_FAMILIES, PROFILES, RELEASE_CUDA_ARCH, parse_cuda_arch
+from .arch import ARCH_GPU_FAMILIES, parse_cuda_arch
+from .profile_data import PROFILES, only_cuda_profile
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 TEMPLATE = "review_page.html.j2"
@@ -124,10 +125,11 @@ class ArchRow:
     runs: list             # "H100 on host-a (a.json): passed"
 
 
-def arch_matrix(cuda_arch: str | None, fatbin: dict | None, merged=None) -> list[ArchRow]:
+def arch_matrix(cuda_arch: str | None, fatbin: dict | None, merged=None, profile=None) -> list[ArchRow]:
     """Release archs x (SASS present, PTX, verified on which GPU). ``fatbin`` is the audit's
-    ``facts.fatbin``; ``merged`` a ``gpu_reports.Merged`` (None: no GPU runner's report given)."""
-    spec = parse_cuda_arch(cuda_arch or RELEASE_CUDA_ARCH)
+    ``facts.fatbin``; ``merged`` a ``gpu_reports.Merged`` (None: no GPU runner's report given).
+    Without ``cuda_arch``: the release list of ``profile`` (default: the one CUDA profile)."""
+    spec = parse_cuda_arch(cuda_arch or (profile or only_cuda_profile("the review page's arch matrix")).cuda_arch)
     sass = set((fatbin or {}).get("sass_archs") or ())
     ptx = set((fatbin or {}).get("ptx_archs") or ())
     rows = []
@@ -316,7 +318,7 @@ def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
         "gates": _gates(review, doc),
         "is_cuda": is_cuda,
         "cuda_arch": cuda_arch,
-        "archs": arch_matrix(cuda_arch, fatbin, merged) if is_cuda else [],
+        "archs": arch_matrix(cuda_arch, fatbin, merged, profile) if is_cuda else [],
         "fatbin_read": bool(fatbin),
         "gpu_reports": merged is not None,
         "gpu_ignored": list(merged.ignored) if merged is not None else [],

@@ -19,8 +19,10 @@ from selftest.conftest import HARNESS_ROOT
 LAYERS = (
     ("build_steps", "harness", "the steps and readers are plain functions; pytest plugins sit on top of them"),
     ("build_steps", "conftest", "the root conftest registers the plugins; nothing below it imports it"),
-    ("build_steps.profiles", "build_steps.readers", "profiles are data the readers are judged against, "
-                                                    "so the readers may read profiles, never the reverse"),
+    *((module, "build_steps.readers", "profiles are data the readers are judged against, "
+                                      "so the readers may read profiles, never the reverse")
+      for module in ("build_steps.profiles", "build_steps.profile_data", "build_steps.arch",
+                     "build_steps.library_policy", "build_steps.versions", "build_steps.cuda_stack")),
 )
 
 #: Where the graph's modules live: directory (relative to the harness root) -> package name.

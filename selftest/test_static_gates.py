@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from build_steps.profiles import PROFILES
+from build_steps.profile_data import PROFILES
 
 from selftest.gate_sets import gates_by_file
 

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from build_steps import acceptance as acc
-from build_steps.profiles import FEATURE_ALIASES
+from build_steps.profile_data import FEATURE_ALIASES
 from harness.acceptance_shards import selected_shards, shard_timeout_override
 
 pytestmark = [pytest.mark.release, pytest.mark.runtime, pytest.mark.acceptance]

@@ -14,7 +14,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from ..profiles import SHADOWING_NAMES, dependency_top_level
+from ..profile_data import SHADOWING_NAMES, dependency_top_level
 from .install_map import InstallMap, build_install_map, collisions
 from .wheel_name import platform_of
 
