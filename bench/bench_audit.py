@@ -93,8 +93,10 @@ def _host_bulk(total: int, skip=()) -> list:
 
 
 def build_wheel(size_mb: int, rebuild: bool = False) -> Path:
-    from build_steps.profiles import RELEASE_CUDA_ARCH, parse_cuda_arch
+    from build_steps.arch import parse_cuda_arch
+    from build_steps.profile_data import PROFILES
     from selftest import fixtures_wheels as fw
+    RELEASE_CUDA_ARCH = PROFILES["cuda"].cuda_arch
 
     key = hashlib.sha256(repr((RECIPE_VERSION, size_mb, KERNELS_CU)).encode()).hexdigest()[:12]
     work = CACHE / f"wheel-{size_mb}mb-{key}"
@@ -241,7 +243,7 @@ CHILD_INSTALL = r"""
 import email.parser, sys, time, zipfile
 from pathlib import Path
 t0 = time.perf_counter()
-from build_steps.profiles import get_profile
+from build_steps.profile_data import get_profile
 from build_steps.readers.install_rules import collect_install_facts
 from build_steps.readers.wheel import check_headers_agree
 t1 = time.perf_counter()

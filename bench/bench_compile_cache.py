@@ -34,7 +34,10 @@ sys.path.insert(0, str(ROOT))
 
 from build_steps import compile as compile_step  # noqa: E402
 from build_steps import configure, cuda_root as cuda_root_step, launcher as compiler_cache  # noqa: E402
-from build_steps.profiles import RELEASE_CUDA_ARCH, get_profile, make_arch  # noqa: E402
+from build_steps.arch import make_arch  # noqa: E402
+from build_steps.profile_data import get_profile  # noqa: E402
+
+RELEASE_CUDA_ARCH = get_profile("cuda").cuda_arch
 
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "mxnet-fork-3f13890.tar.xz"
 WORK = ROOT / ".tmp" / "bench"

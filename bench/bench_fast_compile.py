@@ -3,7 +3,7 @@
 The C++ half of a one-arch build is its slow part (docs/gpu_runs: -O3 reached [615/779] after
 1119 s on 16 cores, -O0 [620/779] after 519 s). This bench compiles a fixed set of real objects
 of the fork tree (``../shared/fixtures/mxnet-fork-*.tar.xz``) through the harness's configure
-step, one build dir per level (the levels as ``profiles.fast_compile_defines`` writes them, the
+step, one build dir per level (the levels as ``fast_compile.fast_compile_defines`` writes them, the
 release with none), and times each object at each level in turn (round robin, so a change in
 the machine's load falls on every level alike). It prints per-object seconds and the ratio of
 each level's sum to the release's, side by side.
@@ -28,7 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_compile_cache import unpack_fork  # noqa: E402
 from build_steps import configure  # noqa: E402
-from build_steps.profiles import Arch, fast_compile_defines, get_profile  # noqa: E402
+from build_steps.arch import Arch  # noqa: E402
+from build_steps.fast_compile import fast_compile_defines  # noqa: E402
+from build_steps.profile_data import get_profile  # noqa: E402
 
 WORK = ROOT / ".tmp" / "bench-fast"
 #: a heavy operator object (the tensor/numpy operator files dominate a build's C++ half), a

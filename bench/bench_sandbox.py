@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from build_steps import bundle, compile, configure, package, sandbox  # noqa: E402
-from build_steps.profiles import Arch, get_profile  # noqa: E402
+from build_steps.arch import Arch  # noqa: E402
+from build_steps.profile_data import get_profile  # noqa: E402
 
 WORK = ROOT / ".tmp" / "bench-sandbox"
 MODES = ("sandboxed", "unsandboxed")

@@ -1,7 +1,7 @@
 """Stage libmxnet.so into python/mxnet and make the package self-contained.
 
 The wheel carries OpenCV and everything OpenCV pulls in (the fork's closure, docs/background.md), but never a
-host library (glibc, the GCC runtimes, the NVIDIA driver and toolkit: profiles.is_host_library).
+host library (glibc, the GCC runtimes, the NVIDIA driver and toolkit: library_policy.is_host_library).
 Libraries are resolved the way the dynamic loader would on this host (the ld.so cache first, then
 the standard multiarch directories), copied in once, under the name the loader asks for (the
 NEEDED entry, i.e. the SONAME), and each bundled file gets its own ``$ORIGIN`` RUNPATH, because a RUNPATH is not inherited by a
@@ -26,7 +26,7 @@ from pathlib import Path
 from .readers.elf import read_dynamic
 from .errors import StepError
 from .once import JsonRecord
-from .profiles import is_host_library
+from .library_policy import is_host_library
 
 #: Where glibc's loader looks when the ld.so cache has no entry (x86_64 Debian/Ubuntu layout
 #: first, then the generic ones).

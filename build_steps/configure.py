@@ -19,7 +19,8 @@ from . import filesystem, processes, sandbox
 from .venv import build_env
 from .readers import cmake_cache
 from .errors import StepError, log_excerpt
-from .profiles import CMAKE_FEATURES, Arch, ArchSpec, parse_cuda_arch
+from .profile_data import CMAKE_FEATURES
+from .arch import Arch, ArchSpec, parse_cuda_arch
 from .once import JsonRecord
 from .step_record import record_step
 

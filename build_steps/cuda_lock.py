@@ -3,7 +3,8 @@
 A host's pip configuration (``/etc/pip.conf``, the user's, ``PIP_*`` variables) can add indexes,
 find-links directories and constraints; pip then picks whatever version it likes best among them
 (measured: cuDNN 9.24 instead of 9.28, cuBLAS 13.1.1.3 instead of 13.10 from a mirror). The lock
-(``cuda_wheels.lock.toml``, data) fixes each distribution's version and sha256, and pip runs
+(a file beside profiles.toml, named by the CUDA stack's ``wheel_lock``: ``cuda_wheels.lock.toml``
+for CUDA 13) fixes each distribution's version and sha256, and pip runs
 isolated from every configuration (``--isolated`` for the user's file and ``PIP_*``,
 ``PIP_CONFIG_FILE=/dev/null`` for the global ones) with ``--require-hashes`` and an explicit
 index. After the install the versions present are compared with the lock: a difference fails the
@@ -19,7 +20,6 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-LOCK_FILE = Path(__file__).with_name("cuda_wheels.lock.toml")
 DEFAULT_INDEX = "https://pypi.org/simple"
 
 
@@ -33,7 +33,7 @@ class Pin:
         return f"{self.name}=={self.version} " + " ".join(f"--hash=sha256:{h}" for h in self.hashes)
 
 
-def load(path: Path = LOCK_FILE) -> tuple:
+def load(path: Path) -> tuple:
     """The pins of a lock file; ValueError naming the file and entry when one is incomplete."""
     with open(path, "rb") as fh:
         data = tomllib.load(fh)

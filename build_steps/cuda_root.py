@@ -11,7 +11,8 @@ computes TOP from its own location, so the include/lib dirs it adds are the asse
 versioned-only libraries, and ``lib64/stubs/libcuda.so`` is a link-only stub built with gcc
 (SONAME libcuda.so.1, never shipped: bundle.py's host policy skips it and the gates forbid it).
 The wheels are installed once per requirement set with ``pip install --target`` into a cache that
-survives runs, under a file lock.
+survives runs, under a file lock. Which wheels, and their lock, are the profile's CUDA stack
+(``[cuda_stacks.<name>]`` of profiles.toml: build_wheels, wheel_lock).
 """
 from __future__ import annotations
 
@@ -28,22 +29,10 @@ from pathlib import Path
 from filelock import FileLock
 
 from . import cuda_lock, processes
+from .cuda_stack import CudaStack
 from .errors import StepError, log_tail
 from .once import JsonRecord
-
-#: pip distributions that provide the CUDA libraries (the ranges cuda_wheels.lock.toml pins within;
-#: installed unlocked only when a development tool asks for them by name) the fork links (find_package(CUDAToolkit
-#: REQUIRED cublas cufft cusolver curand nvrtc) plus cuDNN and NCCL). The ``-cu13`` suffixed names
-#: other than cuDNN/NCCL are deprecated empty stubs, so the plain names are used.
-CUDA_BUILD_WHEELS = (
-    "nvidia-cublas>=13,<14",
-    "nvidia-cuda-nvrtc>=13,<14",
-    "nvidia-cufft>=12,<13",
-    "nvidia-cusolver>=12,<13",
-    "nvidia-curand>=10,<11",
-    "nvidia-cudnn-cu13>=9.22,<10",
-    "nvidia-nccl-cu13>=2.28,<3",
-)
+from .profile_data import only_cuda_profile
 
 DEFAULT_NVCC_HOME = Path("/usr/local/cuda")
 
@@ -77,8 +66,14 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mxnet-release-harness"
 
 
-def find_nvcc_home() -> Path:
-    """The toolkit nvcc belongs to: $CUDA_HOME / $CUDA_PATH, /usr/local/cuda, or nvcc on PATH."""
+def _stack(stack: CudaStack | None) -> CudaStack:
+    """``stack``, or the one CUDA profile's when the caller names none."""
+    return stack if stack is not None else only_cuda_profile("the CUDA root names no CUDA stack").cuda
+
+
+def find_nvcc_home(stack: CudaStack | None = None) -> Path:
+    """The toolkit nvcc belongs to: $CUDA_HOME / $CUDA_PATH, /usr/local/cuda, or nvcc on PATH.
+    ``stack``: the CUDA stack the build wants (named in the message when there is no nvcc)."""
     candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), str(DEFAULT_NVCC_HOME)]
     nvcc = shutil.which("nvcc")
     for c in candidates:
@@ -91,9 +86,10 @@ def find_nvcc_home() -> Path:
         m = re.search(r"^#\$ TOP=(.+)$", out.stdout + out.stderr, re.M)
         if m:
             return Path(m.group(1).strip()).resolve()
+    major = _stack(stack).major
     raise StepError("cuda-root", "no nvcc found (looked at $CUDA_HOME, $CUDA_PATH, /usr/local/cuda "
-                    "and PATH): install the CUDA 13 toolkit's nvcc (pip install nvidia-cuda-nvcc "
-                    "into /usr/local/cuda, or NVIDIA's cuda-nvcc-13-0 package)")
+                    f"and PATH): install the CUDA {major} toolkit's nvcc (pip install nvidia-cuda-nvcc "
+                    f"into /usr/local/cuda, or NVIDIA's cuda-nvcc-{major}-0 package)")
 
 
 #: pip's lines worth showing while the ~3 GB of wheels come in (the rest goes to the log only).
@@ -102,17 +98,19 @@ _PIP_PROGRESS = re.compile(r"^(Collecting|Downloading|Installing collected|Succe
 
 def install_wheels(cache: Path, requirements=None, python: str | None = None,
                    find_links=(), index_url: str | None = None, progress=None,
-                   lock: Path | None = None, no_index: bool = False) -> Path:
-    """``pip install --target`` the locked CUDA wheels (``lock``, default cuda_lock.LOCK_FILE)
-    once; later calls reuse the directory. Either way the versions there must be the lock's
+                   lock: Path | None = None, no_index: bool = False,
+                   stack: CudaStack | None = None) -> Path:
+    """``pip install --target`` the locked CUDA wheels (``lock``, default the wheel_lock of
+    ``stack``, the profile's CUDA stack) once; later calls reuse the directory. Either way the versions there must be the lock's
     (StepError naming both otherwise). ``requirements``: an unlocked requirement set instead (a
     development tool's; pip's own configuration then applies).
 
     The first time is a ~3 GB download: ``progress`` (a stream) gets a line saying so and pip's
     per-wheel lines as they come, so a long silence is not mistaken for a hang."""
     pins = None
+    stack = _stack(stack)
     if requirements is None:
-        lock = Path(lock or cuda_lock.LOCK_FILE)
+        lock = Path(lock or stack.wheel_lock)
         pins = cuda_lock.load(lock)
         key = hashlib.sha256(cuda_lock.requirements_text(pins).encode()).hexdigest()[:12]
     else:
@@ -142,7 +140,7 @@ def install_wheels(cache: Path, requirements=None, python: str | None = None,
             if index_url:
                 cmd += ["--index-url", index_url]
         if progress is not None:
-            print(f"[cuda-root] first use: downloading the CUDA 13 wheels (~3 GB) into {target} "
+            print(f"[cuda-root] first use: downloading the CUDA {stack.major} wheels (~3 GB) into {target} "
                   f"(log: {log}); later runs reuse them", file=progress, flush=True)
         with open(log, "w", buffering=1) as fh:
             fh.write("$ " + " ".join(cmd) + "\n")
@@ -221,11 +219,13 @@ def build_driver_stub(dest: Path, cc: str = "gcc") -> Path:
 def assemble_cuda_root(cache: Path | None = None, nvcc_home: Path | None = None,
                        requirements=None, python: str | None = None,
                        find_links=(), index_url: str | None = None, progress=None,
-                       lock: Path | None = None, no_index: bool = False) -> CudaRoot:
-    """Install (cached) the CUDA wheels and assemble the root; returns the CMake definitions."""
+                       lock: Path | None = None, no_index: bool = False,
+                       stack: CudaStack | None = None) -> CudaRoot:
+    """Install (cached) the CUDA wheels of ``stack`` (the profile's CUDA stack) and assemble the
+    root; returns the CMake definitions."""
     cache = Path(cache) if cache else default_cache_dir()
-    nvcc_home = Path(nvcc_home) if nvcc_home else find_nvcc_home()
-    wheels = install_wheels(cache, requirements, python, find_links, index_url, progress, lock, no_index)
+    nvcc_home = Path(nvcc_home) if nvcc_home else find_nvcc_home(stack)
+    wheels = install_wheels(cache, requirements, python, find_links, index_url, progress, lock, no_index, stack)
     key = hashlib.sha256(f"{nvcc_home}|{wheels}".encode()).hexdigest()[:12]
     root = cache / f"cuda-root-{key}"
     with FileLock(str(root) + ".lock"):

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-import jsonschema
-
+from .checked_toml import load_checked_toml
 from .errors import HarnessError, UsageError
 
 SETTINGS_FILE = Path(__file__).resolve().with_name("development_settings.toml")
@@ -64,14 +62,7 @@ def is_credential_name(name: str) -> bool:
 
 def load_settings(path: Path = SETTINGS_FILE) -> DevelopmentSettings:
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsDataError(f"{path}: not valid TOML: {exc}") from None
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(SETTINGS_SCHEMA).iter_errors(data))
-    if error is not None:
-        at = ".".join(str(p) for p in error.absolute_path)
-        raise SettingsDataError(f"{path}: {at or 'top level'}: {error.message}")
+    data = load_checked_toml(path, SETTINGS_SCHEMA, SettingsDataError)
     credential = sorted(n for n in data["pass_env"] if is_credential_name(n))
     if credential:
         raise SettingsDataError(f"{path}: pass_env: {', '.join(credential)} look(s) like a credential; "

@@ -36,7 +36,8 @@ from pathlib import Path
 import jsonschema
 
 from .errors import UsageError
-from .profiles import ARCH_JSON_SCHEMA, PROFILES, Arch, ArchSpec, parse_cuda_arch
+from .arch import ARCH_JSON_SCHEMA, Arch, ArchSpec, parse_cuda_arch
+from .profile_data import cuda_profiles, get_profile, only_cuda_profile
 from .release_manifest import load_manifest
 
 SECTION = "gpu_verification"
@@ -271,19 +272,22 @@ def _run_verdict(path: Path, doc: dict) -> RunVerdict | None:
                       excused=frozenset(section.get("excused") or {}), parts=parts)
 
 
-def required_gpu_gates() -> tuple:
-    """Every GPU gate of the cuda flavor's release set (its committed manifest)."""
-    return load_manifest("cuda").gpu_gates
+def required_gpu_gates(flavor: str | None = None) -> tuple:
+    """Every GPU gate of ``flavor``'s release set (its committed manifest); without a flavor,
+    those of every CUDA flavor's."""
+    flavors = [flavor] if flavor is not None else [p.name for p in cuda_profiles()]
+    return tuple(dict.fromkeys(g for f in flavors for g in load_manifest(f).gpu_gates))
 
 
 def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
           cuda_arch: str | dict | Arch | ArchSpec | None = None, wheel_archs: list | None = None,
           required: tuple | None = None) -> Merged:
     """``wheel_archs`` (the wheel's own fatbins, wheel_sass_archs) wins over ``cuda_arch``, which
-    wins over the arch list the reports say they built (report_arch). ``cuda_arch``: --cuda-arch's
-    text, a report's ``expected.cuda_arch`` (Arch.to_json, or a schema-1 report's text), an Arch
-    (its built list) or an ArchSpec. ``required``: the GPU gates each arch needs passed (default:
-    the release set's, required_gpu_gates)."""
+    wins over the arch list the reports say they built (report_arch), then over the release list of
+    the reports' flavor. ``cuda_arch``: --cuda-arch's text, a report's ``expected.cuda_arch``
+    (Arch.to_json, or a schema-1 report's text), an Arch (its built list) or an ArchSpec.
+    ``required``: the GPU gates each arch needs passed (default: that flavor's release set's,
+    required_gpu_gates)."""
     ignored, by_sha = [], {}
     for path, doc in reports:
         sha = ((doc.get("wheel") or {}).get("sha256"))
@@ -304,6 +308,11 @@ def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
         if sha != wheel_sha256:
             ignored += [(p.name, f"another wheel (sha256 {sha[:12]}…)") for p, _ in docs]
     mine = by_sha.get(wheel_sha256, [])
+    flavors = {d.get("profile") for _, d in mine} - {None, ""}
+    if len(flavors) > 1:
+        raise UsageError(f"the reports of wheel {wheel_sha256[:12]} name different flavors "
+                         f"({', '.join(sorted(flavors))}): one wheel is built for one flavor; keep its reports only")
+    profile = get_profile(flavors.pop()) if flavors else None
 
     if wheel_archs:
         archs, source = list(wheel_archs), "the wheel's fatbins"
@@ -325,10 +334,12 @@ def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
             listing = "; ".join(f"{spec.text or spec.sass}: {', '.join(names)}" for spec, names in wanted.items())
             raise UsageError(f"the reports say their wheel was built for different arch lists ({listing}): "
                              "pass --wheel=W (its fatbins say) or --cuda-arch")
-        spec = next(iter(wanted)) if wanted else PROFILES["cuda"].release_arch
+        spec = next(iter(wanted)) if wanted else (
+            profile or only_cuda_profile("the reports name no arch list and no flavor")).release_arch
         archs, source = [f"sm_{a}" for a in spec.sass], "the reports (pass --wheel to read the wheel)"
     merged = Merged(wheel_sha256=wheel_sha256, archs=archs, runs=[], ignored=ignored, archs_from=source,
-                    required=tuple(required if required is not None else required_gpu_gates()))
+                    required=tuple(required if required is not None else
+                                   required_gpu_gates(profile.name if profile is not None else None)))
     seen: dict = {}   # (host, GPU) -> RunVerdict counted
     for path, doc in mine:
         run = _run_verdict(path, doc)

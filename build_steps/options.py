@@ -15,7 +15,10 @@ from .bundle import opencv_config_dir
 from .development_settings import cmake_define_reason, host_workarounds, used_options
 from .errors import UsageError, WheelError
 from .host_gpus import host_gpus, native_arch_list
-from .profiles import PLATFORM_FLAVORS, Arch, Profile, fast_compile_defines, get_profile, make_arch, validate_version
+from .profile_data import PLATFORM_FLAVORS, Profile, get_profile
+from .arch import Arch, make_arch
+from .fast_compile import fast_compile_defines
+from .versions import validate_version
 from .readers.symbol_floor import parse_floor
 from .readers.wheel import check_headers_agree
 from .readers.wheel_name import WheelNameError, parse_wheel_name
@@ -58,7 +61,7 @@ class RunOptions:
     glibc_floor: dict | None = None
     #: --pass-env NAME: variables the wheel's code gets beside the allow-list (build_steps.venv)
     pass_env: tuple = ()
-    #: --fast-compile: host code built at profiles.FAST_COMPILE_LEVEL instead of the release's -O3
+    #: --fast-compile: host code built at fast_compile.FAST_COMPILE_LEVEL instead of the release's -O3
     fast_compile: bool = False
     #: --opencv-prefix: OpenCV installed in a prefix outside / (configure's OPENCV_ROOT, bundle's search)
     opencv_prefix: Path | None = None

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from .development_settings import cmake_define_reason
 from .readers import cmake_cache
-from .profiles import FAST_COMPILE_LEVEL, RELEASE_HOST_OPT, missing_release_archs
+from .fast_compile import FAST_COMPILE_LEVEL, RELEASE_HOST_OPT
+from .arch import missing_release_archs
 
 #: What the wheel promises its users when a toggle of the profile is ON, in their words.
 TOGGLE_PROMISES = {

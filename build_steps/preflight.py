@@ -19,7 +19,7 @@ from pathlib import Path
 from . import filesystem, source
 from .cuda_root import find_nvcc_home
 from .errors import HarnessError
-from .profiles import Arch, ArchSpec, missing_release_archs
+from .arch import Arch, ArchSpec, missing_release_archs
 
 
 def nvcc_for_build(cmake_defines: dict) -> Path | None:

@@ -28,7 +28,8 @@ from typing import Callable, Iterable, Mapping
 from . import gitops
 from .errors import HarnessError, UsageError
 from .pinning import sha256_of
-from .profiles import Profile, validate_version
+from .profile_data import Profile
+from .versions import validate_version
 from .readers.wheel_name import WheelNameError, parse_wheel_name
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import publish
 from .pinning import pin_wheel, sha256_of, unlock
-from .profiles import get_profile
+from .profile_data import get_profile
 from .release_report import ReportRefused, read_report
 
 

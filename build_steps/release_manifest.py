@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .errors import UsageError
 from .pinning import sha256_of
-from .profiles import PROFILES
+from .profile_data import PROFILES
 
 MANIFEST_DIR = Path(__file__).resolve().parent / "release_sets"
 #: every flavor of profiles.toml, each with its release set in release_sets/<flavor>.json

@@ -25,7 +25,8 @@ from markupsafe import Markup, escape
 
 from . import gpu_reports
 from .atomic import write_atomic
-from .profiles import ARCH_GPU_FAMILIES, PROFILES, Arch
+from .arch import ARCH_GPU_FAMILIES, Arch
+from .profile_data import PROFILES, only_cuda_profile
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 TEMPLATE = "review_page.html.j2"
@@ -124,11 +125,13 @@ class ArchRow:
     runs: list             # "H100 on host-a (a.json): passed"
 
 
-def arch_matrix(arch: Arch | None, fatbin: dict | None, merged=None) -> list[ArchRow]:
+def arch_matrix(arch: Arch | None, fatbin: dict | None, merged=None, profile=None) -> list[ArchRow]:
     """The archs built (``arch.built``: the report's, gpu_reports.report_arch; None: the release
-    list) x (SASS present, PTX, verified on which GPU). ``fatbin`` is the audit's ``facts.fatbin``;
-    ``merged`` a ``gpu_reports.Merged`` (None: no GPU runner's report given)."""
-    spec = arch.built if arch is not None else PROFILES["cuda"].release_arch
+    list of ``profile``, default the one CUDA profile) x (SASS present, PTX, verified on which GPU).
+    ``fatbin`` is the audit's ``facts.fatbin``; ``merged`` a ``gpu_reports.Merged`` (None: no GPU
+    runner's report given)."""
+    spec = arch.built if arch is not None else (
+        profile or only_cuda_profile("the review page's arch matrix")).release_arch
     sass = set((fatbin or {}).get("sass_archs") or ())
     ptx = set((fatbin or {}).get("ptx_archs") or ())
     rows = []
@@ -327,7 +330,7 @@ def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
         "gates": _gates(review, doc),
         "is_cuda": is_cuda,
         "cuda_arch": _arch_text(arch),
-        "archs": arch_matrix(arch, fatbin, merged) if is_cuda else [],
+        "archs": arch_matrix(arch, fatbin, merged, profile) if is_cuda else [],
         "fatbin_read": bool(fatbin),
         "gpu_reports": merged is not None,
         "gpu_ignored": list(merged.ignored) if merged is not None else [],

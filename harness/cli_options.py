@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from build_steps.acceptance import LANES
-from build_steps.profiles import PROFILES
+from build_steps.profile_data import PROFILES
 
 #: The dest names of the run's options (the first group): make_options receives exactly these.
 OPTION_DESTS: list = []

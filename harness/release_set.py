@@ -62,7 +62,7 @@ def collect_gate_markers(root: Path = HARNESS_ROOT) -> dict:
 def generate(root: Path = HARNESS_ROOT) -> dict:
     """flavor -> Manifest, from the gate modules' markers and the default shard data."""
     from build_steps.acceptance import load_suite
-    from build_steps.profiles import get_profile
+    from build_steps.profile_data import get_profile
     gates = collect_gate_markers(root)
     shards = load_suite().shards
     return {f: build_manifest(f, get_profile(f), gates, shards, root=root) for f in FLAVORS}

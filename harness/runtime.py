@@ -20,7 +20,8 @@ from build_steps import filesystem
 from build_steps.errors import HarnessError, StepError, log_tail
 from build_steps.once import run_once
 from build_steps.pinning import verify
-from build_steps.profiles import GATE_TEST_REQUIREMENTS
+from build_steps.profile_data import GATE_TEST_REQUIREMENTS
+from build_steps.cuda_stack import cublas_probe_args
 
 from .steps import guarded
 from .common import say
@@ -119,10 +120,13 @@ def venv_probe(release_venv, tmp_path_factory, request):
 
 
 @pytest.fixture(scope="session")
-def cuda_preflight(release_venv, tmp_path_factory) -> dict:
+def cuda_preflight(release_venv, profile, tmp_path_factory) -> dict:
     """The ctypes cuBLAS/driver preflight, run in the venv's interpreter before any MXNet import:
-    driver and GPUs, the cuBLAS the wheel would load (the venv's pip nvidia/cu13/lib first),
-    its version and the verdict on the known traps. Works where MXNet cannot load."""
+    driver and GPUs, the cuBLAS the wheel would load (the venv's pip dir of the profile's CUDA
+    stack first, e.g. nvidia/cu13/lib), its version and the verdict on the stack's known traps.
+    Works where MXNet cannot load. The probe cannot read profiles.toml: the stack's facts are
+    its arguments."""
     return venv.run_probe(release_venv, CUBLAS_PROBE,
-                               ["preflight", "--search-dir", str(release_venv.site_packages)],
+                               ["preflight", "--search-dir", str(release_venv.site_packages),
+                                *cublas_probe_args(profile)],
                                timeout=300, cwd=tmp_path_factory.mktemp("preflight"))

@@ -159,7 +159,7 @@ def _produce_cuda_root(n) -> dict:
     start = time.monotonic()
     root = cuda_root.assemble_cuda_root(python=sys.executable, find_links=n.options.find_links,
                                         index_url=n.options.index_url, progress=LIVE,
-                                        no_index=n.options.no_index)
+                                        no_index=n.options.no_index, stack=n.options.profile.cuda)
     # the review page's timeline shows the download (CudaRoot.from_json ignores the extra key)
     return {**root.to_json(), "seconds": round(time.monotonic() - start, 1)}
 

@@ -158,7 +158,7 @@ def _package(dest: Path, libmxnet: Path, lib_files: dict, *, requires=None, tag:
 
 def build_macos_wheels(work: Path) -> dict:
     """The good macOS wheel and one wheel per regression (variant name -> wheel path)."""
-    from build_steps.profiles import PROFILES
+    from build_steps.profile_data import PROFILES
     base = _libs(work / "arm64")
     x86 = _libs(work / "x86_64", target="x86_64-apple-macos11", only=("libomp.dylib", "libpng16.16.dylib"))
     good = dict(base)

@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from build_steps.once import run_once
-from build_steps.profiles import PROFILES, parse_cuda_arch
+from build_steps.profile_data import PROFILES
+from build_steps.arch import parse_cuda_arch
 
 OPENCV_DIR = Path("/usr/lib/x86_64-linux-gnu")
 OPENCV_LIBS = ("libopencv_core.so.406", "libopencv_imgproc.so.406", "libopencv_imgcodecs.so.406")
@@ -389,7 +390,7 @@ def patched_libmxnet(src: Path, dest: Path, runpath) -> bytes:
 def _leaf_and_inner(root: Path, files: dict):
     """A bundled leaf (only host NEEDED) and a transitive non-OpenCV lib that another bundled lib needs."""
     from build_steps.readers.elf import read_dynamic
-    from build_steps.profiles import is_host_library
+    from build_steps.library_policy import is_host_library
     bundled = [m for m in files if m.startswith("mxnet/lib/")]
     needed_by_others = {}
     leaf = None
@@ -710,8 +711,8 @@ def _inputs_key() -> str:
     """Hash of everything that shapes the selftest wheels: a change rebuilds them."""
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
-    for rel in ("selftest/fixtures_wheels.py", "build_steps/bundle.py", "build_steps/profiles.py",
-                "build_steps/profiles.toml",
+    for rel in ("selftest/fixtures_wheels.py", "build_steps/bundle.py", "build_steps/profile_data.py",
+                "build_steps/library_policy.py", "build_steps/profiles.toml",
                 "build_steps/readers/elf.py"):
         h.update((root / rel).read_bytes())
     return h.hexdigest()[:16]

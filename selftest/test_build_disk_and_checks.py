@@ -25,7 +25,8 @@ from build_steps import filesystem, launcher, preflight
 from build_steps.compile import compile_mxnet
 from build_steps.errors import StepError
 from build_steps.heartbeat import heartbeat
-from build_steps.profiles import PROFILES, Arch
+from build_steps.profile_data import PROFILES
+from build_steps.arch import Arch
 from harness.steps import guarded, step_times
 from selftest.test_build_faults import HAS_NVCC, HAS_SCCACHE, MOUNTS, _harness, _in_namespace, _say_lines
 

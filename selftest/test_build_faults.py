@@ -26,7 +26,8 @@ from build_steps import configure as configure_step
 from build_steps import filesystem, run_lock, step_record
 from build_steps.compile import compile_mxnet
 from build_steps.errors import BuildInterrupted, StepError
-from build_steps.profiles import PROFILES, Arch
+from build_steps.profile_data import PROFILES
+from build_steps.arch import Arch
 from harness.steps import guarded
 from selftest.conftest import HARNESS_ROOT
 from selftest.fixtures_build import slow_compile_edit

@@ -13,7 +13,7 @@ import pytest
 
 from build_steps.bundle import bundle_closure
 from build_steps.readers.elf import read_dynamic
-from build_steps.profiles import PROFILES
+from build_steps.profile_data import PROFILES
 from selftest.fixtures_wheels import OPENCV_DIR, OPENCV_LIBS
 
 

@@ -138,7 +138,7 @@ def test_package_build_runs_the_trees_setup_py_without_secrets(tmp_path, monkeyp
     # The package step runs the tree's python/setup.py (python -m build): the wheel's own code too.
     import sys
     from build_steps import package
-    from build_steps.profiles import PROFILES
+    from build_steps.profile_data import PROFILES
     for key, value in {**SECRETS, **UNRELATED}.items():
         monkeypatch.setenv(key, value)
     tree = tmp_path / "tree"

@@ -18,6 +18,7 @@ import pytest
 from build_steps import cuda_lock
 from build_steps.cuda_root import install_wheels
 from build_steps.errors import StepError
+from build_steps.profile_data import PROFILES
 
 NAME = "nvidia-nvtx"
 LOCKED, ROGUE = "13.0.85", "13.9.0"
@@ -102,12 +103,12 @@ def test_installed_versions_that_differ_from_the_lock_fail_naming_both(wheelhous
         install_wheels(tmp_path / "cache", find_links=(good,), no_index=True, lock=lock)
 
 
-def test_the_shipped_lock_pins_every_cuda_build_wheel_with_hashes():
+@pytest.mark.parametrize("profile", [p for p in PROFILES.values() if p.cuda is not None], ids=lambda p: p.name)
+def test_the_shipped_lock_pins_every_cuda_build_wheel_with_hashes(profile):
     from packaging.requirements import Requirement
 
-    from build_steps.cuda_root import CUDA_BUILD_WHEELS
-    pins = {p.name: p for p in cuda_lock.load()}
-    for req in map(Requirement, CUDA_BUILD_WHEELS):
+    pins = {p.name: p for p in cuda_lock.load(profile.cuda.wheel_lock)}
+    for req in map(Requirement, profile.cuda.build_wheels):
         pin = pins[req.name]
         assert pin.version in req.specifier, (pin, req)
         assert all(len(h) == 64 for h in pin.hashes)

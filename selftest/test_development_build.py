@@ -19,7 +19,8 @@ from build_steps.errors import UsageError
 from build_steps.host_gpus import HostGpu, host_gpus, native_arch_list
 from build_steps.options import make_options
 from build_steps.overrides import development_option_promises
-from build_steps.profiles import Arch, fast_compile_defines, parse_cuda_arch
+from build_steps.arch import Arch, parse_cuda_arch
+from build_steps.fast_compile import fast_compile_defines
 from build_steps.readers import ninja_log
 from selftest.conftest import HARNESS_ROOT, run_gates
 from selftest.fixtures_build import copy_sample_tree

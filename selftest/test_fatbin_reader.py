@@ -95,9 +95,9 @@ def test_variants(fatbin_lib):
     ("variants", 120, True),         # sm_120f: 12.0 and 12.1
 ])
 def test_variant_rules_on_real_nvcc_output(fatbin_lib, case, wanted, kept):
-    """profiles.SASS_VARIANTS judged on what nvcc 13 really writes (the same entries cuobjdump
+    """arch.SASS_VARIANTS judged on what nvcc 13 really writes (the same entries cuobjdump
     lists in test_cross_check_with_cuobjdump)."""
-    from build_steps.profiles import sass_keeps_promise
+    from build_steps.arch import sass_keeps_promise
     report = read_fatbin(fatbin_lib(case))
     entries = [e for e in report.entries if e.kind == "sass" and e.arch == wanted]
     assert entries, report.sass_names

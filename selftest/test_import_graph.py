@@ -19,8 +19,10 @@ from selftest.conftest import HARNESS_ROOT
 LAYERS = (
     ("build_steps", "harness", "the steps and readers are plain functions; pytest plugins sit on top of them"),
     ("build_steps", "conftest", "the root conftest registers the plugins; nothing below it imports it"),
-    ("build_steps.profiles", "build_steps.readers", "profiles are data the readers are judged against, "
-                                                    "so the readers may read profiles, never the reverse"),
+    *((module, "build_steps.readers", "profiles are data the readers are judged against, "
+                                      "so the readers may read profiles, never the reverse")
+      for module in ("build_steps.profile_data", "build_steps.arch",
+                     "build_steps.library_policy", "build_steps.versions", "build_steps.cuda_stack")),
 )
 
 #: Where the graph's modules live: directory (relative to the harness root) -> package name.
@@ -118,7 +120,7 @@ def find_cycle(graph: dict) -> list | None:
 
 def test_every_module_is_parsed():
     graph = import_graph()
-    assert {"conftest", "harness.wheel_facts", "build_steps.profiles", "build_steps.readers.elf"} <= set(graph)
+    assert {"conftest", "harness.wheel_facts", "build_steps.profile_data", "build_steps.readers.elf"} <= set(graph)
     # a lazy import inside a function is an edge too (audit.py reads the fatbin lazily)
     assert "build_steps.readers.fatbin" in graph["build_steps.readers.audit"]
 

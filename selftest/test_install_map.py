@@ -25,7 +25,7 @@ from filelock import FileLock
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from build_steps.profiles import PROFILES, dependency_top_level
+from build_steps.profile_data import PROFILES, dependency_top_level
 from build_steps.readers.install_map import SCHEMES, build_install_map, prefix_layout, target_layout
 from build_steps.readers.install_rules import collect_install_facts
 from build_steps.readers.wheel import HeaderMismatch, check_headers_agree

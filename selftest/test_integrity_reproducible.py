@@ -12,7 +12,7 @@ import zipfile
 import pytest
 
 from build_steps import package, reproducible
-from build_steps.profiles import PROFILES
+from build_steps.profile_data import PROFILES
 from selftest.fixtures_build import copy_sample_tree
 from selftest.fixtures_publish import git
 

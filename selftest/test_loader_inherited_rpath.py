@@ -8,7 +8,7 @@ from pathlib import Path
 
 from build_steps.bundle import patchelf_command
 from build_steps.readers.loader import BUNDLED, UNRESOLVED, resolve_closure
-from build_steps.profiles import PROFILES
+from build_steps.profile_data import PROFILES
 
 
 def _gcc(out: Path, *args):

@@ -7,7 +7,7 @@ import pytest
 from build_steps.errors import UsageError
 from build_steps.readers.macho import NotMachOError, is_macho, read_macho, signature_problem, version_text
 from build_steps.readers.macho_audit import collect_macho, parse_platform_tags, tag_warnings
-from build_steps.profiles import MACOS_POLICY
+from build_steps.profile_data import MACOS_POLICY
 from build_steps.options import make_options
 from selftest.fixtures_macos import _SYSTEM_C, _run, link_dylib, llvm_tool, rewrite_reference
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from build_steps.bundle import bundle_closure, opencv_config_dir
-from build_steps.profiles import PROFILES
+from build_steps.profile_data import PROFILES
 from build_steps.readers.elf import read_dynamic
 from selftest.fixtures_wheels import OPENCV_LIBS
 from tools.opencv_prefix import DEFAULT_DEBS, unpack

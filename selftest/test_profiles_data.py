@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from build_steps.profiles import PROFILES, PROFILES_FILE, CMAKE_FEATURES, ProfileDataError, load_profiles
+from build_steps.profile_data import PROFILES, PROFILES_FILE, CMAKE_FEATURES, ProfileDataError, load_profiles
 
 
 def _variant(tmp_path, old: str, new: str):

@@ -8,7 +8,7 @@ import zipfile
 import pytest
 
 from build_steps import publish
-from build_steps.profiles import PROFILES
+from build_steps.profile_data import PROFILES
 from selftest.fixtures_publish import git
 
 CUDA = PROFILES["cuda"]

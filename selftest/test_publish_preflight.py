@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from build_steps import publish
-from build_steps.profiles import PROFILES
+from build_steps.profile_data import PROFILES
 from selftest.fixtures_publish import git, make_release_repo
 
 CUDA = PROFILES["cuda"]

@@ -22,7 +22,8 @@ from build_steps.compile import compile_mxnet
 from build_steps.readers.elf import is_elf
 from build_steps.errors import StepError
 from build_steps.readers.fatbin import read_fatbin
-from build_steps.profiles import PROFILES, RELEASE_CUDA_ARCH, make_arch, parse_cuda_arch
+from build_steps.profile_data import PROFILES
+from build_steps.arch import make_arch, parse_cuda_arch
 from selftest.conftest import HARNESS_CACHE
 from selftest.fixtures_realtree import git
 
@@ -31,6 +32,7 @@ pytestmark = pytest.mark.skipif(
     reason="nvcc (CUDA 13) is needed to configure the fork with USE_CUDA=ON")
 
 CUDA = PROFILES["cuda"]
+RELEASE_CUDA_ARCH = CUDA.cuda_arch
 #: one real object per compiler, picked cheap (CPU seconds measured: g++ 0.5, nvcc for sm_90 17;
 #: src/common/utils.cc would be 30)
 CC_OBJECT = "CMakeFiles/mxnet.dir/src/lang/ir.cc.o"

@@ -14,7 +14,7 @@ import pytest
 
 from build_steps import source
 from build_steps.errors import UsageError
-from build_steps.profiles import PROFILES
+from build_steps.profile_data import PROFILES
 from selftest.fixtures_realtree import git
 
 CUDA = PROFILES["cuda"].configure_flags

@@ -19,7 +19,8 @@ import pytest
 from build_steps import gpu_reports, review_page
 from build_steps.errors import UsageError
 from build_steps.options import make_options
-from build_steps.profiles import PROFILES, Arch, parse_cuda_arch
+from build_steps.arch import Arch, parse_cuda_arch
+from build_steps.profile_data import PROFILES
 from build_steps.readers.report import SCHEMA, provenance_document
 
 ROOT = Path(__file__).resolve().parent.parent

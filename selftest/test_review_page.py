@@ -193,7 +193,7 @@ def test_review_page_cli_refuses_a_report_that_is_not_json(tmp_path):
 
 def test_publish_attaches_the_review_page_to_the_release(tmp_path):
     from build_steps import publish
-    from build_steps.profiles import PROFILES
+    from build_steps.profile_data import PROFILES
     state = publish.RepoState(repo=tmp_path, head="a" * 40, branch="main", remote="origin",
                               remote_url="git@github.com:owner/mxnet.git", remote_tags=(), local_tags=())
     release = publish.ReleaseVersion("2.0.0+cu13.bw.20260614.1", "v2.0.0+cu13.bw.20260614.1", "test")

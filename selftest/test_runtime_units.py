@@ -5,10 +5,14 @@ import textwrap
 
 import pytest
 
+from build_steps.cuda_stack import cublas_probe_args
+from build_steps.profile_data import PROFILES
 from build_steps.venv import check_install, create_venv, explain_probe, run_probe
 from harness.runtime import load_probe
 
 cublas_probe = load_probe("cublas_probe")
+#: the release CUDA profile's stack, as the harness gives it to the probe
+STACK = cublas_probe.parse_stack(cublas_probe_args(PROFILES["cuda"]))
 
 
 @pytest.fixture(scope="module")
@@ -72,29 +76,29 @@ def test_venv_dir_that_is_not_a_venv_is_refused(tmp_path):
     ((13, 5, 1), None, 575, "driver-too-old"),
 ])
 def test_verdict_names_the_trap(version, full, driver, trap):
-    v = cublas_probe.verdict(version, full, driver)
+    v = cublas_probe.verdict(version, full, driver, STACK)
     assert v["status"] == "trap" and trap in [t["id"] for t in v["traps"]]
 
 
 def test_verdict_ok_and_risk():
-    assert cublas_probe.verdict((13, 5, 1), None, 590)["status"] == "ok"
-    assert cublas_probe.verdict((13, 1, 0), "13.1.0.3", 580)["status"] == "risk"
+    assert cublas_probe.verdict((13, 5, 1), None, 590, STACK)["status"] == "ok"
+    assert cublas_probe.verdict((13, 1, 0), "13.1.0.3", 580, STACK)["status"] == "risk"
 
 
 def test_diagnose_maps_failures_to_traps():
-    pre = {"full_version": "13.1.1.3", "driver": {"driver_major": 580},
-           "verdict": cublas_probe.verdict((13, 1, 1), "13.1.1.3", 580)}
+    pre = {"full_version": "13.1.1.3", "driver": {"driver_major": 580}, "stack": STACK,
+           "verdict": cublas_probe.verdict((13, 1, 1), "13.1.1.3", 580, STACK)}
     crash = cublas_probe.diagnose(pre, {"kind": "syrk", "n": 256, "crashed": True, "signal": "SIGSEGV"})
     assert "cuBLAS >= 13.5" in crash
-    pre2 = {"version": "13.5.1", "driver": {"driver_major": 580},
-            "verdict": cublas_probe.verdict((13, 5, 1), None, 580)}
+    pre2 = {"version": "13.5.1", "driver": {"driver_major": 580}, "stack": STACK,
+            "verdict": cublas_probe.verdict((13, 5, 1), None, 580, STACK)}
     noinit = cublas_probe.diagnose(pre2, {"kind": "gemm", "n": 1024, "ok": False,
                                           "error": "MXNetError: ... CUBLAS_STATUS_NOT_INITIALIZED"})
     assert "R590+" in noinit
 
 
 def test_preflight_without_driver_reports_instead_of_raising(tmp_path):
-    res = cublas_probe.preflight(search_dirs=[str(tmp_path)])
+    res = cublas_probe.preflight(search_dirs=[str(tmp_path)], stack=STACK)
     json.dumps(res)
     assert res["verdict"]["status"] in ("unknown", "risk", "ok", "trap")
 

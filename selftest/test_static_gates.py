@@ -11,7 +11,7 @@ import re
 import pytest
 
 from build_steps import gpu_reports
-from build_steps.profiles import PROFILES
+from build_steps.profile_data import PROFILES
 
 from selftest.gate_sets import gates_by_file
 

@@ -2,12 +2,12 @@
 
 Every ELF of the wheel that carries GPU code is judged, not libmxnet.so alone: a second CUDA
 library's kernels fail with "no kernel image" just the same. Suffixed SASS follows CUDA 13's
-compatibility rules (profiles.SASS_VARIANTS): ``sm_100a`` runs on compute capability 10.0 only and
+compatibility rules (arch.SASS_VARIANTS): ``sm_100a`` runs on compute capability 10.0 only and
 does not keep the generic ``sm_100`` promise; a family target (``sm_100f``) keeps it for its family.
 """
 import pytest
 
-from build_steps.profiles import ARCH_GPU_FAMILIES, SASS_VARIANTS, sass_keeps_promise, sass_runs_on, split_sass_name
+from build_steps.arch import ARCH_GPU_FAMILIES, SASS_VARIANTS, sass_keeps_promise, sass_runs_on, split_sass_name
 from build_steps.readers.audit import LIBMXNET
 
 pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.elf]

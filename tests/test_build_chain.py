@@ -15,7 +15,8 @@ from build_steps import source
 from build_steps.readers.cmake_cache import to_bool
 from build_steps.configure import FOUND_EVIDENCE
 from build_steps.readers.elf import is_elf, read_dynamic
-from build_steps.profiles import CMAKE_FEATURES, missing_release_archs
+from build_steps.profile_data import CMAKE_FEATURES
+from build_steps.arch import missing_release_archs
 
 # The chain builds the Linux (ELF) wheel: a macOS wheel is built on a Mac, so these are not its gates.
 pytestmark = [pytest.mark.release, pytest.mark.build, pytest.mark.elf]

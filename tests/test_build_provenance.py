@@ -6,7 +6,7 @@ release run turns that skip into a failure).
 import pytest
 
 from build_steps.readers.gitstate import SHA_RE
-from build_steps.profiles import parse_cuda_arch
+from build_steps.arch import parse_cuda_arch
 
 pytestmark = [pytest.mark.release, pytest.mark.provenance]
 

@@ -3,7 +3,8 @@ and MXNet's linalg.syrk and GEMMs at N = 16, 256, 1024, 4096 on gpu(0) agree wit
 
 The preflight (ctypes, before MXNet is imported) reports the driver, the cuBLAS the wheel would
 load and its version even when MXNet cannot load. Each MXNet call runs in its own child process,
-so a segfault inside cuBLAS (the 13.1.1.3 syrk crash) becomes a failed gate with a diagnosis.
+so a segfault inside cuBLAS (the 13.1.1.3 syrk crash of CUDA 13) becomes a failed gate with a
+diagnosis. Which cuBLAS, and the traps it is judged by, are the profile's CUDA stack (profiles.toml).
 """
 import warnings
 
@@ -37,8 +38,10 @@ def preflight(cuda_preflight):
 
 
 def test_cublas_preflight(preflight):
+    stack = preflight.get("stack") or {}
     assert not preflight.get("load_error"), (
-        f"cuBLAS could not be loaded: {preflight['load_error']}; the wheel declares nvidia-cublas>=13.5,<14, "
+        f"cuBLAS could not be loaded: {preflight['load_error']}; the wheel declares "
+        f"{stack.get('cublas_requirement') or stack.get('cublas_distribution') or 'its cuBLAS'}, "
         "so it must be in the venv (was the wheel installed with --no-deps?)")
     verdict = preflight["verdict"]
     for risk in verdict.get("risks", []):

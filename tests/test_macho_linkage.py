@@ -12,7 +12,7 @@ import posixpath
 import pytest
 
 from build_steps.readers.macho_audit import BUILD_HOST, BUNDLED, UNRESOLVED
-from build_steps.profiles import OPENMP_RUNTIME_RE
+from build_steps.library_policy import OPENMP_RUNTIME_RE
 
 pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.macho]
 

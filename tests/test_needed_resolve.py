@@ -2,7 +2,7 @@
 
 Bundled (reached through that object's own RUNPATH), provided by a declared pip dependency
 (through the RUNPATH entry that reaches site-packages), or in the profile's host baseline
-(profiles.HOST_BASELINE): anything else works on the build host only. The regressions this exists
+([host_baseline] of profiles.toml): anything else works on the build host only. The regressions this exists
 for: clean hosts failing with "libcharls.so.2: cannot open shared object file" (a transitive
 OpenCV library left to the host), a libmxnet.so linked against Debian's static OpenBLAS that
 NEEDs libgfortran.so.5, which a host without gfortran lacks, a CUDA 11 runtime or cuDNN 8 taken for

@@ -6,7 +6,7 @@ library (libcharls.so.2, libgdcmMSFF.so.3.0) on clean hosts.
 """
 import pytest
 
-from build_steps.profiles import NEVER_BUNDLE, is_host_library
+from build_steps.library_policy import NEVER_BUNDLE, is_host_library
 
 pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.elf]
 
@@ -66,7 +66,7 @@ def test_nothing_forbidden_bundled(audit):
         name = member.rsplit("/", 1)[-1]
         reason = next((why for prefix, why in NEVER_BUNDLE.items() if name.startswith(prefix)), None)
         if reason is None and is_host_library(name):
-            reason = (f"{name} is a host library (profiles.HOST_LIBRARIES): a second copy next to the "
+            reason = (f"{name} is a host library (library_policy.HOST_LIBRARIES): a second copy next to the "
                       "host's fights it at run time")
         if reason:
             bad.append(f"{member}: {reason}")

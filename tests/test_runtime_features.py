@@ -6,7 +6,7 @@ The regression it exists for: a wheel that imports fine but was built with a fea
 """
 import pytest
 
-from build_steps.profiles import CMAKE_FEATURES, FEATURE_ALIASES
+from build_steps.profile_data import CMAKE_FEATURES, FEATURE_ALIASES
 from build_steps.venv import expected_version, explain_probe
 
 pytestmark = [pytest.mark.release, pytest.mark.runtime]

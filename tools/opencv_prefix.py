@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from build_steps.bundle import ld_cache, resolve_soname
-from build_steps.profiles import is_host_library
+from build_steps.library_policy import is_host_library
 from build_steps.readers.elf import read_dynamic
 
 ROOT = Path(__file__).resolve().parent.parent

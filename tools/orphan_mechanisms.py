@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 from build_steps import configure, launcher
-from build_steps.profiles import PROFILES, Arch
+from build_steps.profile_data import PROFILES
+from build_steps.arch import Arch
 from selftest.fixtures_build import copy_sample_tree, slow_compile_edit
 
 SECONDS = "309.5"

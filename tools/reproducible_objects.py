@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 from build_steps import compile as compile_step, configure, cuda_root, launcher, reproducible
-from build_steps.profiles import PROFILES, make_arch
+from build_steps.profile_data import PROFILES
+from build_steps.arch import make_arch
 
 
 def _sha(path: Path) -> str:
@@ -58,7 +59,8 @@ def main(argv=None) -> int:
     profile = PROFILES["cuda"]
     # Unlocked, from this host's mirror: the objects' bytes do not depend on the libraries' versions.
     root = cuda_root.assemble_cuda_root(python=sys.executable, find_links=(args.find_links,),
-                                        requirements=cuda_root.CUDA_BUILD_WHEELS, progress=sys.stderr)
+                                        requirements=profile.cuda.build_wheels, progress=sys.stderr,
+                                        stack=profile.cuda)
     tool = launcher.choose("none")
     result = {"tree": str(tree), "arch": args.arch, "builds": {}}
     objects = None

@@ -22,7 +22,7 @@ from .loader import Closure, ObjectInfo, object_info, reached_dirs, read_by_inod
 from .install_map import build_install_map, installed_view
 from .install_rules import InstallFacts, collect_install_facts
 from .loadability import Loadability, collect_loadability, elf_members
-from ..profiles import CMAKE_FEATURES
+from ..profile_data import CMAKE_FEATURES
 
 LIBMXNET = "mxnet/libmxnet.so"
 BUNDLE_DIR = "mxnet/lib/"

@@ -18,7 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 
-from ..profiles import SHADOWING_NAMES, Profile, dependency_top_level
+from ..profile_data import SHADOWING_NAMES, Profile, dependency_top_level
 from .install_map import InstallMap, Placement, build_install_map, collisions
 from .wheel_name import platform_of
 

@@ -11,10 +11,11 @@ Rules taken from ld.so(8), restricted to what a wheel controls:
 - a NEEDED with a slash in it is no library name but a path, opened as given (relative to the
   process's working directory when not absolute), with no search at all.
 A NEEDED that is not found inside the wheel is acceptable only when the profile's host baseline
-provides it (profiles.HOST_BASELINE: glibc, GCC runtime, NVIDIA driver, system CUDA toolkit) or when
-a pip dependency the wheel declares provides it and the object's own search path reaches that
-dependency's directory; in both cases its SONAME major must be one the profile accepts
-(profiles.SONAME_MAJORS_CUDA13: libcudart.so.11.0 is not the CUDA 13 runtime).
+provides it (Profile.host_baseline, [host_baseline] of profiles.toml: glibc, GCC runtime, NVIDIA
+driver, system CUDA toolkit) or when a pip dependency the wheel declares provides it and the
+object's own search path reaches that dependency's directory; in both cases its SONAME major must
+be one the profile accepts (Profile.soname_majors, from its CUDA stack in profiles.toml: under a
+CUDA 13 stack libcudart.so.11.0 is not the CUDA runtime).
 """
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ from typing import Any, TypeVar
 from packaging.utils import canonicalize_name
 
 from .elf import ELF_MAGIC, NotElfError, expand_origin, is_elf, normalize_origin, read_dynamic
-from ..profiles import (NEVER_BUNDLE, PIP_LIBRARY_DISTRIBUTIONS, Profile, baseline_group, major_problem,
-                        pip_library_prefix)
+from ..library_policy import NEVER_BUNDLE, baseline_group, major_problem, pip_library_prefix
+from ..profile_data import Profile
 
 #: what read_by_inode's reader returns (the seen map keeps it per inode)
 T = TypeVar("T")
@@ -182,7 +183,7 @@ def _resolve_one(root: Path, member: str, obj: ObjectInfo, entries: list[str], o
                           detail=f"{problem}; fix: rebuild against the {profile.name} profile's libraries")
     if prefix is not None:
         want = profile.pip_libraries[prefix]
-        dist = PIP_LIBRARY_DISTRIBUTIONS.get(prefix)
+        dist = profile.pip_distributions.get(prefix)
         has_entry = want in [_norm(e) for e in entries]
         has_dist = dist is None or canonicalize_name(dist) in declared
         if has_entry and has_dist:

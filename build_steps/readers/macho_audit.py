@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import HarnessError
 from .macho import MachOInfo, Slice, is_macho, read_macho, signature_problem
-from ..profiles import MachoPolicy
+from ..profile_data import MachoPolicy
 from .wheel_name import platform_of
 
 BUNDLED, SYSTEM, BUILD_HOST, UNRESOLVED = "bundled", "system", "build-host", "unresolved"

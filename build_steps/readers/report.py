@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..atomic import write_json
 from ..errors import UsageError
-from ..profiles import parse_cuda_arch
+from ..arch import parse_cuda_arch
 from . import loadability, macho_audit
 
 if TYPE_CHECKING:
-    from ..profiles import Arch
+    from ..arch import Arch
     from .audit import Audit
 
 #: gate node id -> (verdict, message), as harness.wheel_facts files them

@@ -1,7 +1,8 @@
 """cuBLAS / driver preflight and raw-cuBLAS syrk and GEMM checks, through ctypes only.
 
 Runs before (and without) MXNet: it reports which cuBLAS a wheel would load, its version, the
-driver's version, and names the two known CUDA 13 traps (docs/background.md):
+driver's version, and names the known traps of the profile's CUDA stack (docs/background.md). For
+CUDA 13 those are two:
   * cuBLAS >= 13.2 on an R580 driver: large GEMM returns CUBLAS_STATUS_NOT_INITIALIZED
     (tiny GEMMs and convolutions pass). Fix: driver R590+.
   * cuBLAS 13.1.1.3: cublasSsyrk/cublasDsyrk segfault. Fix: cuBLAS >= 13.5 (which needs R590+).
@@ -9,9 +10,13 @@ Each numeric check runs in a child process, so a segfault inside cuBLAS becomes 
 
 Standalone on purpose: standard library only (numpy for the numeric checks), no import of the
 harness, so the same file runs in the throwaway venv's interpreter and on a GPU box
-with only the repository copied there:
-    python3 tests/probes/cublas_probe.py preflight [--search-dir DIR]...
-    python3 tests/probes/cublas_probe.py all [--sizes 16,256,1024,4096] [--lib PATH]
+with only the repository copied there. What it looks for and judges by (the cuBLAS SONAME, pip's
+directories, the driver floors, the known traps) is the profile's CUDA stack in
+build_steps/profiles.toml, given as the STACK arguments that build_steps.cuda_stack.cublas_probe_args
+writes (the harness passes them; by hand: ``python -c "from build_steps.cuda_stack import
+cublas_probe_args; from build_steps.profile_data import PROFILES; print(*cublas_probe_args(PROFILES['cuda']))"``):
+    python3 tests/probes/cublas_probe.py preflight [--search-dir DIR]... STACK
+    python3 tests/probes/cublas_probe.py all [--sizes 16,256,1024,4096] [--lib PATH] STACK
     python3 tests/probes/cublas_probe.py check gemm|syrk|dsyrk N --lib PATH
 """
 from __future__ import annotations
@@ -38,11 +43,62 @@ CUBLAS_STATUS = {
     15: "CUBLAS_STATUS_NOT_SUPPORTED", 16: "CUBLAS_STATUS_LICENSE_ERROR",
 }
 
-#: cuBLAS from this version computes syrk correctly and is what the wheel pins (nvidia-cublas>=13.5).
-SYRK_FIXED = (13, 5)
-#: cuBLAS whose large-GEMM kernels need an R590+ driver.
-NEEDS_R590 = (13, 2)
-KNOWN_SYRK_CRASH = (13, 1, 1)
+
+# ------------------------------------------------------------------------------------------
+# The CUDA stack the probe is told about (profiles.toml, through build_steps.cuda_stack)
+# ------------------------------------------------------------------------------------------
+def add_stack_arguments(parser) -> None:
+    """The STACK arguments: the facts of the profile's CUDA stack the probe looks and judges by."""
+    g = parser.add_argument_group("the profile's CUDA stack (build_steps.cuda_stack.cublas_probe_args)")
+    g.add_argument("--cuda-major", type=int)
+    g.add_argument("--cublas-soname", help="the SONAME the wheel loads, e.g. libcublas.so.13")
+    g.add_argument("--cudart-soname", help="the CUDA runtime's SONAME, e.g. libcudart.so.13")
+    g.add_argument("--cublas-distribution", help="the pip distribution that ships cuBLAS")
+    g.add_argument("--cublas-requirement", default="", help="the wheel's Requires-Dist spec of it")
+    g.add_argument("--pip-dir", dest="pip_dirs", action="append", default=[],
+                   help="a site-packages dir pip's cuBLAS lies in, best first")
+    g.add_argument("--driver-floor", type=int, help="the oldest driver of any library of this CUDA major")
+    g.add_argument("--pin-driver", type=int, help="the driver the pinned cuBLAS needs")
+    g.add_argument("--new-driver-from", default="", help="cuBLAS from this version needs --pin-driver")
+    g.add_argument("--syrk-crash", default="", help="the cuBLAS release known to crash in syrk")
+    g.add_argument("--syrk-fixed", default="", help="the first cuBLAS known to compute syrk correctly")
+
+
+_STACK_KEYS = ("cuda_major", "cublas_soname", "cudart_soname", "cublas_distribution", "cublas_requirement",
+               "pip_dirs", "driver_floor", "pin_driver", "new_driver_from", "syrk_crash", "syrk_fixed")
+
+
+def stack_from_args(args) -> dict | None:
+    """The stack facts of parsed STACK arguments (a JSON-able dict), None when none were given."""
+    if not args.cublas_soname:
+        return None
+    missing = [k for k in ("cuda_major", "cudart_soname", "cublas_distribution", "driver_floor", "pin_driver")
+               if getattr(args, k) is None]
+    if missing:
+        raise SystemExit("cublas_probe: --cublas-soname needs " + ", ".join("--" + k.replace("_", "-") for k in missing))
+    return {k: getattr(args, k) for k in _STACK_KEYS}
+
+
+def parse_stack(argv) -> dict | None:
+    """The stack facts of a STACK argument list (for the gates that use the probe's helpers in-process)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_stack_arguments(parser)
+    return stack_from_args(parser.parse_args(list(argv)))
+
+
+def _vtuple(text: str) -> tuple:
+    return tuple(int(x) for x in text.split("."))
+
+
+def _previous_minor(version: str) -> str:
+    """``"13.2"`` -> ``"13.1"``: the last minor before ``version`` (``"below 14.0"`` for a .0)."""
+    major, minor = _vtuple(version)[:2]
+    return f"{major}.{minor - 1}" if minor else f"below {version}"
+
+
+def _pin_words(stack: dict) -> str:
+    """How the fix names the pinned cuBLAS: the requirement, else the distribution."""
+    return stack.get("cublas_requirement") or stack.get("cublas_distribution") or "the pinned cuBLAS"
 
 
 # ------------------------------------------------------------------------------------------
@@ -74,16 +130,16 @@ def _ldconfig_paths(name: str) -> list:
             if line.strip().startswith(name + " ") and "=>" in line and "x86-64" in line]
 
 
-def find_cublas(search_dirs=()) -> list:
-    """Candidate libcublas paths, best first: pip's nvidia/cu13 (the wheel's RUNPATH entry
-    $ORIGIN/../nvidia/cu13/lib), pip's older nvidia/cublas layout, then the system's."""
+def find_cublas(search_dirs, stack: dict) -> list:
+    """Candidate libcublas paths, best first: the stack's pip dirs (the first is where the wheel's
+    RUNPATH entry reaches, e.g. $ORIGIN/../nvidia/cu13/lib), then the system's ``stack`` SONAME."""
     found = []
     for d in list(search_dirs) + _site_dirs():
-        for pattern in ("nvidia/cu13/lib/libcublas.so.*", "nvidia/cublas/lib/libcublas.so.*"):
-            found += sorted(glob.glob(os.path.join(d, pattern)))
-    found += _ldconfig_paths("libcublas.so.13")
+        for pip_dir in stack["pip_dirs"]:
+            found += sorted(glob.glob(os.path.join(d, pip_dir, "libcublas.so.*")))
+    found += _ldconfig_paths(stack["cublas_soname"])
     for d in ("/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"):
-        found += sorted(glob.glob(os.path.join(d, "libcublas.so.13*")))
+        found += sorted(glob.glob(os.path.join(d, stack["cublas_soname"] + "*")))
     out = []
     for p in found:
         if "libcublasLt" in p or not os.path.exists(p):
@@ -93,14 +149,16 @@ def find_cublas(search_dirs=()) -> list:
     return out
 
 
-def _pip_cublas_version(lib_path: str) -> str | None:
-    """The nvidia-cublas distribution version (4 parts, e.g. 13.1.0.3) owning ``lib_path``."""
+def _pip_cublas_version(lib_path: str, stack: dict) -> str | None:
+    """The version of the stack's cuBLAS distribution (4 parts, e.g. 13.1.0.3) owning ``lib_path``."""
     real = os.path.realpath(lib_path)
-    m = re.search(r"^(.*)/nvidia/(?:cu13|cublas)/lib/", real)
+    dirs = "|".join(re.escape(d.strip("/")) for d in stack["pip_dirs"])
+    m = re.search(rf"^(.*)/(?:{dirs})/", real)
     if not m:
         return None
-    for info in glob.glob(os.path.join(m.group(1), "nvidia_cublas*.dist-info")):
-        mm = re.search(r"nvidia_cublas(?:_cu\d+)?-([0-9][0-9.]*[0-9])\.dist-info$", info)
+    dist = re.sub(r"[-_.]+", "_", stack["cublas_distribution"]).lower()
+    for info in glob.glob(os.path.join(m.group(1), "*.dist-info")):
+        mm = re.search(rf"/{re.escape(dist)}-([0-9][0-9.]*[0-9])\.dist-info$", info, flags=re.IGNORECASE)
         if mm:
             return mm.group(1)
     return None
@@ -195,8 +253,8 @@ def driver_info() -> dict:
     return info
 
 
-def _cudart_driver_version(lib_dir: str) -> int | None:
-    for path in sorted(glob.glob(os.path.join(lib_dir, "libcudart.so.*"))) + ["libcudart.so.13"]:
+def _cudart_driver_version(lib_dir: str, stack: dict) -> int | None:
+    for path in sorted(glob.glob(os.path.join(lib_dir, "libcudart.so.*"))) + [stack["cudart_soname"]]:
         try:
             rt = ctypes.CDLL(path)
         except OSError:
@@ -210,47 +268,59 @@ def _cudart_driver_version(lib_dir: str) -> int | None:
 # ------------------------------------------------------------------------------------------
 # Verdict
 # ------------------------------------------------------------------------------------------
-def verdict(version: tuple | None, full_version: str | None, driver_major: int | None) -> dict:
-    """Name the known traps for this cuBLAS/driver pair. status: ok | trap | risk | unknown."""
+def verdict(version: tuple | None, full_version: str | None, driver_major: int | None, stack: dict | None) -> dict:
+    """Name the known traps of ``stack`` for this cuBLAS/driver pair. status: ok | trap | risk | unknown."""
     traps, risks = [], []
     if version is None:
         return {"status": "unknown", "traps": [], "risks": ["cuBLAS version unknown (library not loaded)"]}
+    if stack is None:
+        return {"status": "unknown", "traps": [], "risks": ["no CUDA stack given: no trap to judge by"]}
     v2 = tuple(version[:2])
     vs = full_version or ".".join(map(str, version))
-    if driver_major is not None and driver_major < 580:
+    floor, pin = stack["driver_floor"], stack["pin_driver"]
+    if driver_major is not None and driver_major < floor:
         traps.append({"id": "driver-too-old",
-                      "message": f"driver R{driver_major} is older than R580, the minimum for any CUDA 13 "
-                                 "library: nothing CUDA will work. Fix: install an R590+ driver."})
-    if v2 >= NEEDS_R590 and driver_major is not None and 580 <= driver_major < 590:
-        traps.append({"id": "r580-cublas-13.2-not-initialized",
+                      "message": f"driver R{driver_major} is older than R{floor}, the minimum for any CUDA "
+                                 f"{stack['cuda_major']} library: nothing CUDA will work. Fix: install an "
+                                 f"R{pin}+ driver."})
+    new_from = stack.get("new_driver_from")
+    if new_from and v2 >= _vtuple(new_from)[:2] and driver_major is not None and floor <= driver_major < pin:
+        traps.append({"id": f"r{floor}-cublas-{new_from}-not-initialized",
                       "message": f"cuBLAS {vs} on an R{driver_major} driver: large GEMM fails with "
                                  "CUBLAS_STATUS_NOT_INITIALIZED (tiny GEMMs and convolutions still pass). "
-                                 "Fix: upgrade the driver to R590+ (or, on R580, use an older wheel pinned "
-                                 "to cuBLAS 13.1)."})
-    if tuple(version[:3]) == KNOWN_SYRK_CRASH:
-        traps.append({"id": "cublas-13.1.1.3-syrk-crash",
+                                 f"Fix: upgrade the driver to R{pin}+ (or, on R{floor}, use an older wheel pinned "
+                                 f"to cuBLAS {_previous_minor(new_from)})."})
+    crash, fixed = stack.get("syrk_crash"), stack.get("syrk_fixed")
+    if crash and tuple(version[:3]) == _vtuple(crash)[:3]:
+        traps.append({"id": f"cublas-{crash}-syrk-crash",
                       "message": f"cuBLAS {vs} segfaults inside cublasSsyrk/cublasDsyrk (linalg.syrk "
-                                 "crashes on GPU). Fix: cuBLAS >= 13.5 (nvidia-cublas>=13.5,<14, with an "
-                                 "R590+ driver)."})
-    elif version[0] == 13 and v2 < SYRK_FIXED:
-        risks.append(f"cuBLAS {vs} predates 13.5, the first release known to compute syrk correctly "
-                     "(13.1.1.3 crashes in syrk); the wheel pins nvidia-cublas>=13.5")
+                                 f"crashes on GPU). Fix: cuBLAS >= {fixed} ({_pin_words(stack)}, with an "
+                                 f"R{pin}+ driver)."})
+    elif fixed and version[0] == _vtuple(fixed)[0] and v2 < _vtuple(fixed)[:2]:
+        risks.append(f"cuBLAS {vs} predates {fixed}, the first release known to compute syrk correctly "
+                     f"({crash or 'an earlier release'} crashes in syrk); the wheel pins "
+                     f"{stack['cublas_distribution']}>={fixed}")
     if driver_major is None:
-        risks.append("driver version unknown: the R580 / cuBLAS 13.2+ trap cannot be ruled out")
+        risks.append(f"driver version unknown: the R{floor} / cuBLAS {new_from}+ trap cannot be ruled out" if new_from
+                     else f"driver version unknown: a driver older than R{floor} cannot be ruled out")
     status = "trap" if traps else ("risk" if risks else "ok")
     return {"status": status, "traps": traps, "risks": risks}
 
 
-def preflight(search_dirs=(), lib_path: str | None = None) -> dict:
-    """Which cuBLAS would load, its version, the driver's, and the verdict. Never raises."""
+def preflight(search_dirs=(), lib_path: str | None = None, stack: dict | None = None) -> dict:
+    """Which cuBLAS would load, its version, the driver's, and the verdict on ``stack``'s traps
+    (the result carries ``stack``, for diagnose). Never raises."""
     res = {"candidates": [], "lib": None, "loaded_from": None, "version": None, "full_version": None,
-           "cudart_version": None, "load_error": None}
-    res["candidates"] = [lib_path] if lib_path else find_cublas(search_dirs)
+           "cudart_version": None, "load_error": None, "stack": stack}
+    res["candidates"] = [lib_path] if lib_path else (find_cublas(search_dirs, stack) if stack else [])
     res["driver"] = driver_info()
     version = None
-    if not res["candidates"]:
-        res["load_error"] = ("no libcublas.so.13 found (pip nvidia-cublas in site-packages, ldconfig, "
-                             "/usr/local/cuda): install nvidia-cublas>=13.5,<14")
+    if stack is None and not lib_path:
+        res["load_error"] = ("no CUDA stack given, so no cuBLAS to look for: pass the profile's "
+                             "(build_steps.cuda_stack.cublas_probe_args), or --lib PATH")
+    elif not res["candidates"]:
+        res["load_error"] = (f"no {stack['cublas_soname']} found (pip {stack['cublas_distribution']} in "
+                             f"site-packages, ldconfig, /usr/local/cuda): install {_pin_words(stack)}")
     else:
         path = res["candidates"][0]
         res["lib"] = path
@@ -265,9 +335,11 @@ def preflight(search_dirs=(), lib_path: str | None = None) -> dict:
             res["loaded_from"] = mapped_path("libcublas.so")
         except (OSError, RuntimeError, AttributeError) as exc:
             res["load_error"] = f"{path}: {exc}"
-        res["full_version"] = _pip_cublas_version(path) or _version_from_name(res["loaded_from"] or path)
-        res["driver"]["cudart_driver_version"] = _cudart_driver_version(os.path.dirname(path))
-    res["verdict"] = verdict(version, res["full_version"], res["driver"].get("driver_major"))
+        res["full_version"] = ((_pip_cublas_version(path, stack) if stack else None)
+                               or _version_from_name(res["loaded_from"] or path))
+        if stack is not None:
+            res["driver"]["cudart_driver_version"] = _cudart_driver_version(os.path.dirname(path), stack)
+    res["verdict"] = verdict(version, res["full_version"], res["driver"].get("driver_major"), stack)
     return res
 
 
@@ -385,20 +457,25 @@ def diagnose(pre: dict, result: dict) -> str | None:
         return None
     ver = pre.get("full_version") or pre.get("version") or "unknown"
     drv = (pre.get("driver") or {}).get("driver_major")
+    stack = pre.get("stack") or {}
     traps = {t["id"]: t["message"] for t in (pre.get("verdict") or {}).get("traps", [])}
     kind = result.get("kind", "")
+    newer_driver = f"R{stack['pin_driver']}+" if stack.get("pin_driver") else "the one the pinned cuBLAS needs"
     # A raw check reports the status; MXNet reports it inside its error text.
     if "CUBLAS_STATUS_NOT_INITIALIZED" in json.dumps(result):
-        if "r580-cublas-13.2-not-initialized" in traps:
-            return traps["r580-cublas-13.2-not-initialized"]
+        named = next((m for i, m in traps.items() if i.endswith("-not-initialized")), None)
+        if named:
+            return named
         return (f"CUBLAS_STATUS_NOT_INITIALIZED with cuBLAS {ver} on driver R{drv}: the driver is too old "
                 "for this cuBLAS, or the GPU is out of memory at handle creation; record free memory and "
-                "upgrade the driver to R590+")
+                f"upgrade the driver to {newer_driver}")
     if result.get("crashed") and "syrk" in kind:
-        if "cublas-13.1.1.3-syrk-crash" in traps:
-            return traps["cublas-13.1.1.3-syrk-crash"]
-        return (f"{kind} crashed with {result.get('signal')} inside cuBLAS {ver}: the syrk crash known from "
-                "cuBLAS 13.1.1.3; fix: cuBLAS >= 13.5 (nvidia-cublas>=13.5,<14) with an R590+ driver")
+        named = next((m for i, m in traps.items() if i.endswith("-syrk-crash")), None)
+        if named:
+            return named
+        known = (f": the syrk crash known from cuBLAS {stack['syrk_crash']}; fix: cuBLAS >= {stack['syrk_fixed']} "
+                 f"({_pin_words(stack)}) with an {newer_driver} driver") if stack.get("syrk_crash") else ""
+        return f"{kind} crashed with {result.get('signal')} inside cuBLAS {ver}{known}"
     if result.get("crashed"):
         return f"{kind} N={result.get('n')} crashed with {result.get('signal')} in cuBLAS {ver} (driver R{drv})"
     if result.get("timed_out"):
@@ -409,8 +486,9 @@ def diagnose(pre: dict, result: dict) -> str | None:
     return f"{kind} N={result.get('n')} failed: {result.get('status') or result.get('stderr_tail', '')[-300:]}"
 
 
-def run_all(search_dirs=(), lib_path: str | None = None, sizes=CHECK_SIZES, kinds=CHECK_KINDS) -> dict:
-    pre = preflight(search_dirs, lib_path)
+def run_all(search_dirs=(), lib_path: str | None = None, sizes=CHECK_SIZES, kinds=CHECK_KINDS,
+            stack: dict | None = None) -> dict:
+    pre = preflight(search_dirs, lib_path, stack)
     out = {"preflight": pre, "checks": [], "ok": False}
     if not pre.get("lib") or pre.get("load_error") or not pre["driver"].get("gpus"):
         out["skipped"] = pre.get("load_error") or pre["driver"].get("error") or "no GPU visible"
@@ -451,22 +529,24 @@ def main(argv=None) -> int:
     p = sub.add_parser("preflight")
     p.add_argument("--search-dir", action="append", default=[])
     p.add_argument("--lib")
+    add_stack_arguments(p)
     a = sub.add_parser("all")
     a.add_argument("--search-dir", action="append", default=[])
     a.add_argument("--lib")
     a.add_argument("--sizes", default=",".join(map(str, CHECK_SIZES)))
     a.add_argument("--kinds", default=",".join(CHECK_KINDS))
     a.add_argument("--summary", action="store_true", help="also print a human summary on stderr")
+    add_stack_arguments(a)
     c = sub.add_parser("check")
     c.add_argument("kind", choices=CHECK_KINDS)
     c.add_argument("n", type=int)
     c.add_argument("--lib", required=True)
     args = ap.parse_args(argv)
     if args.cmd == "preflight":
-        res = preflight(args.search_dir, args.lib)
+        res = preflight(args.search_dir, args.lib, stack_from_args(args))
     elif args.cmd == "all":
         res = run_all(args.search_dir, args.lib, tuple(int(s) for s in args.sizes.split(",")),
-                      tuple(args.kinds.split(",")))
+                      tuple(args.kinds.split(",")), stack_from_args(args))
     else:
         try:
             res = _check(args.kind, args.n, args.lib)

@@ -1,0 +1,40 @@
+"""The release version scheme: ``<version_prefix>.<YYYYMMDD>[.<N>]`` (``2.0.0+cu13.bw.20260614.1``),
+PEP 440-valid, with the flavor's prefix from profiles.toml.
+
+``profile`` arguments are build_steps.profile_data.Profile objects (not imported here: profile_data
+builds its profiles with this module)."""
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from packaging.version import InvalidVersion, Version
+
+from .errors import UsageError
+
+
+def release_version(prefix: str, when: datetime | None = None) -> str:
+    """The day's release version of a flavor whose versions start with ``prefix``."""
+    when = when or datetime.now(timezone.utc)
+    return f"{prefix}.{when:%Y%m%d}"
+
+
+def release_version_pattern(prefix: str) -> re.Pattern:
+    """The release scheme ``<prefix>.<YYYYMMDD>[.<N>]`` as a pattern (groups: the date, N)."""
+    return re.compile(re.escape(prefix) + r"\.(\d{8})(?:\.(\d+))?$")
+
+
+def validate_version(value: str, profile, *, strict_scheme: bool = False) -> str:
+    """PEP 440-validate (and normalise) a wheel version; ``strict_scheme``: it must also follow
+    ``profile``'s release scheme."""
+    try:
+        normalised = str(Version(value.strip()))
+    except InvalidVersion:
+        raise UsageError(
+            f"version {value!r} is not a valid PEP 440 version; use e.g. "
+            f"{profile.default_version()}.1") from None
+    if strict_scheme and not profile.version_pattern().match(normalised):
+        raise UsageError(
+            f"version {normalised!r} does not follow the {profile.name} release scheme "
+            f"{profile.version_prefix}.<YYYYMMDD>[.<N>]")
+    return normalised
