@@ -12,6 +12,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# The probe knows no CUDA stack of its own: the flavor's (build_steps/profiles.toml, FLAVOR=cuda by
+# default) is handed to it as arguments, as the harness's cuda_preflight fixture does.
+FLAVOR=${FLAVOR:-cuda}
+if ! stack=$(PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} "$PY" -c "import shlex, sys
+from build_steps.cuda_stack import cublas_probe_args
+from build_steps.profile_data import get_profile
+print(shlex.join(cublas_probe_args(get_profile(sys.argv[1]))))" "$FLAVOR"); then
+    echo "cublas_check: cannot read the $FLAVOR flavor's CUDA stack from build_steps/profiles.toml" \
+         "(its python needs jsonschema and packaging: pip install jsonschema packaging)" >&2
+    exit 2
+fi
+eval "set -- $stack \"\$@\""
 out=$(PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} "$PY" tests/probes/cublas_probe.py all --summary "$@")
 echo "$out"
 if [ -n "${OUT:-}" ]; then echo "$out" > "$OUT/cublas_check.json"; fi
