@@ -249,8 +249,9 @@ def test_the_page_the_publish_gate_attaches_renders_from_a_real_run(gates, selft
 
 
 def test_gpu_reports_that_is_not_a_directory_is_a_usage_error(gates, tmp_path):
-    result = gates("-m", "provenance", f"--wheel={tmp_path / 'w.whl'}", f"--gpu-reports={tmp_path / 'nowhere'}",
-                   timeout=120)
+    # no --wheel: a missing wheel is the options' usage error, checked first (the run's state is
+    # made from valid options before any plugin's configure)
+    result = gates("-m", "provenance", f"--gpu-reports={tmp_path / 'nowhere'}", timeout=120)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--gpu-reports *nowhere: no such directory*"])
 
