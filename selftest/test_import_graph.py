@@ -8,6 +8,7 @@ library and third-party packages are not the harness's layering.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,31 @@ def test_no_module_name_shared_between_packages():
                        if _covers(package, name) and path.stem != "__init__"} for package in PACKAGES.values()}
     shared = sorted(set.intersection(*stems.values()))
     assert not shared, f"module names in both {' and '.join(PACKAGES)}/: {', '.join(shared)}"
+
+
+def harness_plugins() -> list:
+    """The harness's plugin modules: the root conftest's pytest_plugins and pytest.ini's -p (read,
+    never imported)."""
+    tree = ast.parse((HARNESS_ROOT / "conftest.py").read_text())
+    listed = next(ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                  and any(getattr(t, "id", None) == "pytest_plugins" for t in node.targets))
+    ini = (HARNESS_ROOT / "pytest.ini").read_text()
+    early = re.findall(r"-p (harness\.\w+)", ini)
+    return list(dict.fromkeys([*early, *listed]))
+
+
+def test_plugins_never_import_each_other():
+    """Issue 35: each plugin is a thin adapter over the run's state (harness.state) and plain
+    modules; one plugin importing another is where registration order and hidden coupling creep in."""
+    plugins = harness_plugins()
+    assert {"harness.ledger", "harness.finish", "harness.cli_options"} <= set(plugins)
+    graph = import_graph()
+    crossing = sorted(f"{p} imports {dep}" for p in plugins for dep in graph[p] if dep in plugins)
+    assert not crossing, "plugin imports plugin:\n  " + "\n  ".join(crossing)
+
+
+def test_one_sessionfinish_hook():
+    """Issue 35: the end of the run is harness.finish's table; no other harness module has the hook."""
+    holders = sorted(name for name, path in harness_modules().items()
+                     if name.startswith("harness.") and "pytest_sessionfinish" in path.read_text())
+    assert holders == ["harness.finish"], holders
