@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -23,6 +23,9 @@ from .install_map import build_install_map, installed_view
 from .install_rules import InstallFacts, collect_install_facts
 from .loadability import Loadability, collect_loadability, elf_members
 from ..profile_data import CMAKE_FEATURES
+
+if TYPE_CHECKING:
+    from .macho_audit import MachoFacts
 
 LIBMXNET = "mxnet/libmxnet.so"
 BUNDLE_DIR = "mxnet/lib/"
@@ -122,7 +125,7 @@ class Audit:
     warnings: list = field(default_factory=list)
     _fatbin_obj: object = field(default=None, repr=False)
     #: the macOS flavor's Mach-O facts (build_steps.readers.macho_audit.MachoFacts); None for ELF wheels
-    macho: object = None
+    macho: MachoFacts | None = None
     #: every ELF member of the wheel (the closure and the loadability gates judge them all)
     elf_members: list = field(default_factory=list)
     loadability: Loadability | None = None
