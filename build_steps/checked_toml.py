@@ -8,17 +8,19 @@ is raised as the caller's error class with one message format: ``<file>: <where>
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 
 
-def key_path(parts) -> str:
+def key_path(parts: Iterable[str | int]) -> str:
     """``("profiles", "cpu", "requirements", 2)`` -> ``profiles.cpu.requirements[2]``."""
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
 
 
-def load_checked_toml(path: Path, schema: dict, error_cls: type[Exception]) -> dict:
+def load_checked_toml(path: Path, schema: dict[str, Any], error_cls: type[Exception]) -> dict[str, Any]:
     """The data of the TOML file ``path``, checked against ``schema``; ``error_cls`` naming the
     file and the offending key when it is not TOML or breaks the schema."""
     path = Path(path)

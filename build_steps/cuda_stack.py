@@ -14,6 +14,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -27,7 +28,7 @@ class CublasPolicy:
     #: the driver the pinned cuBLAS needs: what every driver trap tells the user to install
     pin_driver: int
     #: site-packages dirs of older pip layouts of cuBLAS, searched after the pip library's own
-    legacy_pip_dirs: tuple = ()
+    legacy_pip_dirs: tuple[str, ...] = ()
     #: cuBLAS from this version ("13.2") needs pin_driver for large GEMMs; "" when no such trap is known
     new_driver_from: str = ""
     #: the cuBLAS release known to crash in syrk ("13.1.1.3"); "" when none is known
@@ -43,15 +44,15 @@ class CudaStack:
     #: the CUDA major (13)
     major: int
     #: requirement specs of the pip distributions ``--cuda-from-wheels`` builds the toolkit from
-    build_wheels: tuple
+    build_wheels: tuple[str, ...]
     #: the lock of those wheels (exact versions and file hashes, build_steps.cuda_lock)
     wheel_lock: Path
     #: SONAME prefix -> the RUNPATH entry of libmxnet.so that reaches the pip library
-    pip_libraries: dict
+    pip_libraries: dict[str, str]
     #: SONAME prefix -> the pip distribution that ships it
-    pip_distributions: dict
+    pip_distributions: dict[str, str]
     #: SONAME prefix -> (majors, what they are): the majors a NEEDED left to the host or pip may have
-    soname_majors: dict
+    soname_majors: dict[str, tuple[tuple[str, ...], str]]
     #: what the cuBLAS gate judges this major's cuBLAS and drivers by
     cublas: CublasPolicy
 
@@ -70,13 +71,14 @@ def _site_dir(runpath: str) -> str:
                                              .removeprefix("$ORIGIN/")))
 
 
-def cublas_requirement(profile) -> str:
+# ``profile`` below: a build_steps.profile_data.Profile, typed Any: profile_data imports this module.
+def cublas_requirement(profile: Any) -> str:
     """The profile's Requires-Dist spec of the distribution that ships cuBLAS ("" without one)."""
     dist = canonicalize_name(profile.cuda.pip_distributions["libcublas"])
     return next((spec for spec in profile.hard_requirements if canonicalize_name(Requirement(spec).name) == dist), "")
 
 
-def cublas_probe_args(profile) -> list[str]:
+def cublas_probe_args(profile: Any) -> list[str]:
     """The command-line arguments that tell tests/probes/cublas_probe.py the profile's CUDA stack:
     the probe runs in the wheel's venv and cannot read profiles.toml. Empty for a profile without
     a CUDA stack (the probe then reports that it has no cuBLAS to look for)."""

@@ -4,13 +4,17 @@ and how a NEEDED is matched against a profile's host baseline, pip libraries and
 The policy's data (the baseline groups, the pip libraries, the majors) is the profile's, from
 profiles.toml; the rules that read it are here, so the bundle step and every gate apply one rule.
 
-``profile`` arguments are build_steps.profile_data.Profile objects (not imported here: profile_data
-builds its profiles with this module).
+``profile`` arguments are build_steps.profile_data.Profile objects (imported for the annotations only).
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .profile_data import Profile
 
 
 #: Libraries the host provides and a wheel must never bundle, matched on the whole name
@@ -38,7 +42,7 @@ OPENMP_RUNTIME_RE = re.compile(r"^lib(?:omp|iomp5|gomp)\b")
 
 
 @lru_cache(maxsize=None)
-def _prefix_re(names: tuple) -> re.Pattern:
+def _prefix_re(names: tuple[str, ...]) -> re.Pattern[str]:
     """Whole-name SONAME prefixes (``libc`` matches libc.so.6, not libcharls.so)."""
     return re.compile(r"^(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
                       + r")(?:\.so|-|$)")
@@ -49,7 +53,7 @@ def is_host_library(soname: str) -> bool:
     return bool(_prefix_re(HOST_LIBRARIES).match(soname))
 
 
-def baseline_group(soname: str, profile) -> str | None:
+def baseline_group(soname: str, profile: Profile) -> str | None:
     """The group of ``profile``'s host baseline ([host_baseline] of profiles.toml) that provides
     ``soname``, or None."""
     for group, names in profile.host_baseline.items():
@@ -58,7 +62,7 @@ def baseline_group(soname: str, profile) -> str | None:
     return None
 
 
-def _longest_prefix(soname: str, prefixes) -> str | None:
+def _longest_prefix(soname: str, prefixes: Iterable[str]) -> str | None:
     """The longest of ``prefixes`` that ``soname`` starts with as a whole name, or None."""
     best = None
     for prefix in prefixes:
@@ -67,7 +71,7 @@ def _longest_prefix(soname: str, prefixes) -> str | None:
     return best
 
 
-def pip_library_prefix(soname: str, profile) -> str | None:
+def pip_library_prefix(soname: str, profile: Profile) -> str | None:
     """The profile.pip_libraries key that ``soname`` belongs to (longest match), or None."""
     return _longest_prefix(soname, profile.pip_libraries)
 
@@ -78,7 +82,7 @@ def soname_major(soname: str) -> str | None:
     return m.group(1) if m else None
 
 
-def major_problem(soname: str, profile) -> str | None:
+def major_problem(soname: str, profile: Profile) -> str | None:
     """Why ``soname`` is not a major the profile accepts (profile.soname_majors), or None."""
     best = _longest_prefix(soname, profile.soname_majors)
     if best is None:

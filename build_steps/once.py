@@ -25,11 +25,14 @@ import json
 import pickle
 import typing
 from pathlib import Path, PurePath
-from typing import Callable
+from typing import Callable, TypeVar
 
 from filelock import FileLock
 
 from .errors import BuildInterrupted, HarnessError
+
+#: what a shared product's producer returns, and so what every process gets back
+_T = TypeVar("_T")
 
 
 class StepFailedElsewhere(HarnessError):
@@ -107,7 +110,7 @@ def run_once(shared_dir: Path, key: str, produce: Callable[[], dict]) -> dict:
     return _once(shared_dir, key, produce, ".json", _dump_json, _load_json)
 
 
-def shared_product(shared_dir: Path, key: str, produce: Callable):
+def shared_product(shared_dir: Path, key: str, produce: Callable[[], _T]) -> _T:
     """``produce()`` computed by one process for all xdist workers, shared as a pickle (for
     objects richer than JSON)."""
     return _once(shared_dir, key, produce, ".pickle", _dump_pickle, _load_pickle, _product_failed)

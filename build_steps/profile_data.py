@@ -94,7 +94,7 @@ class Profile:
     macho: MachoPolicy | None = None
     #: the host baseline a user's machine provides (what a NEEDED may be left to): group of
     #: [host_baseline] -> its whole-name SONAME prefixes
-    host_baseline: dict = field(default_factory=dict)
+    host_baseline: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: the highest symbol versions the wheel may require (family -> version), from [symbol_floors]
     symbol_floor: dict = field(default_factory=dict)
     #: SONAME majors a NEEDED left to the host or to pip may have: prefix -> (majors, what they are);

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
+from typing import Any
+
 from packaging.version import InvalidVersion, Version
 
 from .errors import UsageError
@@ -19,12 +21,13 @@ def release_version(prefix: str, when: datetime | None = None) -> str:
     return f"{prefix}.{when:%Y%m%d}"
 
 
-def release_version_pattern(prefix: str) -> re.Pattern:
+def release_version_pattern(prefix: str) -> re.Pattern[str]:
     """The release scheme ``<prefix>.<YYYYMMDD>[.<N>]`` as a pattern (groups: the date, N)."""
     return re.compile(re.escape(prefix) + r"\.(\d{8})(?:\.(\d+))?$")
 
 
-def validate_version(value: str, profile, *, strict_scheme: bool = False) -> str:
+def validate_version(value: str, profile: Any, *, strict_scheme: bool = False) -> str:
+    # profile: a build_steps.profile_data.Profile, typed Any: profile_data imports this module
     """PEP 440-validate (and normalise) a wheel version; ``strict_scheme``: it must also follow
     ``profile``'s release scheme."""
     try:

@@ -8,6 +8,9 @@ summary, ``summary.md``/``summary.json`` in the acceptance directory and the ``a
 """
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 import pytest
 
 from build_steps import acceptance
@@ -17,8 +20,12 @@ from .common import is_release_run
 from .shard_plan import SECTION, acceptance_dir, source_root
 from .state import HarnessRun, the_run
 
+if TYPE_CHECKING:
+    from build_steps.options import RunOptions
+    from build_steps.venv import Venv
 
-def pytest_configure(config):
+
+def pytest_configure(config: pytest.Config) -> None:
     try:
         suite = acceptance.load_suite(config.getoption("shards_file"))
         known = [s.id for s in suite.shards]
@@ -38,16 +45,16 @@ def pytest_configure(config):
         config.pluginmanager.register(ShardTable(run), "mxnet-acceptance-table")
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Under xdist this runs on the workers only; the controller's table names the same shards
     # (ShardTable.notes), so nothing here writes report lines.
     ours = [i for i in items if i.get_closest_marker("acceptance") is not None]
     if not ours:
         return
     root = source_root(the_run(config))
-    drop = []
+    drop: list[pytest.Item] = []
     for item in ours:
-        shard = getattr(item, "callspec", None) and item.callspec.params.get("shard")
+        shard = getattr(item, "callspec", None) and item.callspec.params.get("shard")  # type: ignore[attr-defined]
         if root is None:
             # Without a tree there is nothing to run; only a release run insists (the tree gate fails).
             if shard is not None or not is_release_run(config):
@@ -61,7 +68,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def acceptance_plan(request) -> dict:
+def acceptance_plan(request: pytest.FixtureRequest) -> dict[str, Any]:
     run = the_run(request.config)
     plan = dict(run.shard_plan or {})
     plan["root"] = source_root(run)
@@ -70,7 +77,8 @@ def acceptance_plan(request) -> dict:
 
 
 @pytest.fixture(scope="session")
-def acceptance_venv(release_venv, acceptance_plan, options, shared_dir) -> dict:
+def acceptance_venv(release_venv: Venv, acceptance_plan: dict[str, Any], options: RunOptions,
+                    shared_dir: Path) -> dict[str, Any]:
     """The release venv with the suite's test requirements, and the facts of the mxnet the shards
     import: from the venv (checked as the fork's script does), its Features and num_gpus()."""
     from build_steps.once import run_once
@@ -88,11 +96,11 @@ class ShardTable:
     """The controller's per-shard rows (HarnessRun.shard_rows), gathered from every worker's reports;
     the end of the run (harness.finish) writes the table and the summaries from them."""
 
-    def __init__(self, run: HarnessRun):
+    def __init__(self, run: HarnessRun) -> None:
         self.run = run
 
-    def pytest_runtest_logreport(self, report):
-        props = dict(report.user_properties)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        props: dict[str, Any] = dict(report.user_properties)
         shard = props.get("acceptance_shard")
         if shard is None or report.when == "teardown":
             return
@@ -109,7 +117,8 @@ class ShardTable:
                                  "result": "SKIPPED" if report.skipped else "NOT_RUN",
                                  "summary": "", "reason": why, "failing": []}
 
-    def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, exitstatus: pytest.ExitCode,
+                                config: pytest.Config) -> None:
         # A section of its own: the gate table (harness.gates) is the gates' verdicts, this is
         # the shards' pytest results, and it must print under xdist too.
         lines = self.run.sections.get(SECTION)

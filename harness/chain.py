@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -17,17 +18,20 @@ from .common import LIVE, is_release_run
 from .state import the_run
 from .steps import CHAIN, BuildPaths
 
-def pytest_configure(config):
+if TYPE_CHECKING:
+    from build_steps.options import RunOptions
+
+def pytest_configure(config: pytest.Config) -> None:
     LIVE.config = config
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtest_logreport(report):
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # before the terminal reporter writes the result letter (build output ended its line)
     LIVE.resume_progress_line(report.nodeid)
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # A run that will build is checked here, once, before anything starts: the tree exists, the
     # selection is one that builds, and nothing known now would fail the release hours later.
     run = the_run(config)
@@ -58,12 +62,12 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def build_paths(options, mxnet_source) -> BuildPaths:
+def build_paths(options: RunOptions, mxnet_source: source.SourceInfo) -> BuildPaths:
     return BuildPaths(options, mxnet_source.root)
 
 
 @pytest.fixture(scope="session")
-def compiler_launcher(options) -> launcher.Launcher:
+def compiler_launcher(options: RunOptions) -> launcher.Launcher:
     """--compiler-launcher resolved to a tool on this host (sccache, ccache or none)."""
     return launcher.choose(options.compiler_launcher)
 

@@ -13,21 +13,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from build_steps.acceptance import LANES
 from build_steps.profile_data import PROFILES
 
 #: The dest names of the run's options (the first group): make_options receives exactly these.
-OPTION_DESTS: list = []
+OPTION_DESTS: list[str] = []
 
 
-def pytest_addoption(parser):
+def pytest_addoption(parser: pytest.Parser) -> None:
     _run_options(parser)
     _acceptance_options(parser)
     _review_options(parser)
     _release_options(parser)
 
 
-def _run_options(parser):
+def _run_options(parser: pytest.Parser) -> None:
     g = parser.getgroup("mxnet-release", "MXNet CUDA 13 release harness")
     g.addoption("--wheel", metavar="PATH", help="audit/install this existing wheel instead of building one")
     g.addoption("--flavor", choices=tuple(PROFILES), default=None,
@@ -87,7 +89,7 @@ def _run_options(parser):
     OPTION_DESTS[:] = [opt.dest for opt in g.options]
 
 
-def _acceptance_options(parser):
+def _acceptance_options(parser: pytest.Parser) -> None:
     g = parser.getgroup("mxnet-acceptance", "the fork's acceptance suite against the installed wheel")
     g.addoption("--shards", metavar="ID,ID", help="run only these acceptance shards (e.g. cpu_unittest,onnx_export_import)")
     g.addoption("--lanes", metavar="LANE,LANE", help=f"run only the shards of these lanes ({', '.join(LANES)})")
@@ -103,7 +105,7 @@ def _acceptance_options(parser):
                 help="where the shard logs and summary go (default: .harness/acceptance/<run> in the harness checkout)")
 
 
-def _review_options(parser):
+def _review_options(parser: pytest.Parser) -> None:
     g = parser.getgroup("mxnet-review", "MXNet release review page")
     g.addoption("--review-page", metavar="PATH", type=Path,
                 help="write the run's release review page (one HTML file) here (default: the build's "
@@ -113,7 +115,7 @@ def _review_options(parser):
                      "GPU verified each arch (as python -m tools.gpu_verify DIR merges them)")
 
 
-def _release_options(parser):
+def _release_options(parser: pytest.Parser) -> None:
     g = parser.getgroup("mxnet-verify", "the verify run's report and what it may hold")
     g.addoption("--release-report", metavar="PATH",
                 help="with -m release and --publish: write the release report here once every gate "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from build_steps.options import RunOptions
 from .state import harness_run, the_run
 
 
-def start_sandbox(config, options: RunOptions, run_dir: Path) -> None:
+def start_sandbox(config: pytest.Config, options: RunOptions, run_dir: Path) -> None:
     """Once per process: the sandbox on (or off under --no-sandbox) with the run dir hidden from it;
     a host where none can be made refuses the run (exit 4) unless --no-sandbox was given, and a
     --no-sandbox run says so once."""
@@ -37,7 +38,7 @@ def start_sandbox(config, options: RunOptions, run_dir: Path) -> None:
 _PLUGIN_PREFIXES = ("harness.", "mxnet-")
 
 
-def disabled_harness_plugins(config) -> list:
+def disabled_harness_plugins(config: pytest.Config) -> list[str]:
     """The harness plugins blocked with ``-p no:NAME`` (command line, PYTEST_ADDOPTS or an ini's
     addopts: pytest reads all three before configuring)."""
     names = []
@@ -48,14 +49,14 @@ def disabled_harness_plugins(config) -> list:
     return names
 
 
-def inactive_harness_plugins(config) -> list:
+def inactive_harness_plugins(config: pytest.Config) -> list[str]:
     """Blocked harness plugins, and plugin modules of the conftest's list that are not registered."""
     run = harness_run(config)
     missing = [n for n in (run.plugins if run else ()) if not config.pluginmanager.has_plugin(n)]
     return list(dict.fromkeys([*disabled_harness_plugins(config), *missing]))
 
 
-def disabled_plugins_message(names) -> str:
+def disabled_plugins_message(names: Sequence[str]) -> str:
     """One message, whatever put the ``-p no:`` there."""
     shown = ", ".join(names)
     return (f"harness plugin(s) not active: {shown}. Every plugin of this harness takes part in its "
@@ -64,11 +65,11 @@ def disabled_plugins_message(names) -> str:
             "or the ini's addopts")
 
 
-def harness_options(config) -> RunOptions:
+def harness_options(config: pytest.Config) -> RunOptions:
     return the_run(config).options
 
 
-def fix_release_options(config, version: str, mxnet_src: Path | None) -> None:
+def fix_release_options(config: pytest.Config, version: str, mxnet_src: Path | None) -> None:
     """Install the publish run's options (RunOptions.for_release): the one replacement of the
     options made in pytest_configure, at session start, before any fixture has read them."""
     run = the_run(config)
@@ -78,25 +79,25 @@ def fix_release_options(config, version: str, mxnet_src: Path | None) -> None:
     run.release_fixed = True
 
 
-def is_release_run(config) -> bool:
+def is_release_run(config: pytest.Config) -> bool:
     """A run selected with ``-m release`` (alone or in an expression): skips count as failures."""
     return bool(re.search(r"\brelease\b", config.option.markexpr or "")) and not re.search(
         r"\bnot\s+release\b", config.option.markexpr or "")
 
 
-def is_worker(config) -> bool:
+def is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
 
 
-def shared_root(config) -> Path | None:
+def shared_root(config: pytest.Config) -> Path | None:
     """The directory common to all xdist workers of this run (where run-once records live)."""
     run = harness_run(config)
     return run.shared if run is not None else None
 
 
-def _end_progress_line(config) -> bool:
+def _end_progress_line(config: pytest.Config) -> bool:
     """Finish pytest's progress line (``tests/test_x.py ..``) before a live line is written, so
     build output starts on its own line instead of being spliced into the dots. True when a line
     was ended (LiveStream.resume_progress_line then starts the next dots with the file name)."""
@@ -111,8 +112,8 @@ def _end_progress_line(config) -> bool:
 class LiveStream:
     """Writes straight to the terminal while pytest's capture is on (as live logging does)."""
 
-    def __init__(self):
-        self.config = None
+    def __init__(self) -> None:
+        self.config: pytest.Config | None = None
         self.line_ended = False
 
     def resume_progress_line(self, nodeid: str) -> None:
@@ -125,17 +126,18 @@ class LiveStream:
         if tr is not None and getattr(tr, "currentfspath", None) is None:
             tr.write_fspath_result(nodeid, "")
 
-    def write(self, text):
+    def write(self, text: str) -> None:
         capman = self.config.pluginmanager.getplugin("capturemanager") if self.config else None
         if capman is None:
             (sys.__stderr__ or sys.stderr).write(text)
             return
         with capman.global_and_fixture_disabled():
-            self.line_ended = _end_progress_line(self.config) or self.line_ended
+            # a capture manager was found through the config: it is set
+            self.line_ended = _end_progress_line(self.config) or self.line_ended  # type: ignore[arg-type]
             sys.stderr.write(text)
             sys.stderr.flush()
 
-    def flush(self):
+    def flush(self) -> None:
         pass
 
 

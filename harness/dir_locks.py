@@ -17,10 +17,10 @@ from build_steps.errors import UsageError
 from .common import harness_options, is_worker, say
 from .state import the_run
 
-_LOCKS_KEY = pytest.StashKey[list]()
+_LOCKS_KEY = pytest.StashKey[list[run_lock.HeldLock]]()
 
 
-def build_dir_of(config) -> Path | None:
+def build_dir_of(config: pytest.Config) -> Path | None:
     """The build dir this run would build in, or None when it builds nothing (``--wheel``) or
     names no MXNet tree (collection then says why)."""
     from .steps import BuildPaths
@@ -42,7 +42,7 @@ def _can_hold_lock(build_dir: Path) -> bool:
     return filesystem.writable(build_dir) is None
 
 
-def _register_places(config, build_dir: Path | None) -> None:
+def _register_places(config: pytest.Config, build_dir: Path | None) -> None:
     """Where this run writes, each with what moves it: a full or read-only disk's advice."""
     from build_steps.cuda_root import default_cache_dir
     filesystem.forget_places()
@@ -55,14 +55,14 @@ def _register_places(config, build_dir: Path | None) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session):
+def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     build_dir = build_dir_of(config)
     _register_places(config, build_dir)
     if is_worker(config) or config.option.collectonly:
         return
     options = harness_options(config)
-    wanted = []
+    wanted: list[tuple[Path, str, str, bool]] = []
     if build_dir is not None and _can_hold_lock(build_dir):
         wanted.append((build_dir, "build dir",
                        "Two runs on one build dir configure and compile over each other. Wait for it to "
@@ -84,10 +84,10 @@ def pytest_sessionstart(session):
             say(f"==> {lock.note}")
 
 
-def _release(held: list) -> None:
+def _release(held: list[run_lock.HeldLock]) -> None:
     while held:
         held.pop().release()
 
 
-def pytest_unconfigure(config):
+def pytest_unconfigure(config: pytest.Config) -> None:
     _release(config.stash.get(_LOCKS_KEY, []))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Generator, Iterable
 from typing import Callable
 
 import pytest
@@ -270,7 +271,7 @@ def apply(run: HarnessRun, outcome: Outcome) -> None:
         run.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def finish_run(run: HarnessRun, exitstatus: int, rows=FINISH) -> int:
+def finish_run(run: HarnessRun, exitstatus: int, rows: Iterable[Row] = FINISH) -> int:
     """Runs ``rows`` for ``run`` and returns the exit status they settled on. The chain's records
     and the pin are read once, here. A row that raises fails the run (exit 1) and the rows after it
     still run (the pin is unlocked, the page written)."""
@@ -295,7 +296,7 @@ def finish_run(run: HarnessRun, exitstatus: int, rows=FINISH) -> int:
 # prints the summary after its own yield), and the run dir's fate is the exit status the session
 # ends with.
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_sessionfinish(session):
+def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]:
     run = harness_run(session.config)
     if run is not None:
         session.exitstatus = finish_run(run, session.exitstatus)

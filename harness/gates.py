@@ -5,6 +5,9 @@ pass on a gate that did not run. The terminal summary lists every gate with its 
 """
 from __future__ import annotations
 
+from collections.abc import Generator
+from typing import Any
+
 import pytest
 
 from build_steps.errors import HarnessError, StepError, UsageError, WheelUnusable
@@ -25,13 +28,13 @@ CHAIN_NODE = "chain"
 CHAIN_STEP_PROPERTY = "mxnet_chain_step"
 
 
-def pytest_configure(config):
+def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(StepStop(the_run(config)), "mxnet-step-stop")
     if not is_worker(config):
         config.pluginmanager.register(StepReportsOnController(), "mxnet-step-reports")
 
 
-def _stops_the_chain(exc) -> bool:
+def _stops_the_chain(exc: BaseException) -> bool:
     # WheelUnusable/ProductFailed: the wheel could not be extracted (a full disk, a zip bomb, a
     # corrupt member); every gate would say it again, 29 times.
     return (isinstance(exc, StepError) and exc.step in CHAIN_STEPS) or isinstance(
@@ -39,13 +42,14 @@ def _stops_the_chain(exc) -> bool:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     _judge(item, call, report)
     return report
 
 
-def _judge(item, call, report) -> None:
+def _judge(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> None:
     """A chain step's failure stops the session; a release run's skipped gate is a failed one."""
     if report.when == "setup" and report.failed and call.excinfo is not None \
             and _stops_the_chain(call.excinfo.value):
@@ -78,7 +82,7 @@ class StepReportsOnController:
     ledger, the terminal reporter and the JSON report all see the step's name."""
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_logreport(self, report):
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
         step = next((v for k, v in report.user_properties if k == CHAIN_STEP_PROPERTY), None)
         if step is not None:
             report.nodeid = f"{CHAIN_NODE}::{step}"
@@ -86,14 +90,15 @@ class StepReportsOnController:
         return (yield)
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The GPU and cuBLAS gates are promises of the CUDA profile only. A CPU wheel does not make
     # them, so they are left out of its run (rather than skipped, which -m release counts as failed).
     # The rule is the one the release manifests are made by (build_steps.release_manifest).
     profile = harness_options(config).profile
     if profile.is_cuda:
         return
-    keep, dropped = [], []
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
     for item in items:
         is_gate = item.get_closest_marker("release") is not None
         left_out = is_gate and left_out_by_flavor({m.name for m in item.iter_markers()}, profile)
@@ -103,7 +108,8 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: pytest.ExitCode,
+                            config: pytest.Config) -> None:
     run = harness_run(config)
     results = run.results if run is not None else {}
     if not results:
@@ -112,7 +118,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr.section("MXNet release gates")
     for nodeid, (verdict, why) in sorted(results.items()):
         tr.write_line(f"{verdict.upper():8} {nodeid}" + (f"  -- {why}" if why and verdict != "passed" else ""))
-    for line in run.report_lines:
+    for line in run.report_lines:  # type: ignore[union-attr]  # results come from a run
         tr.write_line(line)
 
 
@@ -121,14 +127,15 @@ class StepStop:
     (exit 2); the end of the run (harness.finish) makes it a failure (exit 1) from
     HarnessRun.stopped_for_step. A real Ctrl-C keeps its 2."""
 
-    def __init__(self, run: HarnessRun):
+    def __init__(self, run: HarnessRun) -> None:
         self.run = run
 
-    def pytest_keyboard_interrupt(self, excinfo):
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.run.stopped_for_step = str(excinfo.value).startswith(STOP_PREFIX)
 
 
-def pytest_exception_interact(node, call, report):
+def pytest_exception_interact(node: pytest.Item | pytest.Collector, call: pytest.CallInfo[Any],
+                              report: pytest.CollectReport | pytest.TestReport) -> None:
     # HarnessError messages are complete explanations; the traceback adds only noise.
     if call.excinfo is not None and isinstance(call.excinfo.value, HarnessError):
         report.longrepr = str(call.excinfo.value)

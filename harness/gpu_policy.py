@@ -8,10 +8,13 @@ holds under xdist too; this plugin says it in the summary.
 """
 from __future__ import annotations
 
+import pytest
+
 from .state import the_run
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: pytest.ExitCode,
+                            config: pytest.Config) -> None:
     skipped = the_run(config).skipped_gpu
     if not skipped:
         return

@@ -8,6 +8,8 @@ on the controller would start with xdist's ``[gw1] linux -- Python ...`` header 
 """
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import pytest
 
 from build_steps.errors import HarnessError
@@ -18,18 +20,18 @@ from .verdicts import VERDICT_PROPERTY, failure_reason, skip_reason, verdict_of
 PLUGIN_NAME = "mxnet-ledger"
 
 
-def _marker_names(item) -> list:
+def _marker_names(item: pytest.Item) -> list[str]:
     return sorted({m.name for m in item.iter_markers()})
 
 
-def pytest_configure(config):
+def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(LedgerPlugin(config), PLUGIN_NAME)
 
 
 class LedgerPlugin:
     """Files the run's ledger and gate table (HarnessRun.ledger, HarnessRun.results)."""
 
-    def __init__(self, config):
+    def __init__(self, config: pytest.Config) -> None:
         self.run = the_run(config)
         self.ledger = self.run.ledger
         self.reporting = not self.run.is_worker
@@ -37,9 +39,11 @@ class LedgerPlugin:
     # tryfirst makes this the outermost wrapper: it sees the report after harness.gates turned a
     # release run's skip into a failure.
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_makereport(self, item, call):
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        verdict, why = None, ""
+        verdict: str | None = None
+        why = ""
         if report.when == "call" or not report.passed:
             if report.skipped:
                 why = skip_reason(report)
@@ -56,14 +60,14 @@ class LedgerPlugin:
         return report
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_logreport(self, report):
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Runs in the worker and again on the controller; only the reporting process files.
         facts = verdict_of(report)
         if not self.reporting or facts is None:
             return
         entry = self.ledger.entries.setdefault(report.nodeid, Entry())
         entry.markers = tuple(facts["markers"])
-        if report.outcome == "rerun":
+        if report.outcome == "rerun":  # type: ignore[comparison-overlap]  # pytest-rerunfailures' own
             # A rerun plugin (pytest-rerunfailures) retries a failed gate: the failure stands,
             # whatever a later attempt says (harness.plugin_guard refuses one in a release run).
             entry.rerun = entry.rerun or (facts["why"] or "failed before a rerun")

@@ -6,6 +6,7 @@ a release. A macOS wheel cannot be installed on another OS: its runtime gates sk
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -13,10 +14,15 @@ from build_steps.release_manifest import FORMAT_MARKERS  # binary format -> its 
 
 from .common import harness_options
 
+if TYPE_CHECKING:
+    from build_steps.readers.audit import Audit
+    from build_steps.readers.macho_audit import MachoFacts
 
-def pytest_collection_modifyitems(config, items):
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     profile = harness_options(config).profile
-    keep, dropped = [], []
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
     for item in items:
         other = [m for f, m in FORMAT_MARKERS.items()
                  if f != profile.binary_format and item.get_closest_marker(m) is not None]
@@ -34,7 +40,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def macho_facts(audit):
+def macho_facts(audit: Audit) -> MachoFacts:
     """The Mach-O facts of the macOS wheel (build_steps.readers.macho_audit.MachoFacts)."""
     if audit.macho is None:
         pytest.fail("this run's profile reads ELF; the Mach-O gates need --flavor macos", pytrace=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 from build_steps.once import run_once
 from build_steps.pinning import WheelPin, pin_wheel
@@ -13,8 +14,9 @@ PIN_RECORD = "wheel-pin"
 
 def pin_once(shared: Path, wheel: Path) -> WheelPin:
     """The wheel's pin, made once for every xdist worker of the run (build_steps.pinning)."""
-    return WheelPin.from_json(run_once(shared, PIN_RECORD,
-                                       lambda: pin_wheel(wheel, shared / "pinned-wheel").to_json()))
+    # never None: the record is a pin's JSON (run_once raises for a failed one)
+    return cast(WheelPin, WheelPin.from_json(run_once(shared, PIN_RECORD,
+                                       lambda: pin_wheel(wheel, shared / "pinned-wheel").to_json())))
 
 
 def load_pin(shared: Path | None) -> WheelPin | None:

@@ -29,6 +29,7 @@ import re
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -48,14 +49,14 @@ RERUN_PLUGINS = {"pytest_rerunfailures": "--reruns / the reruns ini",
 
 
 
-def release_requested(markexpr: str | None, publish=False, release_report=None) -> bool:
+def release_requested(markexpr: str | None, publish: object = False, release_report: object = None) -> bool:
     """The run's verdict can lead to a publish: -m release (not 'not release'), --publish or a report."""
     expr = markexpr or ""
     marked = bool(re.search(r"\brelease\b", expr)) and not re.search(r"\bnot\s+release\b", expr)
     return marked or bool(publish) or bool(release_report)
 
 
-def _is_release_config(config) -> bool:
+def _is_release_config(config: pytest.Config) -> bool:
     opt = config.option
     return release_requested(getattr(opt, "markexpr", ""), getattr(opt, "publish", False),
                              getattr(opt, "release_report", None))
@@ -75,7 +76,7 @@ def is_own_conftest(path: Path) -> bool:
     return path == HARNESS_ROOT / "conftest.py" or _inside(path, HARNESS_ROOT / "tests")
 
 
-def foreign_plugin(name: str, plugin) -> str | None:
+def foreign_plugin(name: str, plugin: object) -> str | None:
     """What ``plugin`` (registered as ``name``) is, when it is not pytest's, the harness's or a declared
     dependency's; None when it is one of those."""
     module = plugin if isinstance(plugin, ModuleType) else sys.modules.get(type(plugin).__module__)
@@ -94,13 +95,13 @@ def foreign_plugin(name: str, plugin) -> str | None:
     return f"plugin {name!r}: module {modname}{where}"
 
 
-def _conftest_candidates(anchor: Path, confcutdir: Path | None) -> list:
+def _conftest_candidates(anchor: Path, confcutdir: Path | None) -> list[Path]:
     """The conftest.py files pytest would import for the command-line path ``anchor``: in its dir
     and every dir above (not above confcutdir), and in its test* subdirs."""
     dirs = [anchor] if anchor.is_dir() else [anchor.parent]
     if anchor.is_dir():
         dirs += [d for d in anchor.glob("test*") if d.is_dir()]
-    out = []
+    out: list[Path] = []
     for d in dirs:
         for p in [*reversed(d.parents), d]:
             if confcutdir is not None and p in confcutdir.parents:
@@ -111,13 +112,13 @@ def _conftest_candidates(anchor: Path, confcutdir: Path | None) -> list:
     return out
 
 
-def _initial_anchors(early_config) -> list:
+def _initial_anchors(early_config: pytest.Config) -> list[Path]:
     """The command line's paths (or pytest's fallback: testpaths, else the cwd), as pytest takes them."""
     ns = early_config.known_args_namespace
     args, _ = early_config._decide_args(
         args=ns.file_or_dir, pyargs=ns.pyargs, testpaths=early_config.getini("testpaths"),
         invocation_dir=early_config.invocation_params.dir, rootpath=early_config.rootpath, warn=False)
-    anchors = []
+    anchors: list[Path] = []
     for arg in args:
         anchor = (early_config.invocation_params.dir / str(arg).split("::")[0]).absolute()
         try:
@@ -128,16 +129,16 @@ def _initial_anchors(early_config) -> list:
     return anchors
 
 
-def foreign_initial_conftests(early_config) -> list:
+def foreign_initial_conftests(early_config: pytest.Config) -> list[Path]:
     ns = early_config.known_args_namespace
     confcutdir = Path(ns.confcutdir).resolve() if ns.confcutdir else None
-    found = []
+    found: list[Path] = []
     for anchor in _initial_anchors(early_config):
         found += [c for c in _conftest_candidates(anchor, confcutdir) if not is_own_conftest(c) and c not in found]
     return found
 
 
-def foreign_dirs(early_config) -> list:
+def foreign_dirs(early_config: pytest.Config) -> list[Path]:
     """Directories outside the harness's tests/ that pytest would collect, recursing (and importing
     every conftest.py below them): plain pytest collects the cwd when no path is given."""
     gates = HARNESS_ROOT / "tests"
@@ -154,7 +155,7 @@ def _refuse_rootdir(rootpath: Path) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config, parser, args):
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
     ns = early_config.known_args_namespace
     if not release_requested(ns.markexpr, getattr(ns, "publish", False), getattr(ns, "release_report", None)):
         return
@@ -174,8 +175,8 @@ def pytest_load_initial_conftests(early_config, parser, args):
             "tests/ (plain pytest collects the current directory when given no path) or use mxnet-release")
 
 
-def _active_rerun_plugins(config) -> list:
-    out = []
+def _active_rerun_plugins(config: pytest.Config) -> list[str]:
+    out: list[str] = []
     for name, plugin in config.pluginmanager.list_name_plugin():
         mod = getattr(plugin, "__name__", "") if isinstance(plugin, ModuleType) else type(plugin).__module__
         top = (mod or "").split(".")[0]
@@ -196,7 +197,7 @@ def _active_rerun_plugins(config) -> list:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_configure(config):
+def pytest_configure(config: pytest.Config) -> None:
     own = config.pluginmanager.get_plugin(str(HARNESS_ROOT / "conftest.py")) is not None
     if not own and (_is_release_config(config) or getattr(config.option, "mxnet_src", None)
                     or getattr(config.option, "wheel", None)):
@@ -237,14 +238,14 @@ def pytest_configure(config):
     _check_gate_modules(config)
 
 
-def _step_names() -> tuple:
+def _step_names() -> tuple[str, ...]:
     from .steps import STEP_NAMES
     return STEP_NAMES
 
 
-def _manifest_modules() -> dict:
+def _manifest_modules() -> dict[str, str]:
     """relpath -> sha256 of every gate module any flavor's manifest records."""
-    modules = {}
+    modules: dict[str, str] = {}
     for flavor in FLAVORS:
         try:
             modules.update(load_manifest(flavor).modules)
@@ -253,7 +254,7 @@ def _manifest_modules() -> dict:
     return modules
 
 
-def _check_gate_modules(config) -> None:
+def _check_gate_modules(config: pytest.Config) -> None:
     modules = _manifest_modules()
     if not modules:
         raise pytest.UsageError("the release manifests record no gate module hashes; regenerate them "
@@ -272,21 +273,21 @@ def _check_gate_modules(config) -> None:
     config.stash[_MODULES] = modules
 
 
-_MODULES = pytest.StashKey[dict]()
+_MODULES = pytest.StashKey[dict[str, str]]()
 
 
-def pytest_plugin_registered(plugin, plugin_name, manager):
+def pytest_plugin_registered(plugin: object, plugin_name: str, manager: pytest.PytestPluginManager) -> None:
     # A conftest met during collection (a subdirectory of a directory on the command line).
     path = getattr(plugin, "__file__", None) if isinstance(plugin, ModuleType) else None
     if path and Path(path).name == "conftest.py" and not is_own_conftest(Path(path)):
         _PENDING.append(Path(path).resolve())
 
 
-_PENDING: list = []
+_PENDING: list[Path] = []
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(session, config, items):
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     if not _is_release_config(config):
         return
     late = [p for p in _PENDING if str(p) in {n for n, _ in config.pluginmanager.list_name_plugin()}]

@@ -12,7 +12,9 @@ import json
 import shutil
 import tempfile
 import time
+from collections.abc import Generator, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -24,12 +26,15 @@ from .release_scope import scope_line
 from .state import the_run
 from .steps import chain_stop_of
 
+if TYPE_CHECKING:
+    from xdist.workermanage import WorkerController
+
 #: tests/test_publish.py finds the plugin object by this name.
 PLUGIN_NAME = "mxnet-publish"
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session):
+def pytest_sessionstart(session: pytest.Session) -> None:
     """With --publish: refuse early (before any fixture builds) and fix the release version.
 
     The version is stored as ``options.wheel_version``, so the build chain builds exactly the
@@ -37,7 +42,9 @@ def pytest_sessionstart(session):
     """
     config = session.config
     opts = harness_options(config)
-    release, src, results = None, opts.mxnet_src, None
+    release: publish.ReleaseVersion | None = None
+    src: Path | None = opts.mxnet_src
+    results: Path | None = None
     shipped = getattr(config, "workerinput", {}).get("mxnet_publish")
     if shipped is not None:
         release = shipped["release"] and publish.ReleaseVersion(**shipped["release"])
@@ -49,7 +56,7 @@ def pytest_sessionstart(session):
             # CMake cache, compile, bundle, package); a wheel built elsewhere has none here, so
             # they could only skip, which a release counts as failed. Refused before anything runs.
             raise pytest.UsageError(
-                f"--publish with --wheel {opts.wheel.name}: only a full build publishes. The release "
+                f"--publish with --wheel {opts.wheel.name}: only a full build publishes. The release "  # type: ignore[union-attr]
                 "set's build gates verify the build made in the same run, which an existing wheel "
                 "does not have; run pytest -m release --mxnet-src=<the checkout> --publish (it builds, "
                 "verifies and publishes in one run), or audit this wheel without --publish")
@@ -88,20 +95,21 @@ class PublishPlugin:
     xdist it also writes them to ``results`` for the worker that runs the publish gate.
     """
 
-    def __init__(self, config, release, src, results):
+    def __init__(self, config: pytest.Config, release: publish.ReleaseVersion | None, src: Path | None,
+                 results: Path | None) -> None:
         self.config = config
         self.run = the_run(config)
         self.release = release
         self.src = src
         self.results = results
         self.worker = is_worker(config)
-        self.verdicts = {}      # nodeid -> passed / failed / skipped / xfailed / ...
-        self.finished = set()   # nodeids whose teardown was reported
-        self.publish_ids = set()
-        self.wheel = None
+        self.verdicts: dict[str, str] = {}      # nodeid -> passed / failed / skipped / xfailed / ...
+        self.finished: set[str] = set()   # nodeids whose teardown was reported
+        self.publish_ids: set[str] = set()
+        self.wheel: str | None = None
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node):
+    def pytest_configure_node(self, node: WorkerController) -> None:
         node.workerinput["mxnet_publish"] = {
             "release": dataclasses.asdict(self.release) if self.release else None,
             "mxnet_src": str(self.src) if self.src else None,
@@ -111,7 +119,8 @@ class PublishPlugin:
     # The outermost wrapper: its reordering comes after every other plugin's, --ff's and --nf's
     # (cacheprovider's wrappers) included, which ran the publish gate first otherwise (issue 29).
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_collection_modifyitems(self, session, config, items):
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> Generator[None, None, None]:
         yield
         gates = [i for i in items if i.get_closest_marker("publish")]
         rest = [i for i in items if not i.get_closest_marker("publish")]
@@ -123,28 +132,30 @@ class PublishPlugin:
             items[:] = rest + gates  # last: it needs every other verdict
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_fixture_setup(self, fixturedef, request):
+    def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+                             ) -> Generator[None, Any, Any]:
         value = yield  # a fixture that raised raises here, and on
         if fixturedef.argname == "wheel_pin":
             self.wheel = value.source
         return value
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item, call):
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if self.wheel and report.when == "teardown":
             # A new list: the report shares item.user_properties otherwise.
             report.user_properties = [*report.user_properties, ("mxnet_wheel", self.wheel)]
         return report
 
-    def pytest_runtest_logreport(self, report):
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.worker:
             return  # the controller records; it gets every worker's reports
         for key, value in report.user_properties:
             if key == "mxnet_wheel":
-                self.wheel = value
+                self.wheel = cast(str, value)
             elif key == "mxnet_publish":
-                self.run.publish_outcome = value  # what the publish gate reported
+                self.run.publish_outcome = cast("dict[str, Any]", value)  # what the publish gate reported
         nodeid = report.nodeid
         if "publish" in report.keywords:
             self.publish_ids.add(nodeid)
@@ -163,7 +174,7 @@ class PublishPlugin:
                 tmp.write_text(json.dumps({n: self.verdicts[n] for n in self.finished}))
                 tmp.replace(self.results)
 
-    def verdicts_of(self, nodeids, poll_s=2.0, limit_s=24 * 3600) -> dict:
+    def verdicts_of(self, nodeids: Iterable[str], poll_s: float = 2.0, limit_s: float = 24 * 3600) -> dict[str, str]:
         """Final verdicts of ``nodeids``; a worker waits until the controller has them all."""
         wanted = set(nodeids)
         if not self.worker:
@@ -178,12 +189,13 @@ class PublishPlugin:
                 return {n: v for n, v in seen.items() if n in wanted}
             time.sleep(poll_s)
 
-    def pytest_unconfigure(self, config):
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.results is not None and not self.worker:
             shutil.rmtree(self.results.parent, ignore_errors=True)
 
     @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, exitstatus: pytest.ExitCode,
+                                config: pytest.Config) -> None:
         opts = harness_options(config)
         if self.worker or not (opts.publish or is_release_run(config)) \
                 or exitstatus == pytest.ExitCode.USAGE_ERROR or config.option.collectonly:

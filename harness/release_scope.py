@@ -9,6 +9,7 @@ every id that did not pass. Release gates the run collected from elsewhere (a si
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from build_steps.publish import gates_not_passed
@@ -21,15 +22,15 @@ from .state import HarnessRun
 class ReleaseSet:
     flavor: str = ""
     #: the manifest's gate ids, then release gates this run collected from elsewhere
-    gates: list = field(default_factory=list)
+    gates: list[str] = field(default_factory=list)
 
-    def including(self, nodeids) -> "ReleaseSet":
+    def including(self, nodeids: Iterable[str]) -> ReleaseSet:
         return ReleaseSet(flavor=self.flavor, gates=list(dict.fromkeys([*self.gates, *nodeids])))
 
     def size(self) -> int:
         return len(self.gates)
 
-    def not_passed(self, verdicts: dict, excused: dict | None = None) -> list:
+    def not_passed(self, verdicts: dict[str, str], excused: dict[str, str] | None = None) -> list[tuple[str, str]]:
         """``(id, verdict)`` of every gate of the set that did not pass in ``verdicts`` (``not run``
         when it has none). ``excused`` (id -> why) are shards the fork's own script would not run
         on this tree; they count as done."""
@@ -47,7 +48,7 @@ def release_set_of(run: HarnessRun) -> ReleaseSet:
     return ReleaseSet(flavor=profile.name, gates=list(manifest.gates)).including(extra)
 
 
-def scope_line(run: HarnessRun, verdicts: dict) -> str | None:
+def scope_line(run: HarnessRun, verdicts: dict[str, str]) -> str | None:
     """One line saying what a verdict over ``verdicts`` (nodeid -> verdict) covers, when that is not
     the whole release set: "46 of the cuda release set's 104 gates ran: not a release verdict"."""
     rset = release_set_of(run)

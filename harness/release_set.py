@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -16,10 +17,15 @@ from build_steps.release_manifest import FLAVORS, build_manifest, differences, l
 
 from .state import the_run
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from build_steps.release_manifest import Manifest
+
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
 
 
-def pytest_itemcollected(item):
+def pytest_itemcollected(item: pytest.Item) -> None:
     # Every release gate collected, before any deselection (the publish gate's release set, the
     # review page's gates that did not run, by marker).
     if item.get_closest_marker("release") is not None:
@@ -32,18 +38,19 @@ def pytest_itemcollected(item):
 class _Recorder:
     """Records every release gate's markers before any plugin deselects, then empties the run."""
 
-    def __init__(self):
-        self.gates: dict = {}
+    def __init__(self) -> None:
+        self.gates: dict[str, list[str]] = {}
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_collection_modifyitems(self, session, config, items):
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
         for item in items:
             if item.get_closest_marker("release") is not None:
                 self.gates[item.nodeid] = sorted({m.name for m in item.iter_markers()})
         items[:] = []
 
 
-def collect_gate_markers(root: Path = HARNESS_ROOT) -> dict:
+def collect_gate_markers(root: Path = HARNESS_ROOT) -> dict[str, list[str]]:
     """nodeid -> marker names of every release gate in ``root``/tests, with default options
     (every shard of the default shard data). The user's PYTEST_ADDOPTS is not read."""
     recorder = _Recorder()
@@ -59,7 +66,7 @@ def collect_gate_markers(root: Path = HARNESS_ROOT) -> dict:
     return recorder.gates
 
 
-def generate(root: Path = HARNESS_ROOT) -> dict:
+def generate(root: Path = HARNESS_ROOT) -> dict[str, Manifest]:
     """flavor -> Manifest, from the gate modules' markers and the default shard data."""
     from build_steps.acceptance import load_suite
     from build_steps.profile_data import get_profile
@@ -68,7 +75,7 @@ def generate(root: Path = HARNESS_ROOT) -> dict:
     return {f: build_manifest(f, get_profile(f), gates, shards, root=root) for f in FLAVORS}
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     import argparse
     import json
     parser = argparse.ArgumentParser(prog="python -m harness.release_set",
@@ -85,7 +92,7 @@ def main(argv=None) -> int:
             path.write_text(json.dumps(manifest.to_json(), indent=1) + "\n")
             print(f"{path}: {len(manifest.gates)} gates, {len(manifest.shards)} shards")
         return 0
-    problems = []
+    problems: list[str] = []
     for flavor, manifest in generated.items():
         try:
             problems += differences(load_manifest(flavor), manifest)

@@ -14,6 +14,8 @@ import platform
 import re
 import socket
 import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from pathlib import Path
@@ -28,15 +30,19 @@ from .shard_plan import inapplicable_shard_gates, split_parts
 from .state import HarnessRun
 from .steps import CHAIN, chain_records, step_seconds
 
+if TYPE_CHECKING:
+    from build_steps.pinning import WheelPin
+    from build_steps.readers.audit import Audit
+
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
 
 #: The chain's steps the timeline shows, in order, with the summary's labels (all but the source check).
 _TIMED_STEPS = tuple((step.record, step.label) for step in CHAIN[1:])
 
 
-def _timeline(records: dict) -> dict:
-    steps = []
-    compile_result = {}
+def _timeline(records: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    steps: list[dict[str, Any]] = []
+    compile_result: dict[str, Any] = {}
     for key, label in _TIMED_STEPS:
         rec = records.get(key) or {}
         if rec.get("failed"):
@@ -61,7 +67,7 @@ def _timeline(records: dict) -> dict:
             "commands": measured.get("commands")}
 
 
-def _verdict(run: HarnessRun, gates: list, exitstatus) -> dict:
+def _verdict(run: HarnessRun, gates: list[dict[str, Any]], exitstatus: int | None) -> dict[str, Any]:
     # A skip fails a -m release run (harness.gates turned it into "failed" already); elsewhere it
     # is shown, not counted against the verdict.
     rset = release_set_of(run)
@@ -79,15 +85,15 @@ def _first_sentence(doc: str | None) -> str:
     return line if len(line) <= 200 else line[:200].rsplit(" ", 1)[0] + " …"
 
 
-def gate_meanings(nodeids, root: Path = HARNESS_ROOT) -> dict:
+def gate_meanings(nodeids: Iterable[str], root: Path = HARNESS_ROOT) -> dict[str, str]:
     """nodeid -> the gate's one-line meaning: its docstring's first sentence, else its module's
     (read from the source with ast: the page of an xdist run's controller, which collects
     nothing, gets the same words)."""
-    by_file: dict = {}
+    by_file: dict[str, dict[str, str]] = {}
     for n in nodeids:
         path, _, rest = n.partition("::")
         by_file.setdefault(path, {})[n] = rest.split("[", 1)[0].split("::")[-1]
-    out = {}
+    out: dict[str, str] = {}
     for path, funcs in by_file.items():
         try:
             tree = ast.parse((root / path).read_text())
@@ -101,10 +107,10 @@ def gate_meanings(nodeids, root: Path = HARNESS_ROOT) -> dict:
     return out
 
 
-def _compiler_versions(build_dir: Path | None) -> dict:
+def _compiler_versions(build_dir: Path | None) -> dict[str, str]:
     """The compilers CMake found, from its CMakeFiles/<version>/CMake<LANG>Compiler.cmake (read,
     never run: the build tree's CMake chose them)."""
-    out = {}
+    out: dict[str, str] = {}
     if build_dir is None:
         return out
     for lang, key in (("CUDA", "nvcc"), ("CXX", "c++")):
@@ -121,7 +127,7 @@ def _compiler_versions(build_dir: Path | None) -> dict:
     return out
 
 
-def _cuda_wheels(cuda: dict) -> list:
+def _cuda_wheels(cuda: dict[str, Any]) -> list[str]:
     wheels = Path(cuda.get("wheels_dir") or "/nonexistent")
     names = sorted({d.name.removesuffix(".dist-info") for d in [*wheels.glob("*.dist-info"), *wheels.glob("*/*.dist-info")]
                     if d.name.lower().startswith("nvidia")})
@@ -137,7 +143,7 @@ def _os_name() -> str:
     return m.group(1) if m else platform.platform()
 
 
-def _provenance(records: dict) -> dict:
+def _provenance(records: dict[str, dict[str, Any]]) -> dict[str, Any]:
     source = (records.get("source") or {}).get("result") or {}
     conf = (records.get("configure") or {}).get("result") or {}
     cuda = (records.get("cuda_root") or {}).get("result") or {}
@@ -155,7 +161,7 @@ def _provenance(records: dict) -> dict:
     return {k: v for k, v in out.items() if v not in (None, "", [])} | {"sample": out["sample"]}
 
 
-def _run_timeline(run: HarnessRun, steps: list) -> dict:
+def _run_timeline(run: HarnessRun, steps: list[dict[str, Any]]) -> dict[str, Any]:
     """The whole run's wall time, split into what is known: the build steps, the rest of the gates'
     setup (CUDA wheels, throwaway venv, wheel extraction), the gates' own bodies, and the rest
     (collection, teardown, reporting)."""
@@ -176,14 +182,15 @@ def _run_timeline(run: HarnessRun, steps: list) -> dict:
     return {"total": total, "phases": [p for p in phases if p["seconds"] > 0.05], "note": note}
 
 
-def review_section(run: HarnessRun, records: dict, exitstatus=None, verdicts: dict | None = None) -> dict:
+def review_section(run: HarnessRun, records: dict[str, dict[str, Any]], exitstatus: int | None = None,
+                   verdicts: dict[str, str] | None = None) -> dict[str, Any]:
     """The JSON report's ``review`` section: what the page shows beyond the static facts.
 
     The gates are the ledger's (the reporting process's, at the end of the session), or
     ``verdicts`` (nodeid -> verdict) where the ledger is not the whole story yet (the publish gate)."""
     options = run.options
     if verdicts is None:
-        gates = [{"nodeid": n, "verdict": e.verdict, "why": e.why, "markers": list(e.markers)}
+        gates: list[dict[str, Any]] = [{"nodeid": n, "verdict": e.verdict, "why": e.why, "markers": list(e.markers)}
                  for n, e in sorted(run.ledger.entries.items()) if "release" in e.markers]
     else:
         gates = [{"nodeid": n, "verdict": v, "why": "", "markers": []} for n, v in sorted(verdicts.items())]
@@ -193,7 +200,7 @@ def review_section(run: HarnessRun, records: dict, exitstatus=None, verdicts: di
     rset = release_set_of(run)
     seen = {g["nodeid"] for g in gates if g["verdict"] != "not run"}
     collected = run.collected
-    not_run = [{"nodeid": n, "markers": collected.get(n, []), "group": review_page.group_of(n, collected.get(n))}
+    not_run: list[dict[str, Any]] = [{"nodeid": n, "markers": collected.get(n, []), "group": review_page.group_of(n, collected.get(n))}
                for n in (rset.gates if rset is not None else ()) if n not in seen]
     meanings = gate_meanings([*(g["nodeid"] for g in gates), *(g["nodeid"] for g in not_run)])
     for g in [*gates, *not_run]:
@@ -217,7 +224,7 @@ def review_section(run: HarnessRun, records: dict, exitstatus=None, verdicts: di
     }}
 
 
-def destinations(run: HarnessRun, records: dict) -> list[Path]:
+def destinations(run: HarnessRun, records: dict[str, dict[str, Any]]) -> list[Path]:
     """Where the page goes: --review-page, else the build's harness-logs/review.html and beside
     the --provenance-json report (``report.html`` for ``report.json``)."""
     explicit = run.config.getoption("review_page", None)
@@ -233,13 +240,13 @@ def destinations(run: HarnessRun, records: dict) -> list[Path]:
     return out
 
 
-def wants_page(run: HarnessRun, records: dict) -> bool:
+def wants_page(run: HarnessRun, records: dict[str, dict[str, Any]]) -> bool:
     """Whether this run writes a page (harness.wheel_facts builds the report document only then or for
     --provenance-json): a built wheel, --review-page or --provenance-json."""
     return bool(destinations(run, records))
 
 
-def merged_gpu_runs(run: HarnessRun, doc: dict):
+def merged_gpu_runs(run: HarnessRun, doc: dict[str, Any]) -> gpu_reports.Merged | None:
     """This run's own GPU gates plus --gpu-reports, merged per arch (None: neither exists)."""
     sha = (doc.get("wheel") or {}).get("sha256")
     arch = gpu_reports.report_arch(doc)  # the built arch, as data (never the requested text)
@@ -252,7 +259,7 @@ def merged_gpu_runs(run: HarnessRun, doc: dict):
     return gpu_reports.merge(reports, sha, arch)
 
 
-def publish_page(run: HarnessRun, dest: Path, audit, verdicts: dict, pin) -> Path:
+def publish_page(run: HarnessRun, dest: Path, audit: Audit | None, verdicts: dict[str, str], pin: WheelPin) -> Path:
     """The page the publish gate attaches to the GitHub release: this run's facts and every other
     gate's verdict (all passed, or there is no publish), written before the release is made."""
     doc = provenance_document(audit, {}, run.options)
@@ -262,7 +269,7 @@ def publish_page(run: HarnessRun, dest: Path, audit, verdicts: dict, pin) -> Pat
     return review_page.write_page(dest, doc, Path(pin.path), merged_gpu_runs(run, doc))
 
 
-def _wheel_path(run: HarnessRun, facts) -> Path | None:
+def _wheel_path(run: HarnessRun, facts: Audit | None) -> Path | None:
     # The run's private copy (harness.wheel_pin) when there is one: never the user's path again.
     if run.pin is not None:
         return Path(run.pin.path)
@@ -276,14 +283,14 @@ def _wheel_path(run: HarnessRun, facts) -> Path | None:
     return Path(run.placed_wheel) if run.placed_wheel else None
 
 
-def _part_of(nodeid: str, parts: dict) -> dict:
+def _part_of(nodeid: str, parts: dict[str, str]) -> dict[str, str]:
     """{"part": "K/N"} for a gate that ran one part of a split shard (tools.gpu_verify adds parts up)."""
     return next(({"part": p} for suffix, p in parts.items() if nodeid.endswith(suffix)), {})
 
 
-def extra_sections(run: HarnessRun, facts, records: dict) -> dict:
+def extra_sections(run: HarnessRun, facts: Audit | None, records: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The JSON report's ``wheel``, ``gpu_verification`` and ``build`` sections."""
-    out = {}
+    out: dict[str, Any] = {}
     wheel = _wheel_path(run, facts)
     if wheel is not None and wheel.is_file():
         out["wheel"] = {"filename": wheel.name, "sha256": sha256_of(wheel)}

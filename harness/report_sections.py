@@ -6,6 +6,9 @@ sends it to the controller with the report); the controller files them in Harnes
 """
 from __future__ import annotations
 
+from collections.abc import Container, Generator
+from typing import Any, cast
+
 import pytest
 
 from build_steps import gpu_reports
@@ -17,12 +20,13 @@ _GPU_MARKS = ("gpu", "cublas")
 _PROP = "mxnet_gpu_run"
 
 
-def _is_gpu_gate(keywords) -> bool:
+def _is_gpu_gate(keywords: Container[str]) -> bool:
     return any(m in keywords for m in _GPU_MARKS)
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if call.when == "call" and _is_gpu_gate(item.keywords):
         funcargs = getattr(item, "funcargs", {})
@@ -33,8 +37,8 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-def _record(runs: dict, report) -> None:
-    props = dict(report.user_properties).get(_PROP) or {}
+def _record(runs: dict[str, dict[str, Any]], report: pytest.TestReport) -> None:
+    props = cast("dict[str, Any]", dict(report.user_properties).get(_PROP) or {})
     why = ""
     if not report.passed:
         # The reason decided where the gate ran (harness.ledger): under -n 2 the report's text on
@@ -49,13 +53,13 @@ class _Collector:
     """Files HarnessRun.gpu_runs. Registered on every process: reports reach the controller's hook
     with ``config`` unset, so the collector holds the run itself."""
 
-    def __init__(self, run: HarnessRun):
+    def __init__(self, run: HarnessRun) -> None:
         self.run = run
 
-    def pytest_runtest_logreport(self, report):
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if _is_gpu_gate(report.keywords) and not (report.when != "call" and report.passed):
             _record(self.run.gpu_runs, report)
 
 
-def pytest_configure(config):
+def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_Collector(the_run(config)), "mxnet-gpu-runs")

@@ -17,7 +17,7 @@ import pytest
 from .state import Clock, HarnessRun, the_run
 
 
-def pytest_configure(config):
+def pytest_configure(config: pytest.Config) -> None:
     reports = config.getoption("gpu_reports", None)
     if reports is not None and not Path(reports).is_dir():
         raise pytest.UsageError(f"--gpu-reports {reports}: no such directory; pass the directory the "
@@ -28,13 +28,13 @@ def pytest_configure(config):
 class _ClockKeeper:
     """The run's clock. An object holding the run: pytest_runtest_logreport gets no config."""
 
-    def __init__(self, run: HarnessRun):
+    def __init__(self, run: HarnessRun) -> None:
         self.run = run
 
-    def pytest_sessionstart(self, session):
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.run.clock = Clock(start=time.monotonic())
 
-    def pytest_runtest_logreport(self, report):
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # The reporting process sees every report (xdist's controller gets the workers').
         clock = self.run.clock
         if clock is not None and report.when in ("setup", "call"):

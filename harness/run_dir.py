@@ -2,19 +2,25 @@
 ``workerinput``, removed or kept at the very end of the run."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from .state import RunDir, harness_run
 
+if TYPE_CHECKING:
+    from xdist.workermanage import WorkerController
+
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node):
+def pytest_configure_node(node: WorkerController) -> None:
     """pytest-xdist: each worker meets the others in the controller's run dir."""
-    node.workerinput[RunDir.WORKER_INPUT] = str(harness_run(node.config).dir.root)
+    # the controller's run exists: its pytest_configure made it before xdist starts a worker
+    node.workerinput[RunDir.WORKER_INPUT] = str(harness_run(node.config).dir.root)  # type: ignore[union-attr]
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_unconfigure(config):
+def pytest_unconfigure(config: pytest.Config) -> None:
     run = harness_run(config)
     if run is not None and not run.is_worker:
         run.dir.finish(config, run.exitstatus)

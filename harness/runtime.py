@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -26,13 +29,18 @@ from build_steps.cuda_stack import cublas_probe_args
 from .steps import guarded
 from .common import say
 
+if TYPE_CHECKING:
+    from build_steps.options import RunOptions
+    from build_steps.pinning import WheelPin
+    from build_steps.profile_data import Profile
+
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
 PROBES_DIR = HARNESS_ROOT / "tests" / "probes"
 CUBLAS_PROBE = PROBES_DIR / "cublas_probe.py"
 _VENV_KEY = "release-venv"
 
 
-def load_probe(name: str):
+def load_probe(name: str) -> ModuleType:
     """A probe script of tests/probes imported as a module, for the gates that also use its
     helpers in-process (the scripts are not a package: they run in the venv's interpreter)."""
     import importlib.util
@@ -40,19 +48,19 @@ def load_probe(name: str):
     key = f"_mxnet_probe_{name}"
     if key not in sys.modules:
         spec = importlib.util.spec_from_file_location(key, PROBES_DIR / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]  # the file exists
         sys.modules[key] = module
-        spec.loader.exec_module(module)
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
     return sys.modules[key]
 
 
 @pytest.fixture(scope="session")
-def release_venv(options, wheel_path, wheel_pin, shared_dir):
+def release_venv(options: RunOptions, wheel_path: Path, wheel_pin: WheelPin, shared_dir: Path) -> Iterator[venv.Venv]:
     """The venv (in --venv-dir or the run's shared temp dir) with the wheel and its deps installed."""
     root = options.venv_dir or (shared_dir / "release-venv")
     log = shared_dir / "release-venv-install.log"
 
-    def make() -> dict:
+    def make() -> dict[str, Any]:
         say(f"==> installing the wheel and its requirements into {root} (log: {log})")
         with heartbeat("install", log, say):
             try:
@@ -65,7 +73,7 @@ def release_venv(options, wheel_path, wheel_pin, shared_dir):
                 raise StepError(exc.step, f"{str(exc).splitlines()[0].split('] ', 1)[-1]}: "
                                 f"{filesystem.no_space(full)}", log=exc.log, tail=exc.tail) from None
 
-    def _make() -> dict:
+    def _make() -> dict[str, Any]:
         made = venv.create_venv(root, options.build_python or sys.executable, log=log,
                                 pass_env=options.pass_env)
         installed = venv.install(
@@ -81,7 +89,7 @@ def release_venv(options, wheel_path, wheel_pin, shared_dir):
 
 
 @pytest.fixture(scope="session")
-def install_report(release_venv, options, wheel_path) -> dict:
+def install_report(release_venv: venv.Venv, options: RunOptions, wheel_path: Path) -> dict[str, Any]:
     """check_install's facts: where mxnet and libmxnet.so resolve in the venv, and the version."""
     return venv.check_install(release_venv, venv.expected_version(wheel_path, options.package_version))
 
@@ -91,10 +99,10 @@ CPU_SIDE_PROBES = ("probe_opencv.py", "probe_onnx.py", "probe_features.py")
 
 
 @pytest.fixture(scope="session")
-def driver_stub(release_venv, install_report, shared_dir):
+def driver_stub(release_venv: venv.Venv, install_report: dict[str, Any], shared_dir: Path) -> str | None:
     """The stand-in libcuda.so.1 (build_steps.driver_stub) when the installed libmxnet.so needs
     libcuda.so.1 and the host has no driver; None otherwise. Made once; reported at the end."""
-    def produce() -> dict:
+    def produce() -> dict[str, Any]:
         libs = install_report.get("libmxnet") or []
         try:
             needs = bool(libs) and DRIVER_SONAME in read_dynamic(libs[0]).needed
@@ -104,13 +112,14 @@ def driver_stub(release_venv, install_report, shared_dir):
         if missing is None:
             return {"stub": None}
         return {"stub": str(make_stub(shared_dir / "driver-stub")), "why": missing}
-    return run_once(shared_dir, STUB_RECORD, produce)["stub"]
+    return cast("str | None", run_once(shared_dir, STUB_RECORD, produce)["stub"])
 
 
 @pytest.fixture(scope="session")
-def venv_probe(release_venv, tmp_path_factory, request):
+def venv_probe(release_venv: venv.Venv, tmp_path_factory: pytest.TempPathFactory,
+               request: pytest.FixtureRequest) -> Callable[..., dict[str, Any]]:
     """``venv_probe("probe_x.py", *args, timeout=..)`` runs a probe in the venv, returns its dict."""
-    def _probe(name: str, *args, timeout: float = 600, env: dict | None = None) -> dict:
+    def _probe(name: str, *args: object, timeout: float = 600, env: dict[str, str] | None = None) -> dict[str, Any]:
         if name in CPU_SIDE_PROBES:
             stub = request.getfixturevalue("driver_stub")
             env = {**(env or {}), STUB_ENV: stub} if stub else env
@@ -120,7 +129,7 @@ def venv_probe(release_venv, tmp_path_factory, request):
 
 
 @pytest.fixture(scope="session")
-def cuda_preflight(release_venv, profile, tmp_path_factory) -> dict:
+def cuda_preflight(release_venv: venv.Venv, profile: Profile, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The ctypes cuBLAS/driver preflight, run in the venv's interpreter before any MXNet import:
     driver and GPUs, the cuBLAS the wheel would load (the venv's pip dir of the profile's CUDA
     stack first, e.g. nvidia/cu13/lib), its version and the verdict on the stack's known traps.

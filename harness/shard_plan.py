@@ -7,13 +7,17 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from build_steps import acceptance
 from build_steps.errors import UsageError
 from build_steps.source import resolve_source
 
 from .state import HarnessRun
+
+if TYPE_CHECKING:
+    from build_steps.acceptance_suite import Shard
 
 #: The terminal summary's section the shard table is printed under.
 SECTION = "Acceptance shards (the fork's tools/run_wheel_full_test.sh)"
@@ -29,11 +33,11 @@ def source_root(run: HarnessRun) -> Path | None:
         return None
 
 
-def selected_shards(run: HarnessRun) -> list:
+def selected_shards(run: HarnessRun) -> list[Shard]:
     return run.shard_plan["selected"] if run.shard_plan else []
 
 
-def inapplicable_shard_gates(run: HarnessRun, gate_ids) -> dict[str, str]:
+def inapplicable_shard_gates(run: HarnessRun, gate_ids: Iterable[str]) -> dict[str, str]:
     """gate id -> why, for the shard gates among ``gate_ids`` that the fork's own script would not
     run on this tree (a conditional file is absent). Read from the fork's shard data, whatever
     --shards-file named: the release set's shards are the fork's."""
@@ -41,7 +45,7 @@ def inapplicable_shard_gates(run: HarnessRun, gate_ids) -> dict[str, str]:
     if root is None:
         return {}
     shards = acceptance.load_suite().shards
-    out = {}
+    out: dict[str, str] = {}
     for gate in gate_ids:
         for s in shards:
             if gate.endswith(f"::test_shard[{s.id}]") and (why := acceptance.not_applicable(s, root)):

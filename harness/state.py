@@ -17,7 +17,7 @@ import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -142,7 +142,7 @@ class RunDir:
     #: the workerinput key an xdist worker finds its controller's run dir under
     WORKER_INPUT = "mxnet_harness_run_dir"
 
-    def __init__(self, root: Path, given: bool, lock=None):
+    def __init__(self, root: Path, given: bool, lock: IO[str] | None = None) -> None:
         self.root = root
         self.given = given
         self._lock = lock
@@ -152,7 +152,7 @@ class RunDir:
         return self.root / "harness-shared"
 
     @classmethod
-    def for_controller(cls, config) -> "RunDir":
+    def for_controller(cls, config: pytest.Config) -> RunDir:
         given = config.option.basetemp
         if given:
             root = Path(os.path.abspath(given))
@@ -203,7 +203,7 @@ def _check_private(parent: Path) -> None:
 
 def _prune_runs(parent: Path, keep: int, current: Path) -> None:
     """Remove older run dirs beyond the newest ``keep``, skipping any whose run still holds its lock."""
-    def mtime(d):
+    def mtime(d: Path) -> float:
         try:
             return d.stat().st_mtime
         except OSError:
@@ -221,7 +221,7 @@ def _prune_runs(parent: Path, keep: int, current: Path) -> None:
             continue
 
 
-def open_run_dir(config) -> RunDir:
+def open_run_dir(config: pytest.Config) -> RunDir:
     """The run's dir, made once in pytest_configure (see RunDir)."""
     if hasattr(config, "workerinput"):
         return RunDir(Path(config.workerinput[RunDir.WORKER_INPUT]), given=True)

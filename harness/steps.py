@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import pytest
 
@@ -34,12 +34,15 @@ from build_steps.once import run_once
 
 from .common import LIVE, say
 
+if TYPE_CHECKING:
+    from build_steps.options import RunOptions
 
-def guarded(step: str, produce, where: Path):
+
+def guarded(step: str, produce: Callable[[], dict[str, Any]], where: Path) -> Callable[[], dict[str, Any]]:
     """``produce`` as the chain's step ``step``: an interrupt anywhere in it is that step's
     INTERRUPTED (exit 2, no traceback), and a full or read-only disk under ``where`` is one
     sentence naming the filesystem, not an OSError traceback."""
-    def run():
+    def run() -> dict[str, Any]:
         start = time.monotonic()
         try:
             return produce()
@@ -67,7 +70,7 @@ class BuildPaths:
     build dirs of one tree never share it), and a tree that cannot be written gets its dist/ in
     the build dir."""
 
-    def __init__(self, options, src: Path):
+    def __init__(self, options: RunOptions, src: Path) -> None:
         self.src = src
         bd = options.build_dir or Path(options.profile.build_dir)
         self.build_dir = (bd if bd.is_absolute() else src / bd).resolve()
@@ -77,11 +80,11 @@ class BuildPaths:
         self.dist = src / "dist" if filesystem.writable(src) is None else self.build_dir / "dist"
 
 
-def _always(_n) -> bool:
+def _always(_n: SimpleNamespace) -> bool:
     return True
 
 
-def _no_detail(_result: dict) -> str:
+def _no_detail(_result: dict[str, Any]) -> str:
     return ""
 
 
@@ -96,25 +99,25 @@ class Step:
     #: the summary's label (``build chain steps: stage+bundle 3.1s``)
     label: str
     #: the fixtures the step needs, by name (handed to ``produce``/``where``/``applies`` as attributes)
-    needs: tuple
+    needs: tuple[str, ...]
     #: needs -> the record's JSON (runs once per run, under ``guarded``)
-    produce: Callable[[Any], dict]
+    produce: Callable[[SimpleNamespace], dict[str, Any]]
     #: the record's JSON -> the fixture's value (the result type's from_json)
-    from_json: Callable[[dict], Any]
+    from_json: Callable[[dict[str, Any]], Any]
     #: needs -> where a full or read-only disk is looked for
-    where: Callable[[Any], Path]
+    where: Callable[[SimpleNamespace], Path]
     #: needs -> False when the step has nothing to do in this run (the fixture is None); may skip
-    applies: Callable[[Any], bool] = _always
+    applies: Callable[[SimpleNamespace], bool] = _always
     #: named in the summary only when it failed or was interrupted
     quiet: bool = False
     #: other names this step's errors carry (raised inside it by its build_steps module)
-    also_named: tuple = ()
+    also_named: tuple[str, ...] = ()
     #: the record's result -> what the summary adds after the step's time
-    detail: Callable[[dict], str] = _no_detail
+    detail: Callable[[dict[str, Any]], str] = _no_detail
 
-    def fixture_function(self):
+    def fixture_function(self) -> Callable[..., Any]:
         """The session fixture of this step: pytest asks for ``needs`` by the function's signature."""
-        def step_fixture(**needs):
+        def step_fixture(**needs: Any) -> Any:
             n = SimpleNamespace(**needs)
             if not self.applies(n):
                 return None
@@ -122,7 +125,7 @@ class Step:
                                            guarded(self.name, lambda: self.produce(n), self.where(n))))
         step_fixture.__name__ = self.fixture
         step_fixture.__doc__ = f"The build step {self.name!r} (harness.steps.CHAIN), run once for the run."
-        step_fixture.__signature__ = inspect.Signature(
+        step_fixture.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # pytest reads it
             [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY) for p in self.needs])
         return pytest.fixture(scope="session", name=self.fixture)(step_fixture)
 
@@ -130,22 +133,22 @@ class Step:
 # --------------------------------------------------------------------------------------------
 # What each step does in a run (the work itself is its build_steps module's)
 # --------------------------------------------------------------------------------------------
-def _say_each(prefix: str, lines) -> None:
+def _say_each(prefix: str, lines: Iterable[str]) -> None:
     for line in lines:
         say(f"{prefix}{line}")
 
 
-def _invocation_dir(n) -> Path:
+def _invocation_dir(n: SimpleNamespace) -> Path:
     return Path(n.request.config.invocation_params.dir)
 
 
-def _source_applies(n) -> bool:
+def _source_applies(n: SimpleNamespace) -> bool:
     if n.options.wheel is not None:
         pytest.skip("--wheel given: the build chain does not run (nothing is configured or built)")
     return True
 
 
-def _produce_source(n) -> dict:
+def _produce_source(n: SimpleNamespace) -> dict[str, Any]:
     root = source.resolve_source(n.options.mxnet_src, _invocation_dir(n))
     info = source.check_source_tree(root, {**n.options.profile.configure_flags, **n.options.cmake_defines})
     say(f"==> MXNet source tree: {root} (commit {info.commit or 'not a git checkout'}, "
@@ -154,7 +157,7 @@ def _produce_source(n) -> dict:
     return info.to_json()
 
 
-def _produce_cuda_root(n) -> dict:
+def _produce_cuda_root(n: SimpleNamespace) -> dict[str, Any]:
     say("==> assembling a CUDA root from nvcc + pip's nvidia-* wheels (cached)")
     start = time.monotonic()
     root = cuda_root.assemble_cuda_root(python=sys.executable, find_links=n.options.find_links,
@@ -164,7 +167,7 @@ def _produce_cuda_root(n) -> dict:
     return {**root.to_json(), "seconds": round(time.monotonic() - start, 1)}
 
 
-def _produce_configure(n) -> dict:
+def _produce_configure(n: SimpleNamespace) -> dict[str, Any]:
     options, paths, cuda, tool = n.options, n.build_paths, n.cuda_root, n.compiler_launcher
     if options.fresh and paths.build_dir.exists():
         say(f"==> --fresh: deleting {paths.build_dir}")
@@ -186,14 +189,14 @@ def _produce_configure(n) -> dict:
     return res.to_json()
 
 
-def _opencv_root(options) -> dict:
+def _opencv_root(options: RunOptions) -> dict[str, str]:
     """The fork's own switch for an OpenCV outside the default search path (--opencv-prefix)."""
     if options.opencv_prefix is None:
         return {}
     return {"OPENCV_ROOT": str(bundle.opencv_config_dir(options.opencv_prefix))}
 
 
-def _produce_compile(n) -> dict:
+def _produce_compile(n: SimpleNamespace) -> dict[str, Any]:
     paths = n.build_paths
     say(f"==> compile target mxnet in {paths.build_dir} with {n.options.jobs} jobs "
         f"(log: {paths.logs / 'compile.log'})")
@@ -209,11 +212,11 @@ def _produce_compile(n) -> dict:
     return {**res, "reproducible": repro, "toolchain": tools}
 
 
-def _compile_detail(result: dict) -> str:
+def _compile_detail(result: dict[str, Any]) -> str:
     return " (no work to do)" if result.get("no_work") else f" ({result.get('steps_run')} steps)"
 
 
-def _produce_stage(n) -> dict:
+def _produce_stage(n: SimpleNamespace) -> dict[str, Any]:
     """libmxnet.so + headers staged into a copy of python/mxnet under the build dir, OpenCV closure
     bundled, RUNPATHs set."""
     start = time.monotonic()
@@ -230,7 +233,7 @@ def _produce_stage(n) -> dict:
     return staged.record(time.monotonic() - start).to_json()
 
 
-def _produce_wheel(n) -> dict:
+def _produce_wheel(n: SimpleNamespace) -> dict[str, Any]:
     """The wheel, in a staging dir: dist/ gets it only after the gates passed (harness.chain)."""
     paths = n.build_paths
     version = n.options.wheel_version or n.profile.default_version()
@@ -241,12 +244,13 @@ def _produce_wheel(n) -> dict:
     return {**res.to_json(), "version": version, "dist": str(paths.dist)}
 
 
-def _wheel_of(record: dict) -> Path:
+def _wheel_of(record: dict[str, Any]) -> Path:
     return Path(record["wheel"])
 
 
-def _in_build_dir(n) -> Path:
-    return n.build_paths.build_dir
+def _in_build_dir(n: SimpleNamespace) -> Path:
+    paths: BuildPaths = n.build_paths
+    return paths.build_dir
 
 
 #: The chain, in order. The last row makes the wheel (the pin's producer, dist/'s candidate).
@@ -281,20 +285,20 @@ def step_by_record(record: str) -> Step:
     return next(step for step in CHAIN if step.record == record)
 
 
-def chain_records(shared: Path | None) -> dict:
+def chain_records(shared: Path | None) -> dict[str, dict[str, Any]]:
     """record key -> the run-once record of each chain step that ran, in chain order: what the
     summary (harness.chain), the JSON report and the review page read about the build. An
     unreadable record is left out."""
-    records = {}
+    records: dict[str, dict[str, Any]] = {}
     for step in CHAIN if shared is not None else ():
         try:
-            records[step.record] = json.loads((shared / f"{step.record}.json").read_text())
+            records[step.record] = json.loads((shared / f"{step.record}.json").read_text())  # type: ignore[operator]
         except (OSError, ValueError):
             continue
     return records
 
 
-def chain_stop_of(records: dict) -> str | None:
+def chain_stop_of(records: dict[str, dict[str, Any]]) -> str | None:
     """What stopped the chain (``"configure failed"``, ``"compile INTERRUPTED"``), None if nothing did."""
     for step in CHAIN:
         rec = records.get(step.record) or {}
@@ -307,13 +311,13 @@ def chain_stop_of(records: dict) -> str | None:
 AFTER_CHAIN = (("release-venv.state", "install"),)
 
 
-def after_chain_records(shared: Path | None) -> dict:
+def after_chain_records(shared: Path | None) -> dict[str, dict[str, Any]]:
     """label -> the failure record of each step after the chain that failed or was interrupted
     (the install's state file holds its product otherwise, which the summary does not time)."""
-    found = {}
+    found: dict[str, dict[str, Any]] = {}
     for key, label in AFTER_CHAIN if shared is not None else ():
         try:
-            rec = json.loads((shared / f"{key}.json").read_text())
+            rec = json.loads((shared / f"{key}.json").read_text())  # type: ignore[operator]
         except (OSError, ValueError):
             continue
         if rec.get("failed"):
@@ -321,7 +325,7 @@ def after_chain_records(shared: Path | None) -> dict:
     return found
 
 
-def step_times(records: dict, after: dict | None = None) -> list:
+def step_times(records: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """The summary's entries, one per step that ran (a quiet step only when it failed); ``after``:
     the failed steps after the chain (after_chain_records), so an interrupted install is named."""
     times = []
@@ -334,7 +338,7 @@ def step_times(records: dict, after: dict | None = None) -> list:
     return times
 
 
-def _entry(label: str, rec: dict, detail) -> str:
+def _entry(label: str, rec: dict[str, Any], detail: Callable[[dict[str, Any]], str]) -> str:
     if rec.get("interrupted"):
         return (f"{label} INTERRUPTED ({rec.get('error', '').split('] ', 1)[-1].split(';')[0]}; "
                 "re-run to resume)")
@@ -344,7 +348,7 @@ def _entry(label: str, rec: dict, detail) -> str:
     return f"{label} {r.get('seconds', 0):.1f}s{detail(r)}"
 
 
-def step_seconds(records: dict) -> dict:
+def step_seconds(records: dict[str, dict[str, Any]]) -> dict[str, float]:
     """record key -> seconds of each timed step that finished (the JSON report's build section)."""
     return {step.record: round(rec["result"]["seconds"], 1) for step in CHAIN if not step.quiet
             and (rec := records.get(step.record)) and (rec.get("result") or {}).get("seconds") is not None}

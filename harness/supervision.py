@@ -13,6 +13,8 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from types import FrameType
+from typing import Any, Callable, Union
 
 import pytest
 
@@ -21,18 +23,20 @@ from build_steps import supervise
 from .common import is_worker
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_KEY = pytest.StashKey[dict]()
+_KEY = pytest.StashKey[dict[str, Any]]()
+#: what signal.getsignal returns and signal.signal takes
+_Handler = Union[Callable[[int, Union[FrameType, None]], Any], int, signal.Handlers, None]
 
 
 class Interrupts:
     """The run's signal handlers: the first signal raises KeyboardInterrupt, later ones count."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.first: str | None = None
         self.absorbed = 0
-        self.previous: dict = {}
+        self.previous: dict[signal.Signals, _Handler] = {}
 
-    def handle(self, signum, frame):
+    def handle(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         if self.first is not None:
             self.absorbed += 1
@@ -62,7 +66,7 @@ class Interrupts:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_configure(config):
+def pytest_configure(config: pytest.Config) -> None:
     state = config.stash.setdefault(_KEY, {})
     if threading.current_thread() is threading.main_thread():
         state["interrupts"] = interrupts = Interrupts()
@@ -72,7 +76,7 @@ def pytest_configure(config):
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_unconfigure(config):
+def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(_KEY, {})
     if state.pop("supervision", None) is not None:
         supervise.finish()

@@ -9,6 +9,8 @@ known and it does nothing.
 """
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import pytest
 
 #: Options only this harness defines (conftest.py and harness/*): their presence says the user
@@ -18,7 +20,8 @@ HARNESS_OPTIONS = ("--mxnet-src", "--wheel", "--cuda-from-wheels", "--provenance
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_load_initial_conftests(early_config, parser, args):
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
+                                  args: list[str]) -> Generator[None, object, object]:
     result = yield
     _, unknown = parser.parse_known_and_unknown_args(args)
     ours = [a for a in unknown if a.split("=", 1)[0] in HARNESS_OPTIONS]

@@ -3,6 +3,10 @@ travels under from the process that ran the gate to the one that files it (harne
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import pytest
 
 #: The user_properties key the verdict travels under.
 VERDICT_PROPERTY = "mxnet_verdict"
@@ -21,15 +25,15 @@ def failure_reason(text: str) -> str:
     return (stripped or [""])[0][:300]
 
 
-def skip_reason(report) -> str:
+def skip_reason(report: pytest.TestReport) -> str:
     if isinstance(report.longrepr, tuple):
         return str(report.longrepr[2]).removeprefix("Skipped: ")
     return str(report.longrepr or "")
 
 
-def verdict_of(report) -> dict | None:
+def verdict_of(report: pytest.TestReport) -> dict[str, Any] | None:
     """The verdict the gate's own process attached to ``report`` (None for reports without one)."""
     for key, value in getattr(report, "user_properties", ()):
         if key == VERDICT_PROPERTY:
-            return value
+            return cast("dict[str, Any]", value)  # harness.ledger's facts
     return None

@@ -3,6 +3,7 @@ gates' verdicts (the end of the run reports them: terminal summary and ``--prove
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -15,19 +16,26 @@ from build_steps.readers.wheel import extract_wheel
 from .state import HarnessRun, the_run
 from .verdicts import failure_reason, verdict_of
 
+if TYPE_CHECKING:
+    from build_steps.options import RunOptions
+    from build_steps.pinning import WheelPin
+    from build_steps.readers.audit import Audit
+    from build_steps.readers.loader import ObjectInfo
+    from build_steps.readers.wheel import ExtractedWheel
+
 
 @pytest.fixture(scope="session")
-def wheel_path(wheel_pin) -> Path:
+def wheel_path(wheel_pin: WheelPin) -> Path:
     """The wheel under test (``--wheel PATH``, else the chain's build), as pinned for this run
     (harness.wheel_pin): same name, the bytes hashed when the run started."""
     return Path(wheel_pin.path)
 
 
 @pytest.fixture(scope="session")
-def extracted_wheel(wheel_pin, shared_dir):
+def extracted_wheel(wheel_pin: WheelPin, shared_dir: Path) -> ExtractedWheel:
     """The wheel, extracted (RECORD verified while extracting) once for all xdist workers. A wheel
     that cannot be extracted is one fault: the first gate reports it and the run stops."""
-    def extract():
+    def extract() -> ExtractedWheel:
         try:
             return extract_wheel(verify(wheel_pin, "extraction"), shared_dir / "wheel")
         except WheelUnusable:
@@ -38,13 +46,13 @@ def extracted_wheel(wheel_pin, shared_dir):
 
 
 @pytest.fixture(scope="session")
-def audit(extracted_wheel, options, shared_dir):
+def audit(extracted_wheel: ExtractedWheel, options: RunOptions, shared_dir: Path) -> Audit:
     """Every fact the static gates judge (build_steps.readers.audit.collect), computed once."""
     return shared_product(shared_dir, "audit", lambda: collect(extracted_wheel, options))
 
 
 @pytest.fixture(scope="session")
-def libmxnet_info(audit):
+def libmxnet_info(audit: Audit) -> ObjectInfo:
     """libmxnet.so's dynamic facts; a gate that needs them fails with the reason they are missing."""
     if audit.libmxnet_error or audit.libmxnet is None:
         pytest.fail(f"cannot check: {audit.libmxnet_error}", pytrace=False)
@@ -55,10 +63,10 @@ class ProvenanceReport:
     """Files the static gates' verdicts (HarnessRun.provenance_verdicts; on the xdist controller:
     every worker's) for the provenance report the end of the run builds (harness.finish)."""
 
-    def __init__(self, run: HarnessRun):
+    def __init__(self, run: HarnessRun) -> None:
         self.verdicts = run.provenance_verdicts
 
-    def pytest_runtest_logreport(self, report):
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if "provenance" not in report.keywords or (report.when != "call" and report.passed):
             return
         why = ""
@@ -70,5 +78,5 @@ class ProvenanceReport:
             self.verdicts[report.nodeid] = (report.outcome, why)
 
 
-def pytest_configure(config):
+def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(ProvenanceReport(the_run(config)), "mxnet-provenance-report")

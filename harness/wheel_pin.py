@@ -8,6 +8,9 @@ the private copy after checking its hash; the JSON report and the release notes 
 """
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import pytest
 
 from build_steps.pinning import WheelPin
@@ -16,18 +19,21 @@ from .pin_record import pin_once
 from .state import the_run
 from .steps import WHEEL_STEP
 
+if TYPE_CHECKING:
+    from build_steps.options import RunOptions
+
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session):
+def pytest_sessionstart(session: pytest.Session) -> None:
     run = the_run(session.config)
     if run.mode != "audit" or run.is_worker or session.config.option.collectonly:
         return
-    pin_once(run.shared, run.options.wheel)
+    pin_once(run.shared, run.options.wheel)  # type: ignore[arg-type]  # an audit has --wheel
 
 
 @pytest.fixture(scope="session")
-def wheel_pin(options, shared_dir, request) -> WheelPin:
+def wheel_pin(options: RunOptions, shared_dir: Path, request: pytest.FixtureRequest) -> WheelPin:
     """The pinned wheel: ``--wheel PATH`` (pinned at session start), else the chain's last step's."""
     run = the_run(request.config)
     wheel = options.wheel if run.mode == "audit" else request.getfixturevalue(WHEEL_STEP.fixture)
-    return pin_once(shared_dir, wheel)
+    return pin_once(shared_dir, wheel)  # type: ignore[arg-type]  # an audit has --wheel

@@ -6,6 +6,7 @@ verdict ledger (HarnessRun.ledger), which on an xdist controller holds every wor
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from build_steps import launcher, package
 from build_steps.overrides import broken_promises, development_option_promises
@@ -14,6 +15,9 @@ from build_steps.readers import ninja_log
 
 from .state import HarnessRun
 from .steps import step_times
+
+if TYPE_CHECKING:
+    from build_steps.options import RunOptions
 
 
 def gate_failures(run: HarnessRun) -> tuple[list[str], int]:
@@ -42,9 +46,9 @@ def place_wheel(run: HarnessRun, wheel: Path, dist: Path, failed: list[str], pas
     return f"wheel passed {passed_provenance} provenance gate(s): {dest}", str(dest)
 
 
-def chain_lines(records: dict, after: dict | None = None) -> list[str]:
+def chain_lines(records: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """Which tree was built, and each step's time (or FAILED, or INTERRUPTED, the install's too)."""
-    lines = []
+    lines: list[str] = []
     src = records.get("source", {}).get("result", {})
     if src:
         lines.append(f"build chain: MXNet tree {src.get('root')} (commit {src.get('commit') or 'n/a'})")
@@ -62,12 +66,12 @@ def chain_lines(records: dict, after: dict | None = None) -> list[str]:
     return lines
 
 
-def override_lines(options) -> list[str]:
+def override_lines(options: RunOptions) -> list[str]:
     """The development switches of this run, each with the promise it breaks (if any)."""
     if not options.cmake_defines and not options.allow_dirty and not options.development_options:
         return []
     broken = development_option_promises(options) + broken_promises(options)
-    lines = []
+    lines: list[str] = []
     if options.development_options:
         lines.append("development options: " + " ".join(options.development_options))
     lines += [f"host workaround (allowed): {w}" for w in options.host_workarounds]

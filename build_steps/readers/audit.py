@@ -8,9 +8,10 @@ that owns it to report, so one bad input does not turn into twenty tracebacks.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -24,6 +25,17 @@ from .install_rules import InstallFacts, collect_install_facts
 from .loadability import Loadability, collect_loadability, elf_members
 from ..profile_data import CMAKE_FEATURES
 
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
+    from ..profile_data import Profile
+    from .fatbin import FatbinReport
+    from .macho_audit import MachoFacts
+    from .wheel import ExtractedWheel
+
+# ``options`` below is a build_steps.options.RunOptions, typed Any: build_steps.options imports the
+# readers, so naming it here would close an import circle.
+
 LIBMXNET = "mxnet/libmxnet.so"
 BUNDLE_DIR = "mxnet/lib/"
 
@@ -31,15 +43,15 @@ BUNDLE_DIR = "mxnet/lib/"
 @dataclass
 class Requirements:
     """Requires-Dist split into hard requirements and extras (canonical name -> specifier text)."""
-    hard: dict = field(default_factory=dict)
-    extras: dict = field(default_factory=dict)      # name -> {extra: specifier}
-    conditional: dict = field(default_factory=dict)  # hard but behind a non-extra marker
-    raw: list = field(default_factory=list)
-    invalid: list = field(default_factory=list)
+    hard: dict[str, str] = field(default_factory=dict)
+    extras: dict[str, dict[str, str]] = field(default_factory=dict)      # name -> {extra: specifier}
+    conditional: dict[str, str] = field(default_factory=dict)  # hard but behind a non-extra marker
+    raw: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
     #: two lines naming one distribution where both apply: "<line> / <line>: why"
-    conflicts: list = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
     #: canonical names of those distributions (the pin gate leaves them to the conflict gate)
-    conflicted: set = field(default_factory=set)
+    conflicted: set[str] = field(default_factory=set)
 
 
 def _context(req: Requirement) -> str | None:
@@ -53,12 +65,12 @@ def _context(req: Requirement) -> str | None:
     return ""
 
 
-def parse_requirements(lines) -> Requirements:
+def parse_requirements(lines: Iterable[Requirement | str] | None) -> Requirements:
     """Every Requires-Dist line, read the way pip reads them: all of them, not the last per name.
     Two lines for one distribution that apply together are a conflict pip resolves by demanding
     both specifiers (unsatisfiable when they disagree), so each such pair is recorded."""
     out = Requirements()
-    seen: dict = {}   # (name, context) -> (text, specifier)
+    seen: dict[tuple[str, str], tuple[str, SpecifierSet, int]] = {}   # (name, context) -> (text, specifier, line)
     for number, line in enumerate(lines or []):
         text = str(line).strip()
         out.raw.append(text)
@@ -100,50 +112,50 @@ class Audit:
     filename: str
     distribution: str
     version: str
-    tags: list
+    tags: list[str]
     build_tag: str | None
-    record_problems: list
-    metadata_problems: list
-    members: list
+    record_problems: list[str]
+    metadata_problems: list[str]
+    members: list[str]
     profile: str
     libmxnet_present: bool
     libmxnet: ObjectInfo | None
     libmxnet_error: str | None
-    bundled: list                  # every member under mxnet/lib/
-    bundled_elf: list              # those that are ELF files
+    bundled: list[str]             # every member under mxnet/lib/
+    bundled_elf: list[str]         # those that are ELF files
     closure: Closure
-    fatbin: dict | None            # FatbinReport.to_json() or None (no .nv_fatbin)
+    fatbin: dict[str, Any] | None  # FatbinReport.to_json() or None (no .nv_fatbin)
     fatbin_error: str | None
     requirements: Requirements
-    onnx_files: list
-    cmake: dict | None = None      # {"path", "features": {KEY: {enabled, raw}}, "cuda_arch"}
-    git: dict | None = None        # GitState as a dict
-    stamps: dict = field(default_factory=dict)
-    warnings: list = field(default_factory=list)
-    _fatbin_obj: object = field(default=None, repr=False)
+    onnx_files: list[str]
+    cmake: dict[str, Any] | None = None      # {"path", "features": {KEY: {enabled, raw}}, "cuda_arch"}
+    git: dict[str, Any] | None = None        # GitState as a dict
+    stamps: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    _fatbin_obj: FatbinReport | None = field(default=None, repr=False)
     #: the macOS flavor's Mach-O facts (build_steps.readers.macho_audit.MachoFacts); None for ELF wheels
-    macho: object = None
+    macho: MachoFacts | None = None
     #: every ELF member of the wheel (the closure and the loadability gates judge them all)
-    elf_members: list = field(default_factory=list)
+    elf_members: list[str] = field(default_factory=list)
     loadability: Loadability | None = None
     #: directories the wheel ships libraries in: mxnet/lib and every one a RUNPATH reaches
-    shipped_dirs: list = field(default_factory=list)
+    shipped_dirs: list[str] = field(default_factory=list)
     #: every member in those directories (the forbidden-library rule judges them all)
-    shipped: list = field(default_factory=list)
+    shipped: list[str] = field(default_factory=list)
     #: every ELF of the wheel that carries a .nv_fatbin: member -> FatbinReport.to_json()
-    fatbins: dict = field(default_factory=dict)
+    fatbins: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: member -> why its .nv_fatbin cannot be read
-    fatbin_errors: dict = field(default_factory=dict)
-    _fatbin_objs: dict = field(default_factory=dict, repr=False)
+    fatbin_errors: dict[str, str] = field(default_factory=dict)
+    _fatbin_objs: dict[str, FatbinReport] = field(default_factory=dict, repr=False)
     #: where pip installs each member and what the layout, start-up and ownership gates judge
     #: (build_steps.readers.install_rules.InstallFacts)
     install: InstallFacts | None = None
 
     @property
-    def needed(self) -> list:
+    def needed(self) -> list[str]:
         return list(self.libmxnet.needed) if self.libmxnet and not self.libmxnet.error else []
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("_fatbin_obj", None)
         data.pop("_fatbin_objs", None)
@@ -152,7 +164,8 @@ class Audit:
         return data
 
 
-def _libmxnet(root: Path, extracted, members=None) -> tuple:
+def _libmxnet(root: Path, extracted: ExtractedWheel, members: Collection[str] | None = None
+              ) -> tuple[bool, ObjectInfo | None, str | None]:
     if not (LIBMXNET in members if members is not None else extracted.has(LIBMXNET)):
         return False, None, (f"{extracted.filename} does not contain {LIBMXNET}: the package was staged "
                              "without the library (check the build's stage step / setup.py package_data)")
@@ -160,7 +173,8 @@ def _libmxnet(root: Path, extracted, members=None) -> tuple:
     return True, info, info.error and f"{LIBMXNET}: {info.error}"
 
 
-def _fatbin(path: Path, member: str = LIBMXNET, seen: dict | None = None):
+def _fatbin(path: Path, member: str = LIBMXNET, seen: dict[tuple[int, int], FatbinReport | None] | None = None
+            ) -> tuple[FatbinReport | None, dict[str, Any] | None, str | None]:
     from .fatbin import read_fatbin  # imported late: the CPU audit needs no fatbin reader
     try:
         report = read_by_inode(path, read_fatbin, seen)
@@ -171,22 +185,22 @@ def _fatbin(path: Path, member: str = LIBMXNET, seen: dict | None = None):
     return report, report.to_json(), None
 
 
-def _all_fatbins(root: Path, elves: list, audit) -> None:
+def _all_fatbins(root: Path, elves: list[str], audit: Audit) -> None:
     """The fatbin of every ELF in the wheel: a second CUDA library's kernels are as much the
     wheel's promise as libmxnet.so's (SONAME twins, linked to one file, are read once)."""
-    seen: dict = {}
+    seen: dict[tuple[int, int], FatbinReport | None] = {}
     for member in elves:
         report, data, error = _fatbin(root / member, member, seen)
         if error:
             audit.fatbin_errors[member] = error
         elif report is not None:
-            audit.fatbins[member] = data
+            audit.fatbins[member] = data  # type: ignore[assignment]  # a report has its JSON
             audit._fatbin_objs[member] = report
 
 
-def arch_table(audit) -> list:
+def arch_table(audit: Audit) -> list[str]:
     """One line per library with GPU code: its SASS (suffixed variants as they are) and PTX."""
-    rows = []
+    rows: list[str] = []
     for member, fat in sorted(audit.fatbins.items(), key=lambda kv: (kv[0] != LIBMXNET, kv[0])):
         rows.append(f"{member}: SASS {' '.join(fat['sass']) or '(none)'}; PTX {' '.join(fat['ptx']) or '(none)'}; "
                     f"{fat['containers']} containers")
@@ -194,7 +208,8 @@ def arch_table(audit) -> list:
     return rows
 
 
-def _stamps(lib: Path | None, build_dir: Path | None, strings=find_strings) -> dict:
+def _stamps(lib: Path | None, build_dir: Path | None, strings: Callable[[Path, bytes], list[str]] = find_strings
+            ) -> dict[str, Any]:
     """The commit stamp: from the binary first; build files as a reported fallback."""
     out: dict[str, Any] = {"binary": [], "build_files": {}, "build_dir": str(build_dir) if build_dir else None,
            "source": None}
@@ -208,7 +223,7 @@ def _stamps(lib: Path | None, build_dir: Path | None, strings=find_strings) -> d
     return out
 
 
-def _wheel_facts(extracted) -> dict:
+def _wheel_facts(extracted: ExtractedWheel) -> dict[str, Any]:
     """What the wheel says about itself (name, version, tags, RECORD, METADATA), any format."""
     return dict(
         wheel_file=str(getattr(extracted, "path", "")), filename=extracted.filename,
@@ -219,7 +234,7 @@ def _wheel_facts(extracted) -> dict:
         metadata_problems=list(extracted.metadata_problems or []))
 
 
-def collect(extracted, options) -> Audit:
+def collect(extracted: ExtractedWheel, options: Any) -> Audit:
     profile = options.profile
     if profile.macho is not None:
         return _collect_macho(extracted, options)
@@ -295,13 +310,15 @@ def collect(extracted, options) -> Audit:
     return audit
 
 
-def _install_facts(extracted, root: Path, members: list, audit: Audit, profile, native=()) -> InstallFacts:
+def _install_facts(extracted: ExtractedWheel, root: Path, members: list[str], audit: Audit, profile: Profile,
+                   native: Iterable[str] = ()) -> InstallFacts:
     """The install map's facts (any binary format): ``native`` are the members known to be native code."""
     return collect_install_facts(root, members, getattr(extracted, "wheel_info", None), audit.tags,
                                  getattr(extracted, "requires_dist", None) or [], profile, native)
 
 
-def _build_provenance(audit: Audit, options, lib_path: Path | None, strings=find_strings) -> None:
+def _build_provenance(audit: Audit, options: Any, lib_path: Path | None,
+                      strings: Callable[[Path, bytes], list[str]] = find_strings) -> None:
     """The CMake cache, git state and commit stamps, when --cmake-cache / --mxnet-src name them;
     ``strings`` finds the stamp in the library (ELF .rodata, or Mach-O __cstring)."""
     profile = options.profile
@@ -327,7 +344,7 @@ def _build_provenance(audit: Audit, options, lib_path: Path | None, strings=find
         audit.stamps = _stamps(lib_path, build_dir, strings)
 
 
-def _collect_macho(extracted, options) -> Audit:
+def _collect_macho(extracted: ExtractedWheel, options: Any) -> Audit:
     """The macOS flavor: the format-neutral facts as for ELF, the libraries read as Mach-O."""
     from . import macho
     from .macho_audit import collect_macho, tag_warnings

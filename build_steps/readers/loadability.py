@@ -15,15 +15,21 @@ Nothing here raises on a bad wheel: an unreadable ELF is recorded for the gates 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .elf import NotElfError, is_elf, normalize_origin
 from .elf_load import PLATFORM_ELF, LoadFacts, platform_arch, read_load_facts
 from .loader import BUNDLED, UNRESOLVED, Closure, read_by_inode
 from .symbol_floor import effective_floor, split_version, vtuple
 from .wheel_name import platform_of
+
+if TYPE_CHECKING:
+    from packaging.tags import Tag
+
+    from ..profile_data import Profile
 
 #: Bundled libraries of the graphics stack: what OpenCV's closure reaches and a slim container
 #: lacks ("libGL.so.1: cannot open shared object file" is the classic failure on such images).
@@ -37,47 +43,47 @@ _NOT_ELF_SUFFIXES = (".py", ".pyi", ".pyc", ".h", ".hpp", ".cuh", ".cc", ".cpp",
 class ElfFacts:
     member: str
     runpath_tag: str | None = None      # RUNPATH, RPATH or None
-    runpath: list = field(default_factory=list)
+    runpath: list[str] = field(default_factory=list)
     elf_class: int | None = None
     little_endian: bool | None = None
     machine: str | None = None
     stack: str | None = None            # rw / rwx / None (no PT_GNU_STACK)
     textrel: bool = False
-    max_versions: dict = field(default_factory=dict)   # family -> "2.34"
+    max_versions: dict[str, str] = field(default_factory=dict)   # family -> "2.34"
     error: str | None = None
 
 
 @dataclass
 class Loadability:
     platform: str | None                # the tag's architecture (x86_64 ...)
-    objects: dict = field(default_factory=dict)         # member -> ElfFacts
-    bad_runpath: list = field(default_factory=list)     # {member, tag, entry, why}
-    refused: list = field(default_factory=list)         # {member, kind, reason}
-    unresolved: list = field(default_factory=list)      # {by, needed, detail}
-    host_needed: dict = field(default_factory=dict)     # baseline group -> sorted SONAMEs
-    stale: list = field(default_factory=list)           # bundled members nothing needs
+    objects: dict[str, ElfFacts] = field(default_factory=dict)         # member -> ElfFacts
+    bad_runpath: list[dict[str, Any]] = field(default_factory=list)     # {member, tag, entry, why}
+    refused: list[dict[str, str]] = field(default_factory=list)         # {member, kind, reason}
+    unresolved: list[dict[str, Any]] = field(default_factory=list)      # {by, needed, detail}
+    host_needed: dict[str, Any] = field(default_factory=dict)     # baseline group -> sorted SONAMEs (a set while collected)
+    stale: list[str] = field(default_factory=list)           # bundled members nothing needs
     #: why stale could not be judged (a reached bundled file is not ELF: what it needed is unknown)
     stale_undecided: str = ""
-    soname_conflicts: dict = field(default_factory=dict)  # SONAME -> [members] (different bytes)
-    duplicates: list = field(default_factory=list)      # [[members with identical bytes], ...]
+    soname_conflicts: dict[str, list[str]] = field(default_factory=dict)  # SONAME -> [members] (different bytes)
+    duplicates: list[list[str]] = field(default_factory=list)      # [[members with identical bytes], ...]
     duplicate_bytes: int = 0
-    symbol_max: dict = field(default_factory=dict)      # family -> {version, member, library}
-    floor: dict = field(default_factory=dict)           # family -> version
-    floor_source: dict = field(default_factory=dict)
-    floor_exceeded: list = field(default_factory=list)  # {member, symbol, library, floor}
-    graphics: list = field(default_factory=list)        # bundled graphics-stack members
+    symbol_max: dict[str, dict[str, str]] = field(default_factory=dict)      # family -> {version, member, library}
+    floor: dict[str, str] = field(default_factory=dict)           # family -> version
+    floor_source: dict[str, str] = field(default_factory=dict)
+    floor_exceeded: list[dict[str, str]] = field(default_factory=list)  # {member, symbol, library, floor}
+    graphics: list[str] = field(default_factory=list)        # bundled graphics-stack members
 
 
-def elf_members(root: Path, members) -> list:
+def elf_members(root: Path, members: Iterable[str]) -> list[str]:
     """Every member that is an ELF file (dist-info and obvious source/text files skipped)."""
     root = Path(root)
     return [m for m in members if not m.endswith("/") and ".dist-info/" not in m
             and not m.endswith(_NOT_ELF_SUFFIXES) and is_elf(root / m)]
 
 
-def _read_all(root: Path, elves: list, closure: Closure) -> dict:
+def _read_all(root: Path, elves: list[str], closure: Closure) -> dict[str, tuple[ElfFacts, LoadFacts | None]]:
     seen: dict[tuple[int, int], LoadFacts] = {}
-    out: dict[str, Any] = {}
+    out: dict[str, tuple[ElfFacts, LoadFacts | None]] = {}
     for member in elves:
         facts = ElfFacts(member)
         obj = closure.objects.get(member)
@@ -96,12 +102,12 @@ def _read_all(root: Path, elves: list, closure: Closure) -> dict:
     return out
 
 
-def _runpath_problems(member: str, facts: ElfFacts, destination=None) -> list:
+def _runpath_problems(member: str, facts: ElfFacts, destination: tuple[str, str] | None = None) -> list[dict[str, Any]]:
     """``destination``: (scheme, path under the scheme's root) where pip installs the member
     (build_steps.readers.install_map); $ORIGIN is that directory, not the member's place in the zip."""
     scheme, path = destination or ("platlib", member)
     depth = path.count("/")   # directories between the scheme's root (site-packages) and the member
-    out = []
+    out: list[dict[str, Any]] = []
     for entry in facts.runpath:
         norm = normalize_origin(entry)
         if not norm.startswith("$ORIGIN"):
@@ -131,8 +137,8 @@ def _runpath_problems(member: str, facts: ElfFacts, destination=None) -> list:
 EXEC_STACK, TEXTREL, PLATFORM = "exec-stack", "textrel", "platform"
 
 
-def _refusals(member: str, facts: ElfFacts, platform: str | None) -> list:
-    out = []
+def _refusals(member: str, facts: ElfFacts, platform: str | None) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
     if facts.stack is None:
         out.append((EXEC_STACK, f"{member}: no PT_GNU_STACK header, so the loader gives it an executable stack; glibc 2.41 "
                    "and later refuse to load it (\"cannot enable executable stack\"); fix: link with "
@@ -156,13 +162,13 @@ def _refusals(member: str, facts: ElfFacts, platform: str | None) -> list:
     return out
 
 
-def _reached(bundle_dir: str, facts: dict, closure: Closure, bundled: list) -> set:
+def _reached(bundle_dir: str, facts: Mapping[str, object], closure: Closure, bundled: list[str]) -> set[str]:
     """Members reached from every ELF outside the bundle dir, through NEEDED names (the resolved
     member, and any bundled file of that name: a broken RUNPATH is another gate's failure)."""
-    by_name: dict = {}
+    by_name: dict[str, list[str]] = {}
     for m in bundled:
         by_name.setdefault(m.rsplit("/", 1)[-1], []).append(m)
-    found: dict = {}
+    found: dict[tuple[str, str], str] = {}
     for r in closure.resolutions:
         if r.verdict == BUNDLED and r.found:
             found.setdefault((r.by, r.needed), r.found)
@@ -179,9 +185,11 @@ def _reached(bundle_dir: str, facts: dict, closure: Closure, bundled: list) -> s
     return reached
 
 
-def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes: dict, sizes: dict,
-                        tags, profile, floor_override: dict | None = None, shipped=None,
-                        destinations: dict | None = None) -> Loadability:
+def collect_loadability(root: Path | str, members: Collection[str], bundle_dir: str, closure: Closure,
+                        hashes: Mapping[str, str], sizes: Mapping[str, int], tags: Collection[Tag | str],
+                        profile: Profile, floor_override: Mapping[str, str] | None = None,
+                        shipped: Iterable[str] | None = None,
+                        destinations: Mapping[str, tuple[str, str]] | None = None) -> Loadability:
     """``shipped``: every member of a directory a RUNPATH reaches (default: ``bundle_dir``'s);
     one SONAME with two contents is judged across them all."""
     root = Path(root)
@@ -224,13 +232,13 @@ def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes
     bundled = sorted(m for m in members if m.startswith(bundle_dir) and not m.endswith("/"))
     bundled_elf = [m for m in bundled if m in read]
     reached = _reached(bundle_dir, read, closure, bundled)
-    by_hash: dict = {}
+    by_hash: dict[str, list[str]] = {}
     for m in elves:
         if m in hashes:
             by_hash.setdefault(hashes[m], []).append(m)
     out.duplicates = sorted(sorted(g) for g in by_hash.values() if len(g) > 1)
     out.duplicate_bytes = sum(sizes.get(g[0], 0) * (len(g) - 1) for g in out.duplicates)
-    by_soname: dict = {}
+    by_soname: dict[str, list[str]] = {}
     shipped_elf = sorted(set(bundled_elf) | {m for m in (shipped or []) if m in read})
     for m in shipped_elf:
         obj = closure.objects.get(m)
@@ -257,13 +265,13 @@ def collect_loadability(root, members, bundle_dir: str, closure: Closure, hashes
     return out
 
 
-def summary_lines(ld: Loadability | None) -> list:
+def summary_lines(ld: Loadability | None) -> list[str]:
     """The report's lines on loadability (build_steps.readers.report adds them to the provenance summary)."""
     if ld is None:
         return []
     lines = [f"ELF files: {len(ld.objects)} (platform {ld.platform or 'unknown'}); unresolved NEEDED: "
              + (", ".join(f"{u['needed']} (by {u['by']})" for u in ld.unresolved[:8]) or "none")]
-    by_rule: dict = {}
+    by_rule: dict[str, list[str]] = {}
     for u in ld.unresolved:
         by_rule.setdefault(u.get("rule") or "other", []).append(u["needed"])
     for rule, names in sorted(by_rule.items()):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from macholib import mach_o
 from macholib.MachO import MachO
@@ -43,21 +44,21 @@ class Slice:
     arch: str
     filetype: str                      # dylib, bundle, execute, object, ...
     install_id: str | None             # LC_ID_DYLIB
-    loads: list = field(default_factory=list)   # [(kind, path)] in load-command order
-    rpaths: list = field(default_factory=list)  # LC_RPATH paths, in order
+    loads: list[tuple[str, str]] = field(default_factory=list)   # [(kind, path)] in load-command order
+    rpaths: list[str] = field(default_factory=list)  # LC_RPATH paths, in order
     platform: str | None = None        # LC_BUILD_VERSION platform ("macOS"), None for the old command
     min_os: str | None = None          # LC_BUILD_VERSION minos or LC_VERSION_MIN_MACOSX version
     sdk: str | None = None
     version_command: str | None = None  # which command min_os came from
     offset: int = 0                    # where the slice starts in the file (fat binaries)
-    signature: tuple | None = None     # LC_CODE_SIGNATURE (dataoff, datasize) within the slice
+    signature: tuple[int, int] | None = None     # LC_CODE_SIGNATURE (dataoff, datasize) within the slice
 
     @property
     def signed(self) -> bool:
         return self.signature is not None
 
     @property
-    def load_paths(self) -> list:
+    def load_paths(self) -> list[str]:
         return [path for _kind, path in self.loads]
 
 
@@ -65,17 +66,17 @@ class Slice:
 class MachOInfo:
     path: str
     fat: bool
-    slices: list
+    slices: list[Slice]
 
     @property
-    def archs(self) -> list:
+    def archs(self) -> list[str]:
         return [s.arch for s in self.slices]
 
     def slice_for(self, arch: str) -> Slice | None:
         return next((s for s in self.slices if s.arch == arch), None)
 
 
-def magic_of(path) -> int | None:
+def magic_of(path: str | Path) -> int | None:
     try:
         with open(path, "rb") as fh:
             head = fh.read(8)
@@ -83,10 +84,11 @@ def magic_of(path) -> int | None:
         return None
     if len(head) < 8:
         return None
-    return struct.unpack(">I", head[:4])[0]
+    magic: int = struct.unpack(">I", head[:4])[0]
+    return magic
 
 
-def is_macho(path) -> bool:
+def is_macho(path: str | Path) -> bool:
     """True for a thin or fat Mach-O file (a fat header with a sane arch count, unlike a Java class)."""
     magic = magic_of(path)
     if magic in _THIN_MAGICS:
@@ -94,7 +96,7 @@ def is_macho(path) -> bool:
     if magic in _FAT_MAGICS:
         with open(path, "rb") as fh:
             fh.seek(4)
-            count = struct.unpack(">I", fh.read(4))[0]
+            count: int = struct.unpack(">I", fh.read(4))[0]
         return 0 < count < 32
     return False
 
@@ -105,19 +107,19 @@ def version_text(packed: int) -> str:
     return f"{major}.{minor}" + (f".{patch}" if patch else "")
 
 
-def _lc_string(data) -> str:
+def _lc_string(data: object) -> str:
     raw = data if isinstance(data, bytes) else b""
     return raw.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
 
 
-def _arch(header) -> str:
+def _arch(header: Any) -> str:  # a macholib MachOHeader
     cputype, subtype = int(header.header.cputype), int(header.header.cpusubtype) & 0xFFFFFF
     raw = str(mach_o.CPU_TYPE_NAMES.get(cputype, f"cputype-{cputype}"))
     name = _ARCH_NAMES.get(raw, raw.lower())
     return "arm64e" if name == "arm64" and subtype == _ARM64E_SUBTYPE else name
 
 
-def _slice(header) -> Slice:
+def _slice(header: Any) -> Slice:  # a macholib MachOHeader
     out = Slice(arch=_arch(header), filetype=header.filetype, install_id=None, offset=int(header.offset))
     for lc, cmd, data in header.commands:
         kind = lc.cmd
@@ -141,11 +143,11 @@ def _slice(header) -> Slice:
     return out
 
 
-def section_spans(path, segment: str, section: str) -> list:
+def section_spans(path: str | Path, segment: str, section: str) -> list[tuple[int, int]]:
     """``(file offset, size)`` of ``segment,section`` in every slice that has it (file data only)."""
     parsed = MachO(str(path), allow_unknown_load_commands=True)
     want_seg, want_sect = segment.encode(), section.encode()
-    spans = []
+    spans: list[tuple[int, int]] = []
     for header in parsed.headers:
         for lc, _cmd, data in header.commands:
             if lc.cmd not in (mach_o.LC_SEGMENT, mach_o.LC_SEGMENT_64):
@@ -158,7 +160,8 @@ def section_spans(path, segment: str, section: str) -> list:
     return spans
 
 
-def find_strings(path, pattern: bytes, sections=(("__TEXT", "__cstring"),)) -> list:
+def find_strings(path: str | Path, pattern: bytes,
+                 sections: tuple[tuple[str, str], ...] = (("__TEXT", "__cstring"),)) -> list[str]:
     """C string literals (``__TEXT,__cstring``, the Mach-O .rodata for strings) of every slice that
     ``pattern`` matches as a whole -- the commit stamp, as build_steps.readers.elf.find_strings reads it."""
     from .elf import strings_in_spans
@@ -169,7 +172,7 @@ def find_strings(path, pattern: bytes, sections=(("__TEXT", "__cstring"),)) -> l
     return sorted(set(strings_in_spans(path, pattern, spans)))
 
 
-def read_macho(path) -> MachOInfo:
+def read_macho(path: str | Path) -> MachOInfo:
     """Every slice of the Mach-O file at ``path``, read with macholib."""
     path = Path(path)
     if not is_macho(path):
@@ -192,7 +195,7 @@ _SUPERBLOB, _CODEDIRECTORY = 0xFADE0CC0, 0xFADE0C02
 _HASHES = {1: ("sha1", 20), 2: ("sha256", 32), 3: ("sha256", 20), 4: ("sha384", 48)}
 
 
-def signature_problem(path, sl: Slice) -> str | None:
+def signature_problem(path: str | Path, sl: Slice) -> str | None:
     """Why ``sl``'s code signature would not pass dyld's check, or None when every page hash of
     its CodeDirectory matches the slice's bytes. Ad-hoc signatures (codesign -s -, the linker's)
     are checked the same way: arm64 macOS enforces their page hashes too."""

@@ -15,12 +15,17 @@ import posixpath
 import re
 import struct
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import HarnessError
 from .macho import MachOInfo, Slice, is_macho, read_macho, signature_problem
 from ..profile_data import MachoPolicy
 from .wheel_name import platform_of
+
+if TYPE_CHECKING:
+    from packaging.tags import Tag
 
 BUNDLED, SYSTEM, BUILD_HOST, UNRESOLVED = "bundled", "system", "build-host", "unresolved"
 #: macosx_<major>_<minor>_<arch>; the multi-arch names expand to the slices they require.
@@ -43,7 +48,7 @@ class Reference:
 class PlatformTag:
     tag: str
     min_os: str | None
-    archs: tuple
+    archs: tuple[str, ...]
 
 
 @dataclass
@@ -51,13 +56,13 @@ class MachoFacts:
     arch: str
     libmxnet: str
     libmxnet_present: bool
-    images: dict = field(default_factory=dict)     # member -> MachOInfo
-    errors: dict = field(default_factory=dict)     # member -> why it could not be read
-    references: list = field(default_factory=list)
-    platform_tags: list = field(default_factory=list)
-    non_macos_tags: list = field(default_factory=list)
+    images: dict[str, MachOInfo] = field(default_factory=dict)     # member -> MachOInfo
+    errors: dict[str, str] = field(default_factory=dict)     # member -> why it could not be read
+    references: list[Reference] = field(default_factory=list)
+    platform_tags: list[PlatformTag] = field(default_factory=list)
+    non_macos_tags: list[str] = field(default_factory=list)
     #: member -> {arch: why its signature fails, or None when valid}, for every arm64 slice
-    signatures: dict = field(default_factory=dict)
+    signatures: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     def image_slice(self, member: str) -> Slice | None:
         """The slice dyld would load on the profile's arch (the first one if there is none)."""
@@ -66,21 +71,22 @@ class MachoFacts:
             return None
         return info.slice_for(self.arch) or info.slices[0]
 
-    def references_of(self, member: str) -> list:
+    def references_of(self, member: str) -> list[Reference]:
         return [r for r in self.references if r.by == member]
 
     @property
-    def bundled_images(self) -> list:
+    def bundled_images(self) -> list[str]:
         return sorted(m for m in self.images if m != self.libmxnet)
 
 
-def version_tuple(text: str | None) -> tuple:
+def version_tuple(text: str | None) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split(".")) if text else ()
 
 
-def parse_platform_tags(tags) -> tuple:
+def parse_platform_tags(tags: Iterable[Tag | str]) -> tuple[list[PlatformTag], list[str]]:
     """(macOS tags as PlatformTag, other platform tags) from a wheel's tags."""
-    mac, other = [], []
+    mac: list[PlatformTag] = []
+    other: list[str] = []
     # packaging Tags or their text (interpreter-abi-platform): the platform is the last part.
     for tag in sorted({platform_of(t) for t in tags}):
         m = _TAG_RE.match(tag)
@@ -103,10 +109,10 @@ def _inside(candidate: str) -> str | None:
 
 
 class _Resolver:
-    def __init__(self, facts: MachoFacts, members: set, policy: MachoPolicy):
+    def __init__(self, facts: MachoFacts, members: set[str], policy: MachoPolicy) -> None:
         self.facts, self.members, self.policy = facts, members, policy
 
-    def _found(self, candidate: str, how: str):
+    def _found(self, candidate: str, how: str) -> tuple[str | None, str]:
         member = _inside(candidate)
         if member is None:
             return None, f"{how} points outside the wheel ({posixpath.normpath(candidate)})"
@@ -118,7 +124,7 @@ class _Resolver:
             return None, f"{how} is {member}, which is not a Mach-O library"
         return None, f"{how}: {member} is not in the wheel"
 
-    def resolve(self, by: str, kind: str, path: str, stack: list) -> Reference:
+    def resolve(self, by: str, kind: str, path: str, stack: list[tuple[str, str]]) -> Reference:
         ref = Reference(by=by, kind=kind, path=path, verdict=UNRESOLVED)
         here = posixpath.dirname(by)
         if is_system(path, self.policy):
@@ -140,8 +146,8 @@ class _Resolver:
             ref.verdict = BUNDLED
         return ref
 
-    def _rpath(self, rest: str, stack: list):
-        tried = []
+    def _rpath(self, rest: str, stack: list[tuple[str, str]]) -> tuple[str | None, str]:
+        tried: list[str] = []
         for entry, declared_by in stack:
             if entry.startswith("@loader_path"):
                 base = posixpath.dirname(declared_by)
@@ -157,19 +163,19 @@ class _Resolver:
         return None, f"@rpath/{rest} is in none of the rpaths: {', '.join(tried)}"
 
 
-def _rpaths(facts: MachoFacts, member: str) -> list:
+def _rpaths(facts: MachoFacts, member: str) -> list[tuple[str, str]]:
     sl = facts.image_slice(member)
     return [(r, member) for r in (sl.rpaths if sl else [])]
 
 
-def resolve_references(facts: MachoFacts, members: set, policy: MachoPolicy) -> list:
+def resolve_references(facts: MachoFacts, members: set[str], policy: MachoPolicy) -> list[Reference]:
     """Every dylib reference of every image, in dyld's load order from libmxnet.dylib first."""
     resolver = _Resolver(facts, members, policy)
-    stacks: dict = {}
-    order: list = []
-    refs: list = []
+    stacks: dict[str, list[tuple[str, str]]] = {}
+    order: list[str] = []
+    refs: list[Reference] = []
 
-    def visit(start: str, inherited=()) -> None:
+    def visit(start: str, inherited: Iterable[tuple[str, str]] = ()) -> None:
         stacks[start] = _rpaths(facts, start) + list(inherited)
         queue = [start]
         while queue:
@@ -195,7 +201,7 @@ def resolve_references(facts: MachoFacts, members: set, policy: MachoPolicy) -> 
     return refs
 
 
-def collect_macho(root: Path, members: list, tags, policy: MachoPolicy) -> MachoFacts:
+def collect_macho(root: Path, members: list[str], tags: Iterable[Tag | str] | None, policy: MachoPolicy) -> MachoFacts:
     """Read every Mach-O file of the extracted wheel at ``root`` and resolve their references."""
     root = Path(root)
     facts = MachoFacts(arch=policy.arch, libmxnet=policy.libmxnet,
@@ -226,7 +232,7 @@ def collect_macho(root: Path, members: list, tags, policy: MachoPolicy) -> Macho
     return facts
 
 
-def tag_warnings(facts: MachoFacts) -> list:
+def tag_warnings(facts: MachoFacts) -> list[str]:
     """A platform tag above every binary's minimum is no failure (the wheel runs where pip puts it)
     but shuts out Macs it would run on: the report says so."""
     needs = [version_tuple(sl.min_os) for m in facts.images
@@ -239,12 +245,12 @@ def tag_warnings(facts: MachoFacts) -> list:
             if facts.arch in t.archs and version_tuple(t.min_os) > highest]
 
 
-def _join(items, limit: int = 12) -> str:
+def _join(items: Iterable[str], limit: int = 12) -> str:
     items = list(items)
     return ", ".join(items[:limit]) + (f", ... (+{len(items) - limit})" if len(items) > limit else "")
 
 
-def summary_lines(facts: MachoFacts) -> list:
+def summary_lines(facts: MachoFacts) -> list[str]:
     """The Mach-O part of the provenance report."""
     lib = posixpath.basename(facts.libmxnet)
     tags = _join(t.tag for t in facts.platform_tags) or "(no macosx_* tag)"
@@ -265,7 +271,7 @@ def summary_lines(facts: MachoFacts) -> list:
         lines.append(f"{lib} LC_RPATH: {_join(sl.rpaths) or '(none)'}")
     bundled = facts.bundled_images
     lines.append(f"bundled Mach-O images: {len(bundled)}: {_join(posixpath.basename(m) for m in bundled) or '(none)'}")
-    counts: dict = {}
+    counts: dict[str, int] = {}
     for r in facts.references:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     lines.append("dylib references: " + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none"))

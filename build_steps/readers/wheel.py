@@ -24,9 +24,11 @@ import tempfile
 import threading
 import zipfile
 from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from packaging.requirements import Requirement
 from packaging.version import Version
 
 from ..errors import WheelError
@@ -75,18 +77,18 @@ class ExtractedWheel:
     filename: str
     distribution: str
     version: Version
-    tags: frozenset
-    build_tag: tuple
-    members: list
-    record_problems: list
+    tags: frozenset[str]
+    build_tag: tuple[()] | tuple[int, str]
+    members: list[str]
+    record_problems: list[str]
     dist_info: str | None
     metadata: email.message.Message | None
-    requires_dist: list
-    metadata_problems: list = field(default_factory=list)
+    requires_dist: list[Requirement]
+    metadata_problems: list[str] = field(default_factory=list)
     #: member -> "sha256=<urlsafe b64>" of what was extracted
-    hashes: dict = field(default_factory=dict)
+    hashes: dict[str, str] = field(default_factory=dict)
     #: member -> size in bytes
-    sizes: dict = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
     #: WHEEL file (Wheel-Version, Root-Is-Purelib, Tag...) or None
     wheel_info: email.message.Message | None = None
 
@@ -99,18 +101,19 @@ class ExtractedWheel:
     def has(self, member: str) -> bool:
         return member in self._member_set
 
-    def members_under(self, prefix: str) -> list:
+    def members_under(self, prefix: str) -> list[str]:
         """Members inside directory ``prefix`` (``"mxnet/lib"`` or ``"mxnet/lib/"``)."""
         prefix = prefix.rstrip("/") + "/"
         return [m for m in self.members if m.startswith(prefix)]
 
     @property
-    def _member_set(self) -> frozenset:
+    def _member_set(self) -> frozenset[str]:
         cached = self.__dict__.get("_members_cache")
         if cached is None or cached[0] != len(self.members):
             cached = (len(self.members), frozenset(self.members))
             self.__dict__["_members_cache"] = cached
-        return cached[1]
+        members: frozenset[str] = cached[1]
+        return members
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,8 +124,8 @@ def _is_symlink(info: zipfile.ZipInfo) -> bool:
     return stat.S_ISLNK(mode) if mode else False
 
 
-def _check_names(wheel: Path, infos: list) -> None:
-    seen = set()
+def _check_names(wheel: Path, infos: list[zipfile.ZipInfo]) -> None:
+    seen: set[str] = set()
     for info in infos:
         name = info.filename
         reason = unsafe_reason(name)
@@ -154,13 +157,15 @@ def _corrupt(wheel: Path, name: str, what: str) -> WheelError:
         f"{_AGAIN}. Nothing was extracted")
 
 
-def _data_offset(fh, wheel: Path, info: zipfile.ZipInfo) -> int:
+def _data_offset(fh: BinaryIO, wheel: Path, info: zipfile.ZipInfo) -> int:
     """Where ``info``'s data starts, after checking that its local file header says what its
     central-directory entry says (see :func:`_header_disagreement`)."""
     fh.seek(info.header_offset)
     head = fh.read(30)
     if len(head) < 30 or head[:4] != b"PK\x03\x04":
         raise _corrupt(wheel, info.filename, f"no local file header at byte {info.header_offset}")
+    name_len: int
+    extra_len: int
     name_len, extra_len = struct.unpack("<HH", head[26:30])
     tail = fh.read(name_len + extra_len)
     why = _header_disagreement(fh, info, head, tail[:name_len], tail[name_len:])
@@ -173,7 +178,7 @@ class HeaderMismatch(WheelError):
     """A member whose local file header and central-directory entry disagree: two readers of the
     one archive see two different wheels."""
 
-    def __init__(self, wheel: Path, info: zipfile.ZipInfo, why: str):
+    def __init__(self, wheel: Path, info: zipfile.ZipInfo, why: str) -> None:
         super().__init__(
             f"{Path(wheel).name}: member {info.filename!r}: its local file header and the central "
             f"directory disagree ({why}). pip (zipfile) refuses such a wheel; a streaming reader "
@@ -184,18 +189,21 @@ class HeaderMismatch(WheelError):
 _ZIP64 = 0xFFFFFFFF
 
 
-def _local_zip64_sizes(extra: bytes):
+def _local_zip64_sizes(extra: bytes) -> tuple[int, int] | None:
     """(uncompressed, compressed) from a local header's ZIP64 extra field, or None."""
     pos = 0
     while pos + 4 <= len(extra):
         tag, size = struct.unpack_from("<HH", extra, pos)
         if tag == 0x0001 and size >= 16:
-            return struct.unpack_from("<QQ", extra, pos + 4)
+            usize: int
+            csize: int
+            usize, csize = struct.unpack_from("<QQ", extra, pos + 4)
+            return usize, csize
         pos += 4 + size
     return None
 
 
-def _header_disagreement(fh, info: zipfile.ZipInfo, head: bytes, raw_name: bytes, extra: bytes) -> str | None:
+def _header_disagreement(fh: BinaryIO, info: zipfile.ZipInfo, head: bytes, raw_name: bytes, extra: bytes) -> str | None:
     """Why the local header (``head``: its fixed 30 bytes) differs from ``info`` (the central
     directory's entry), else None: name, compression method, CRC-32 and both sizes, as zipfile
     compares the name and as a streaming reader would use all of them. With bit 3 set the CRC and
@@ -243,7 +251,7 @@ def check_headers_agree(wheel: Path) -> None:
             _data_offset(fh, wheel, info)
 
 
-def _raw_chunks(fh, wheel, info, offset):
+def _raw_chunks(fh: BinaryIO, wheel: Path, info: zipfile.ZipInfo, offset: int) -> Iterator[bytes]:
     fh.seek(offset)
     remaining = info.compress_size
     while remaining:
@@ -254,7 +262,8 @@ def _raw_chunks(fh, wheel, info, offset):
         yield chunk
 
 
-def _inflated_chunks(fh, wheel, info, offset, state: dict):
+def _inflated_chunks(fh: BinaryIO, wheel: Path, info: zipfile.ZipInfo, offset: int, state: dict[str, int]
+                     ) -> Iterator[bytes]:
     """Inflated pieces of a deflated member, never more than its declared size. With ISA-L the
     inflater computes the CRC-32 as it goes (``state["crc"]``): no second pass over the output."""
     pieces = (_igzip_pieces(fh, wheel, info, offset, state) if _igzip is not None
@@ -268,7 +277,7 @@ def _inflated_chunks(fh, wheel, info, offset, state: dict):
             yield out
 
 
-def _zlib_pieces(fh, wheel, info, offset):
+def _zlib_pieces(fh: BinaryIO, wheel: Path, info: zipfile.ZipInfo, offset: int) -> Iterator[bytes]:
     inflater = _inflate_lib.decompressobj(-15)
     try:
         for chunk in _raw_chunks(fh, wheel, info, offset):
@@ -283,7 +292,8 @@ def _zlib_pieces(fh, wheel, info, offset):
         raise _corrupt(wheel, info.filename, "the deflate stream ends early")
 
 
-def _igzip_pieces(fh, wheel, info, offset, state: dict):
+def _igzip_pieces(fh: BinaryIO, wheel: Path, info: zipfile.ZipInfo, offset: int, state: dict[str, int]
+                  ) -> Iterator[bytes]:
     # DECOMP_GZIP_NO_HDR: a raw deflate stream (what a zip member is) with the gzip CRC-32 kept;
     # the zip's CRC-32 is the same function.
     inflater = _igzip.IgzipDecompressor(flag=_igzip.DECOMP_GZIP_NO_HDR)
@@ -301,7 +311,7 @@ def _igzip_pieces(fh, wheel, info, offset, state: dict):
     state["crc"] = inflater.crc
 
 
-def _fallback_chunks(zf, wheel, info):
+def _fallback_chunks(zf: zipfile.ZipFile, wheel: Path, info: zipfile.ZipInfo) -> Iterator[bytes]:
     """Other compression methods (never seen in wheels): let zipfile do it, CRC included."""
     try:
         with zf.open(info) as src:
@@ -317,12 +327,13 @@ def _fallback_chunks(zf, wheel, info):
 _DONE = object()
 
 
-def _threaded(chunks):
+def _threaded(chunks: Iterable[bytes]) -> Iterator[bytes]:
     """Run the ``chunks`` generator in a helper thread; iterate its output here."""
-    q: queue.Queue = queue.Queue(maxsize=_QUEUE_DEPTH)
+    # pieces, then _DONE or the producer's exception
+    q: queue.Queue[object] = queue.Queue(maxsize=_QUEUE_DEPTH)
     stop = threading.Event()
 
-    def put(item) -> bool:
+    def put(item: object) -> bool:
         # Never block for good: the consumer may have stopped (a write error) and gone away.
         while not stop.is_set():
             try:
@@ -332,7 +343,7 @@ def _threaded(chunks):
                 continue
         return False
 
-    def produce():
+    def produce() -> None:
         try:
             for piece in chunks:
                 if not put(piece):
@@ -350,7 +361,7 @@ def _threaded(chunks):
                 return
             if isinstance(piece, BaseException):
                 raise piece
-            yield piece
+            yield piece  # type: ignore[misc]  # neither _DONE nor an exception: bytes
     finally:
         stop.set()
         worker.join()
@@ -360,30 +371,30 @@ class _WriteBehind:
     """Writes pieces to a file in a helper thread, so a write that blocks on the page cache's
     writeback does not stall inflating and hashing. Errors surface at ``close()``."""
 
-    def __init__(self, out):
+    def __init__(self, out: BinaryIO) -> None:
         self._out = out
-        self._q: queue.Queue = queue.Queue(maxsize=_QUEUE_DEPTH)
+        self._q: queue.Queue[object] = queue.Queue(maxsize=_QUEUE_DEPTH)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="wheel-write", daemon=True)
         self._thread.start()
 
-    def _run(self):
+    def _run(self) -> None:
         while True:
             piece = self._q.get()
             if piece is _DONE:
                 return
             if self._error is None:  # after an error keep draining, so the producer never blocks
                 try:
-                    self._out.write(piece)
+                    self._out.write(piece)  # type: ignore[call-overload]  # not _DONE: bytes
                 except BaseException as exc:
                     self._error = exc
 
-    def write(self, piece):
+    def write(self, piece: bytes) -> None:
         if self._error is not None:
             raise self._error
         self._q.put(piece)
 
-    def close(self):
+    def close(self) -> None:
         self._q.put(_DONE)
         self._thread.join()
         if self._error is not None:
@@ -393,7 +404,8 @@ class _WriteBehind:
 _crc32 = getattr(_inflate_lib, "crc32", zlib.crc32)  # ISA-L's: ~4x stdlib's, the same value
 
 
-def _extract_member(zf, fh, wheel, info, target: Path, algo: str, expected: str | None):
+def _extract_member(zf: zipfile.ZipFile, fh: BinaryIO, wheel: Path, info: zipfile.ZipInfo, target: Path, algo: str,
+                    expected: str | None) -> tuple[bytes, int]:
     """Write one member to ``target``; return (digest, size). Raises on corruption.
 
     The zip's CRC-32 is checked for every member, in the same pass as the hash and the write, as
@@ -401,7 +413,7 @@ def _extract_member(zf, fh, wheel, info, target: Path, algo: str, expected: str 
     by ``pip install`` even when RECORD's sha256 matches, so it is refused here too.
     ``expected`` (RECORD's digest) is compared by the caller's RECORD check.
     """
-    state: dict = {}
+    state: dict[str, int] = {}
     if info.compress_type == zipfile.ZIP_DEFLATED:
         chunks = _inflated_chunks(fh, wheel, info, _data_offset(fh, wheel, info), state)
         check_crc = True
@@ -419,7 +431,7 @@ def _extract_member(zf, fh, wheel, info, target: Path, algo: str, expected: str 
     size = 0
     own_crc = check_crc and not (_igzip is not None and info.compress_type == zipfile.ZIP_DEFLATED)
     with open(target, "wb", buffering=0) as raw_out:
-        out = _WriteBehind(raw_out) if big else raw_out
+        out: _WriteBehind | BinaryIO = _WriteBehind(raw_out) if big else raw_out
         try:
             for piece in chunks:
                 hasher.update(piece)
@@ -460,7 +472,7 @@ def _gb(n: int) -> str:
     return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
 
 
-def check_sizes(wheel: Path, infos: list, where: Path) -> int:
+def check_sizes(wheel: Path, infos: list[zipfile.ZipInfo], where: Path) -> int:
     """Refuse, before extracting, a member over MAX_COMPRESSION_RATIO and a wheel whose declared
     sizes do not fit in the free space at ``where``; returns the declared total."""
     total = 0
@@ -529,12 +541,13 @@ def extract_wheel(wheel: Path, dest: Path) -> ExtractedWheel:
     return ew
 
 
-def _extract_all(zf, fh, wheel, infos, tmp: Path):
+def _extract_all(zf: zipfile.ZipFile, fh: BinaryIO, wheel: Path, infos: list[zipfile.ZipInfo], tmp: Path
+                 ) -> tuple[list[str], dict[str, str], dict[str, int], list[str]]:
     files = [i for i in infos if not i.is_dir()]
     names = [i.filename for i in files]
     record_name = find_record(names)
-    problems: list = []
-    record_rows: dict = {}
+    problems: list[str] = []
+    record_rows: dict[str, tuple[str, str]] = {}
     if record_name is None:
         problems.append("the wheel has no <name>-<version>.dist-info/RECORD: nothing can be verified")
     else:
@@ -556,7 +569,7 @@ def _extract_all(zf, fh, wheel, infos, tmp: Path):
     # setuptools stores each SONAME link of a bundled library as a second full copy (a wheel has
     # no links): ~170 MB of the release wheel. A member whose stored bytes equal an earlier one's
     # is the same file, so it is linked to that extraction instead of inflated and hashed again.
-    seen_raw: dict = {}
+    seen_raw: dict[tuple[int, int, int, int, str], tuple[zipfile.ZipInfo, Path, bytes]] = {}
     background = _Background.start(zf, wheel, _background_member(files), tmp, record_rows)
     try:
         for info in infos:
@@ -601,7 +614,7 @@ def _extract_all(zf, fh, wheel, infos, tmp: Path):
 _BACKGROUND_MIN = 32 << 20
 
 
-def _background_member(files):
+def _background_member(files: list[zipfile.ZipInfo]) -> zipfile.ZipInfo | None:
     """The member worth a thread of its own: the largest, when it is big and there is a core."""
     if not _PIPELINE or not files:
         return None
@@ -609,12 +622,12 @@ def _background_member(files):
     return big if big.compress_size >= _BACKGROUND_MIN else None
 
 
-def _twin_key(info, algo) -> tuple:
+def _twin_key(info: zipfile.ZipInfo, algo: str) -> tuple[int, int, int, int, str]:
     """Members with equal keys may be copies of each other (then their stored bytes tell)."""
     return (info.compress_type, info.CRC, info.compress_size, info.file_size, algo)
 
 
-def _record_expectation(record_rows, info):
+def _record_expectation(record_rows: dict[str, tuple[str, str]], info: zipfile.ZipInfo) -> tuple[str, str | None]:
     """(hash algorithm, RECORD's digest without the ``algo=`` prefix or None) for ``info``."""
     entry = record_rows.get(info.filename)
     algo = record_algo(entry)
@@ -622,19 +635,20 @@ def _record_expectation(record_rows, info):
     return algo, expected
 
 
-def _make_parent(target: Path, made_dirs: set) -> None:
+def _make_parent(target: Path, made_dirs: set[Path]) -> None:
     parent = target.parent
     if parent not in made_dirs:
         parent.mkdir(parents=True, exist_ok=True)
         made_dirs.add(parent)
 
 
-def _write_error(wheel, info, exc) -> WheelError:
+def _write_error(wheel: Path, info: zipfile.ZipInfo, exc: OSError) -> WheelError:
     return WheelError(f"{wheel.name}: cannot write member {info.filename!r} ({exc}); check free "
                       "disk space and that no two members clash as file and directory")
 
 
-def _finish_member(info, target, algo, digest, size, hashes, sizes) -> None:
+def _finish_member(info: zipfile.ZipInfo, target: Path, algo: str, digest: bytes, size: int,
+                   hashes: dict[str, str], sizes: dict[str, int]) -> None:
     if (info.external_attr >> 16) & 0o111:
         os.chmod(target, 0o755)
     hashes[info.filename] = f"{algo}={b64(digest)}"
@@ -644,16 +658,18 @@ def _finish_member(info, target, algo, digest, size, hashes, sizes) -> None:
 class _Background:
     """One member extracted in a thread with its own handle on the wheel."""
 
-    def __init__(self, zf, wheel, info, target, algo, expected):
+    def __init__(self, zf: zipfile.ZipFile, wheel: Path, info: zipfile.ZipInfo, target: Path, algo: str,
+                 expected: str | None) -> None:
         self.info, self.target, self.algo = info, target, algo
         self.key = _twin_key(info, algo)
-        self._result = None
+        self._result: tuple[zipfile.ZipInfo, Path, bytes] | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(zf, wheel, expected),
                                         name="wheel-background", daemon=True)
 
     @classmethod
-    def start(cls, zf, wheel, info, tmp: Path, record_rows):
+    def start(cls, zf: zipfile.ZipFile, wheel: Path, info: zipfile.ZipInfo | None, tmp: Path,
+              record_rows: dict[str, tuple[str, str]]) -> _Background | None:
         if info is None:
             return None
         target = tmp / info.filename
@@ -663,7 +679,7 @@ class _Background:
         job._thread.start()
         return job
 
-    def _run(self, zf, wheel, expected):
+    def _run(self, zf: zipfile.ZipFile, wheel: Path, expected: str | None) -> None:
         try:
             with open(wheel, "rb", buffering=0) as raw:
                 fh = io.BufferedReader(raw, buffer_size=_READ)
@@ -678,15 +694,15 @@ class _Background:
     def wait(self) -> None:
         self._thread.join()
 
-    def result(self):
+    def result(self) -> tuple[zipfile.ZipInfo, Path, bytes]:
         """(info, target, digest) once the member is written; its error is raised here."""
         self.wait()
         if self._error is not None:
             raise self._error
-        return self._result
+        return self._result  # type: ignore[return-value]  # set when the thread ended without an error
 
 
-def _same_stored_bytes(fh, wheel, first: zipfile.ZipInfo, second: zipfile.ZipInfo) -> bool:
+def _same_stored_bytes(fh: BinaryIO, wheel: Path, first: zipfile.ZipInfo, second: zipfile.ZipInfo) -> bool:
     """True when two members' stored (compressed) bytes are identical, compared piece by piece."""
     a_off = _data_offset(fh, wheel, first)
     b_off = _data_offset(fh, wheel, second)
