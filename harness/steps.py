@@ -22,7 +22,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import pytest
@@ -36,6 +35,7 @@ from .common import LIVE, say
 
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
+    from build_steps.profile_data import Profile
 
 
 def guarded(step: str, produce: Callable[[], dict[str, Any]], where: Path) -> Callable[[], dict[str, Any]]:
@@ -80,7 +80,34 @@ class BuildPaths:
         self.dist = src / "dist" if filesystem.writable(src) is None else self.build_dir / "dist"
 
 
-def _always(_n: SimpleNamespace) -> bool:
+class StepInputs:
+    """What a step's ``produce``/``where``/``applies`` get: the fixtures its row names in ``needs``,
+    as typed attributes. Every name a row may need is declared here (a row naming another one is
+    refused when the table is made); a name the row did not ask for is an AttributeError."""
+
+    options: RunOptions
+    profile: Profile
+    shared_dir: Path
+    request: pytest.FixtureRequest
+    build_paths: BuildPaths
+    cuda_root: cuda_root.CudaRoot | None
+    compiler_launcher: launcher.Launcher
+    configured_tree: configure.ConfigureResult
+    libmxnet: compile.CompileResult
+    staged_package: bundle.StagedRecord
+
+    def __init__(self, **given: Any) -> None:
+        unknown = set(given) - set(self.names())
+        if unknown:
+            raise TypeError(f"StepInputs has no {', '.join(sorted(unknown))}: declare it on the class")
+        self.__dict__.update(given)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(cls.__annotations__)
+
+
+def _always(_n: StepInputs) -> bool:
     return True
 
 
@@ -101,13 +128,13 @@ class Step:
     #: the fixtures the step needs, by name (handed to ``produce``/``where``/``applies`` as attributes)
     needs: tuple[str, ...]
     #: needs -> the record's JSON (runs once per run, under ``guarded``)
-    produce: Callable[[SimpleNamespace], dict[str, Any]]
+    produce: Callable[[StepInputs], dict[str, Any]]
     #: the record's JSON -> the fixture's value (the result type's from_json)
     from_json: Callable[[dict[str, Any]], Any]
     #: needs -> where a full or read-only disk is looked for
-    where: Callable[[SimpleNamespace], Path]
+    where: Callable[[StepInputs], Path]
     #: needs -> False when the step has nothing to do in this run (the fixture is None); may skip
-    applies: Callable[[SimpleNamespace], bool] = _always
+    applies: Callable[[StepInputs], bool] = _always
     #: named in the summary only when it failed or was interrupted
     quiet: bool = False
     #: other names this step's errors carry (raised inside it by its build_steps module)
@@ -115,10 +142,15 @@ class Step:
     #: the record's result -> what the summary adds after the step's time
     detail: Callable[[dict[str, Any]], str] = _no_detail
 
+    def __post_init__(self) -> None:
+        unknown = [n for n in self.needs if n not in StepInputs.names()]
+        if unknown:
+            raise TypeError(f"chain step {self.name!r} needs {unknown}, which StepInputs does not declare")
+
     def fixture_function(self) -> Callable[..., Any]:
         """The session fixture of this step: pytest asks for ``needs`` by the function's signature."""
         def step_fixture(**needs: Any) -> Any:
-            n = SimpleNamespace(**needs)
+            n = StepInputs(**needs)
             if not self.applies(n):
                 return None
             return self.from_json(run_once(n.shared_dir, self.record,
@@ -138,17 +170,17 @@ def _say_each(prefix: str, lines: Iterable[str]) -> None:
         say(f"{prefix}{line}")
 
 
-def _invocation_dir(n: SimpleNamespace) -> Path:
+def _invocation_dir(n: StepInputs) -> Path:
     return Path(n.request.config.invocation_params.dir)
 
 
-def _source_applies(n: SimpleNamespace) -> bool:
+def _source_applies(n: StepInputs) -> bool:
     if n.options.wheel is not None:
         pytest.skip("--wheel given: the build chain does not run (nothing is configured or built)")
     return True
 
 
-def _produce_source(n: SimpleNamespace) -> dict[str, Any]:
+def _produce_source(n: StepInputs) -> dict[str, Any]:
     root = source.resolve_source(n.options.mxnet_src, _invocation_dir(n))
     info = source.check_source_tree(root, {**n.options.profile.configure_flags, **n.options.cmake_defines})
     say(f"==> MXNet source tree: {root} (commit {info.commit or 'not a git checkout'}, "
@@ -157,7 +189,7 @@ def _produce_source(n: SimpleNamespace) -> dict[str, Any]:
     return info.to_json()
 
 
-def _produce_cuda_root(n: SimpleNamespace) -> dict[str, Any]:
+def _produce_cuda_root(n: StepInputs) -> dict[str, Any]:
     say("==> assembling a CUDA root from nvcc + pip's nvidia-* wheels (cached)")
     start = time.monotonic()
     root = cuda_root.assemble_cuda_root(python=sys.executable, find_links=n.options.find_links,
@@ -167,7 +199,7 @@ def _produce_cuda_root(n: SimpleNamespace) -> dict[str, Any]:
     return {**root.to_json(), "seconds": round(time.monotonic() - start, 1)}
 
 
-def _produce_configure(n: SimpleNamespace) -> dict[str, Any]:
+def _produce_configure(n: StepInputs) -> dict[str, Any]:
     options, paths, cuda, tool = n.options, n.build_paths, n.cuda_root, n.compiler_launcher
     if options.fresh and paths.build_dir.exists():
         say(f"==> --fresh: deleting {paths.build_dir}")
@@ -196,7 +228,7 @@ def _opencv_root(options: RunOptions) -> dict[str, str]:
     return {"OPENCV_ROOT": str(bundle.opencv_config_dir(options.opencv_prefix))}
 
 
-def _produce_compile(n: SimpleNamespace) -> dict[str, Any]:
+def _produce_compile(n: StepInputs) -> dict[str, Any]:
     paths = n.build_paths
     say(f"==> compile target mxnet in {paths.build_dir} with {n.options.jobs} jobs "
         f"(log: {paths.logs / 'compile.log'})")
@@ -216,7 +248,7 @@ def _compile_detail(result: dict[str, Any]) -> str:
     return " (no work to do)" if result.get("no_work") else f" ({result.get('steps_run')} steps)"
 
 
-def _produce_stage(n: SimpleNamespace) -> dict[str, Any]:
+def _produce_stage(n: StepInputs) -> dict[str, Any]:
     """libmxnet.so + headers staged into a copy of python/mxnet under the build dir, OpenCV closure
     bundled, RUNPATHs set."""
     start = time.monotonic()
@@ -233,7 +265,7 @@ def _produce_stage(n: SimpleNamespace) -> dict[str, Any]:
     return staged.record(time.monotonic() - start).to_json()
 
 
-def _produce_wheel(n: SimpleNamespace) -> dict[str, Any]:
+def _produce_wheel(n: StepInputs) -> dict[str, Any]:
     """The wheel, in a staging dir: dist/ gets it only after the gates passed (harness.chain)."""
     paths = n.build_paths
     version = n.options.wheel_version or n.profile.default_version()
@@ -248,7 +280,7 @@ def _wheel_of(record: dict[str, Any]) -> Path:
     return Path(record["wheel"])
 
 
-def _in_build_dir(n: SimpleNamespace) -> Path:
+def _in_build_dir(n: StepInputs) -> Path:
     paths: BuildPaths = n.build_paths
     return paths.build_dir
 
