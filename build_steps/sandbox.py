@@ -32,6 +32,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import supervise
 from .errors import UsageError
 
 #: This harness's checkout (read-only in every sandbox: the build's interpreter may live in it).
@@ -220,16 +221,21 @@ def _within(path: Path, root: Path) -> bool:
 
 def private_tmp(tmpdir: str | None = None) -> Path:
     """A fresh dir for one sandbox's /tmp on the filesystem of ``tmpdir`` (the step's TMPDIR, else
-    the harness's): inside the run's temporary dir when that is on the same filesystem (removed
-    with the run, build_steps.supervise), else in ``tmpdir`` itself."""
+    the harness's): inside the run's temporary dir when that is on the same filesystem, else in
+    ``tmpdir`` itself, recorded in the run's temporary dir; either way removed with the run
+    (build_steps.supervise, also by its watchdog when the run died)."""
     base = Path(tmpdir or tempfile.gettempdir())
-    run_tmp = os.environ.get("MXNET_HARNESS_RUN_TMP")
+    run_tmp = os.environ.get(supervise.RUN_TMP)
+    inside = False
     try:
         if run_tmp and Path(run_tmp).is_dir() and Path(run_tmp).stat().st_dev == base.stat().st_dev:
-            base = Path(run_tmp)
+            base, inside = Path(run_tmp), True
     except OSError:
         pass
-    return Path(tempfile.mkdtemp(prefix="sandbox-tmp-", dir=base))
+    made = Path(tempfile.mkdtemp(prefix=supervise.ELSEWHERE_PREFIX, dir=base))
+    if not inside:
+        supervise.keep_elsewhere(made)  # on another disk: removed with the run all the same
+    return made
 
 
 def wrap(cmd, env: dict | None, *, writable=(), readable=(), network: bool = False,

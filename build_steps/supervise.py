@@ -36,6 +36,11 @@ RUN_MARK = "MXNET_HARNESS_RUN"
 #: The run's temporary dir: the private sccache server's TMPDIR (its /tmp/sccache_nvcc* dirs).
 RUN_TMP = "MXNET_HARNESS_RUN_TMP"
 _TMP_PREFIX = "mxnet-harness-run-"
+#: In the run's temporary dir: the dirs the run made elsewhere (a sandbox's /tmp on the disk of
+#: another TMPDIR), one path a line, removed with the run's temporary dir.
+ELSEWHERE = "elsewhere.txt"
+#: The only dirs removed from that list: a line naming anything else is ignored.
+ELSEWHERE_PREFIX = "sandbox-tmp-"
 
 
 @dataclass
@@ -55,7 +60,7 @@ class Supervision:
                 self.watchdog.wait(timeout=15)
             except (OSError, subprocess.TimeoutExpired):
                 self.watchdog.kill()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        remove_run_dirs(self.tmp)
 
 
 _current: Supervision | None = None
@@ -90,6 +95,35 @@ def finish(environ=os.environ) -> None:
     for key in (RUN_MARK, RUN_TMP):
         environ.pop(key, None)
     _current = None
+
+
+def keep_elsewhere(path: Path) -> None:
+    """Record ``path``, a dir this run made outside its temporary dir, so that the run's end (or
+    its watchdog, when the run died) removes it too."""
+    tmp = os.environ.get(RUN_TMP)
+    if not tmp or not Path(tmp).is_dir():
+        return
+    with open(Path(tmp) / ELSEWHERE, "a") as f:  # O_APPEND: one short line per write, from any process
+        f.write(f"{path}\n")
+
+
+def remove_run_dirs(tmp: Path) -> None:
+    """The run's temporary dir and the dirs it recorded elsewhere (only ``sandbox-tmp-*`` dirs owned
+    by this user: the list is in a dir a build's processes could reach)."""
+    try:
+        listed = (tmp / ELSEWHERE).read_text().splitlines()
+    except OSError:
+        listed = []
+    for line in listed:
+        path = Path(line)
+        try:
+            ours = path.is_absolute() and path.name.startswith(ELSEWHERE_PREFIX) and not path.is_symlink() \
+                and path.is_dir() and path.stat().st_uid == os.getuid()
+        except OSError:
+            ours = False
+        if ours:
+            shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def note(key: str, value) -> None:
@@ -186,7 +220,7 @@ def watch(run_id: str, run_pid: int, tmp: Path) -> None:
     except OSError:
         pass
     stop_members(run_id, spare={run_pid})
-    shutil.rmtree(tmp, ignore_errors=True)
+    remove_run_dirs(tmp)
 
 
 if __name__ == "__main__":
