@@ -13,14 +13,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 # The probe knows no CUDA stack of its own: the flavor's (build_steps/profiles.toml, FLAVOR=cuda by
-# default) is handed to it as arguments, as the harness's cuda_preflight fixture does.
+# default) is handed to it as arguments, as the harness's cuda_preflight fixture does. A GPU host
+# whose python lacks the harness's dependencies gets them in CUBLAS_STACK_ARGS, printed on a machine
+# that has them by: python -m build_steps.cuda_stack cuda
 FLAVOR=${FLAVOR:-cuda}
-if ! stack=$(PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} "$PY" -c "import shlex, sys
-from build_steps.cuda_stack import cublas_probe_args
-from build_steps.profile_data import get_profile
-print(shlex.join(cublas_probe_args(get_profile(sys.argv[1]))))" "$FLAVOR"); then
+if [ -n "${CUBLAS_STACK_ARGS:-}" ]; then
+    stack=$CUBLAS_STACK_ARGS
+elif ! stack=$(PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} "$PY" -m build_steps.cuda_stack "$FLAVOR"); then
     echo "cublas_check: cannot read the $FLAVOR flavor's CUDA stack from build_steps/profiles.toml" \
-         "(its python needs jsonschema and packaging: pip install jsonschema packaging)" >&2
+         "(its python needs jsonschema and packaging). Install them, or set CUBLAS_STACK_ARGS to what" \
+         "python -m build_steps.cuda_stack $FLAVOR prints on a machine with the harness" >&2
     exit 2
 fi
 eval "set -- $stack \"\$@\""
