@@ -98,23 +98,3 @@ def cublas_probe_args(profile: Any) -> list[str]:
         if value:
             args += [flag, value]
     return args
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m build_steps.cuda_stack FLAVOR``: the flavor's cuBLAS probe arguments, shell-quoted,
-    for a GPU host whose python lacks the harness's dependencies (gpu/cublas_check.sh reads them
-    from CUBLAS_STACK_ARGS there)."""
-    import shlex
-    import sys
-
-    from .profile_data import get_profile
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m build_steps.cuda_stack FLAVOR", file=sys.stderr)
-        return 2
-    print(shlex.join(cublas_probe_args(get_profile(args[0]))))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

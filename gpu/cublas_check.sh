@@ -15,14 +15,14 @@ PY=${PYTHON:-python3}
 # The probe knows no CUDA stack of its own: the flavor's (build_steps/profiles.toml, FLAVOR=cuda by
 # default) is handed to it as arguments, as the harness's cuda_preflight fixture does. A GPU host
 # whose python lacks the harness's dependencies gets them in CUBLAS_STACK_ARGS, printed on a machine
-# that has them by: python -m build_steps.cuda_stack cuda
+# that has them by: python -m tools.cuda_stack_args cuda
 FLAVOR=${FLAVOR:-cuda}
 if [ -n "${CUBLAS_STACK_ARGS:-}" ]; then
     stack=$CUBLAS_STACK_ARGS
-elif ! stack=$(PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} "$PY" -m build_steps.cuda_stack "$FLAVOR"); then
+elif ! stack=$(PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} "$PY" -m tools.cuda_stack_args "$FLAVOR"); then
     echo "cublas_check: cannot read the $FLAVOR flavor's CUDA stack from build_steps/profiles.toml" \
          "(its python needs jsonschema and packaging). Install them, or set CUBLAS_STACK_ARGS to what" \
-         "python -m build_steps.cuda_stack $FLAVOR prints on a machine with the harness" >&2
+         "python -m tools.cuda_stack_args $FLAVOR prints on a machine with the harness" >&2
     exit 2
 fi
 eval "set -- $stack \"\$@\""
