@@ -10,7 +10,9 @@ builds its profiles with this module).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol, TypedDict
 
 import jsonschema
 
@@ -21,12 +23,12 @@ from .errors import UsageError
 class ArchSpec:
     """A parsed MXNET_CUDA_ARCH list: SASS archs as ints (80, 120) and the PTX archs, and the list
     as it was written (what CMake is given and messages quote; not compared: "9.0" == "90")."""
-    sass: tuple
-    ptx: tuple
+    sass: tuple[int, ...]
+    ptx: tuple[int, ...]
     text: str = field(default="", compare=False)
 
     @property
-    def gencode_flags(self) -> list:
+    def gencode_flags(self) -> list[str]:
         flags = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in self.sass]
         flags += [f"-gencode=arch=compute_{a},code=compute_{a}" for a in self.ptx]
         return flags
@@ -37,7 +39,8 @@ def parse_cuda_arch(value: str) -> ArchSpec:
 
     ``X+PTX`` means SASS for X plus PTX for X, as MXNet's select_compute_arch.cmake reads it.
     """
-    sass, ptx = [], []
+    sass: list[int] = []
+    ptx: list[int] = []
     items = [i for i in re.split(r"[;,\s]+", value.strip()) if i]
     if not items:
         raise UsageError("--cuda-arch is empty: give e.g. '8.0;8.6;8.9;9.0;10.0;12.0+PTX'")
@@ -73,7 +76,7 @@ class Arch:
     #: the --cmake-define=MXNET_CUDA_ARCH override (a development build), None without one
     override: ArchSpec | None = None
     #: --cuda-arch=native: the GPUs it was resolved from ("NVIDIA H200 (9.0)"); empty otherwise
-    native_gpus: tuple = ()
+    native_gpus: tuple[str, ...] = ()
 
     @property
     def built(self) -> ArchSpec:
@@ -89,7 +92,7 @@ class Arch:
     # Readers of a report take the Arch back with from_json and use ``.built``: nothing parses the
     # text again. ``built`` is written too (derived, checked on reading) for readers outside Python.
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """``{"requested": SPEC, "override": SPEC | None, "native_gpus": [...], "built": SPEC}``,
         each SPEC ``{"sass": [80, ...], "ptx": [120], "text": "8.0;...;12.0+PTX"}``."""
         return {"requested": _spec_json(self.requested),
@@ -97,7 +100,8 @@ class Arch:
                 "native_gpus": list(self.native_gpus), "built": _spec_json(self.built)}
 
     @classmethod
-    def from_json(cls, data) -> "Arch":
+    def from_json(cls, data: Any) -> "Arch":
+        # ``data`` is any parsed JSON: the schema check below is what tells an arch from the rest
         """The Arch ``to_json`` wrote; a UsageError names what is not one (ARCH_JSON_SCHEMA)."""
         error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(ARCH_JSON_SCHEMA).iter_errors(data))
         if error is not None:
@@ -113,16 +117,16 @@ class Arch:
         return arch
 
 
-def _object(values: dict, *, required=()) -> dict:
+def _object(values: dict[str, Any], *, required: Iterable[str] = ()) -> dict[str, Any]:
     """A JSON-schema object of exactly these keys."""
     return {"type": "object", "properties": values, "required": list(required), "additionalProperties": False}
 
 
-def _spec_json(spec: ArchSpec) -> dict:
+def _spec_json(spec: ArchSpec) -> dict[str, Any]:
     return {"sass": list(spec.sass), "ptx": list(spec.ptx), "text": spec.text}
 
 
-def _spec_of(data: dict) -> ArchSpec:
+def _spec_of(data: dict[str, Any]) -> ArchSpec:
     return ArchSpec(sass=tuple(data["sass"]), ptx=tuple(data["ptx"]), text=data.get("text", ""))
 
 
@@ -135,25 +139,39 @@ ARCH_JSON_SCHEMA = _object({"requested": _SPEC_JSON, "override": {"anyOf": [{"ty
                           required=("requested",))
 
 
-def make_arch(profile, requested: str | None, cmake_defines: dict, native=None) -> Arch:
+class ArchProfile(Protocol):
+    """What the functions here read of a build_steps.profile_data.Profile (named by shape: that
+    module imports this one, so this one cannot import it, not even for type checking)."""
+    @property
+    def cuda_arch(self) -> str | None: ...
+    @property
+    def is_cuda(self) -> bool: ...
+    @property
+    def release_arch(self) -> ArchSpec: ...
+
+
+def make_arch(profile: ArchProfile, requested: str | None, cmake_defines: Mapping[str, str],
+              native: tuple[str, tuple[str, ...]] | None = None) -> Arch:
     """The run's Arch: ``requested`` (--cuda-arch text, or None for the profile's list) and the
     MXNET_CUDA_ARCH of ``cmake_defines``. ``native``: (text, GPUs) of --cuda-arch=native."""
-    native_gpus = ()
+    native_gpus: tuple[str, ...] = ()
     if native is not None:
         requested, native_gpus = native
     text = requested or profile.cuda_arch or ""
     # a CPU profile builds no CUDA code: its MXNET_CUDA_ARCH define reaches CMake and means nothing
-    override = cmake_defines.get("MXNET_CUDA_ARCH") if profile.is_cuda else None
-    if override is not None:
+    # (the define's text and its parse are two names so that each has one type)
+    define = cmake_defines.get("MXNET_CUDA_ARCH") if profile.is_cuda else None
+    override: ArchSpec | None = None
+    if define is not None:
         try:
-            override = parse_cuda_arch(override)
+            override = parse_cuda_arch(define)
         except UsageError as exc:
-            raise UsageError(f"--cmake-define=MXNET_CUDA_ARCH={override}: {exc}") from None
+            raise UsageError(f"--cmake-define=MXNET_CUDA_ARCH={define}: {exc}") from None
     return Arch(requested=parse_cuda_arch(text) if text else NO_ARCH, override=override,
                 native_gpus=native_gpus)
 
 
-def missing_release_archs(profile, arch: ArchSpec) -> list[str]:
+def missing_release_archs(profile: ArchProfile, arch: ArchSpec) -> list[str]:
     """The profile's release archs (SASS, each with its GPU family, and PTX) that ``arch`` leaves
     out: the GPUs a build with ``arch`` would give no kernel image."""
     release = profile.release_arch
@@ -162,7 +180,7 @@ def missing_release_archs(profile, arch: ArchSpec) -> list[str]:
 
 
 #: SASS arch -> the GPUs that lose native code when the arch is missing from the fatbin.
-ARCH_GPU_FAMILIES = {
+ARCH_GPU_FAMILIES: dict[int, str] = {
     70: "Volta (V100)",
     75: "Turing (T4, RTX 20xx)",
     80: "Ampere A100/A30",
@@ -178,21 +196,27 @@ ARCH_GPU_FAMILIES = {
 }
 
 
+class SassVariant(TypedDict):
+    """One entry of SASS_VARIANTS."""
+    runs_on: str
+    keeps_generic_promise: bool
+
+
 #: CUDA 13's binary compatibility of SASS by suffix, as data (CUDA C Programming Guide, "Binary
 #: Compatibility" and "Feature Availability"): which compute capabilities a cubin for ``sm_XY``,
 #: ``sm_XYf`` or ``sm_XYa`` runs on, and whether it keeps the generic ``sm_XY`` promise (code that
 #: runs on every GPU of that line, later ones included). ``a`` code runs on exactly one compute
 #: capability and on no later GPU; ``f`` code on the members of its family.
-SASS_VARIANTS = {
+SASS_VARIANTS: dict[str, SassVariant] = {
     "": {"runs_on": "same major, this minor or later", "keeps_generic_promise": True},
     "f": {"runs_on": "its family (SASS_FAMILIES)", "keeps_generic_promise": True},
     "a": {"runs_on": "this compute capability only", "keeps_generic_promise": False},
 }
 #: Family-specific targets and the compute capabilities of their family (CUDA 13.0).
-SASS_FAMILIES = {100: (100, 103), 103: (103,), 110: (110,), 120: (120, 121), 121: (121,)}
+SASS_FAMILIES: dict[int, tuple[int, ...]] = {100: (100, 103), 103: (103,), 110: (110,), 120: (120, 121), 121: (121,)}
 
 
-def sass_runs_on(arch: int, variant: str) -> frozenset:
+def sass_runs_on(arch: int, variant: str) -> frozenset[int]:
     """The known compute capabilities (ARCH_GPU_FAMILIES) a cubin for ``sm_<arch><variant>`` runs on."""
     if variant == "a":
         return frozenset({arch})
@@ -208,7 +232,7 @@ def sass_keeps_promise(arch: int, variant: str, wanted: int) -> bool:
             and sass_runs_on(arch, variant) >= sass_runs_on(wanted, ""))
 
 
-def split_sass_name(name: str) -> tuple:
+def split_sass_name(name: str) -> tuple[int, str]:
     """``"sm_100a"`` -> ``(100, "a")``."""
     m = re.fullmatch(r"(?:sm|compute)_(\d+)([a-z]?)", name)
     if not m:

@@ -11,9 +11,11 @@ scheme), build_steps.cuda_stack (the CUDA stack's derived facts).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -49,12 +51,12 @@ class MachoPolicy:
     arch: str
     libmxnet: str
     #: load paths the system provides (macOS ships these; everything else comes from the wheel)
-    system_prefixes: tuple
+    system_prefixes: tuple[str, ...]
     #: absolute prefixes of build hosts (Homebrew, MacPorts, home dirs) named in messages; any other
     #: absolute non-system path is refused as well
-    build_host_prefixes: tuple
+    build_host_prefixes: tuple[str, ...]
     #: runtime library name prefix -> why the wheel must bundle it (macOS ships no OpenMP runtime)
-    bundled_runtimes: dict
+    bundled_runtimes: dict[str, str]
     #: the install name every bundled library and libmxnet carries: "@rpath/<file name>"
     install_name_prefix: str = "@rpath/"
 
@@ -67,28 +69,28 @@ class Profile:
     the data file."""
     name: str
     #: expected CMake toggle per key of CMAKE_FEATURES (True = ON)
-    features: dict
+    features: dict[str, bool]
     #: onnx must be a hard Requires-Dist (True) or only the ``onnx`` extra (False)
     onnx_hard: bool
     cuda_arch: str | None
     #: RUNPATH of libmxnet.so, in order (entries after these are the build tree's, tolerated)
-    runpath: tuple
+    runpath: tuple[str, ...]
     #: MXNET_SETUP_ENABLE_* switches given to python/setup.py
-    setup_env: dict
+    setup_env: dict[str, str]
     #: requirements that must appear in METADATA with exactly these specifiers
-    hard_requirements: tuple
+    hard_requirements: tuple[str, ...]
     #: requirements that must NOT be hard (name -> reason)
-    forbidden_hard: dict
+    forbidden_hard: dict[str, str]
     build_dir: str
     version_prefix: str
     #: full first-time configure flags (the fork's release set)
-    configure_flags: dict
+    configure_flags: dict[str, str]
     #: pip-provided libraries: SONAME prefix -> the RUNPATH entry that must reach it (the profile's
     #: own [pip_libraries] and its CUDA stack's)
-    pip_libraries: dict = field(default_factory=dict)
+    pip_libraries: dict[str, str] = field(default_factory=dict)
     #: pip-provided libraries: SONAME prefix -> the distribution that ships it (the closure check
     #: demands it in Requires-Dist)
-    pip_distributions: dict = field(default_factory=dict)
+    pip_distributions: dict[str, str] = field(default_factory=dict)
     needs_libcuda: bool = False
     #: the Mach-O promises of a macOS wheel (None: the wheel's libraries are ELF)
     macho: MachoPolicy | None = None
@@ -96,10 +98,10 @@ class Profile:
     #: [host_baseline] -> its whole-name SONAME prefixes
     host_baseline: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: the highest symbol versions the wheel may require (family -> version), from [symbol_floors]
-    symbol_floor: dict = field(default_factory=dict)
+    symbol_floor: dict[str, str] = field(default_factory=dict)
     #: SONAME majors a NEEDED left to the host or to pip may have: prefix -> (majors, what they are);
     #: the CUDA stack's (empty without one)
-    soname_majors: dict = field(default_factory=dict)
+    soname_majors: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
     #: the CUDA stack (None: a profile without CUDA)
     cuda: CudaStack | None = None
     #: free space a build dir of the fork needs for this profile, in GiB (measured: see profiles.toml); 0: not checked
@@ -113,7 +115,7 @@ class Profile:
     #: cuda_arch, parsed (NO_ARCH without one)
     release_arch: ArchSpec = NO_ARCH
     #: start-up files the wheel may install: site-packages path -> why (from startup_allowed)
-    startup_allowed: dict = field(default_factory=dict)
+    startup_allowed: dict[str, str] = field(default_factory=dict)
 
     @property
     def binary_format(self) -> str:
@@ -126,7 +128,7 @@ class Profile:
     def default_version(self, when: datetime | None = None) -> str:
         return release_version(self.version_prefix, when)
 
-    def version_pattern(self) -> re.Pattern:
+    def version_pattern(self) -> re.Pattern[str]:
         """The release scheme ``<prefix>.<YYYYMMDD>[.<N>]`` (e.g. 2.0.0+cu13.bw.20260614.1)."""
         return release_version_pattern(self.version_prefix)
 
@@ -139,7 +141,8 @@ class ProfileDataError(HarnessError):
     """The profiles data file breaks its schema or names something it does not define."""
 
 
-def _table(values: dict, *, required=(), additional=None) -> dict:
+def _table(values: dict[str, Any], *, required: Iterable[str] = (),
+           additional: dict[str, Any] | None = None) -> dict[str, Any]:
     """A JSON-schema object: exactly these keys (``additional``: the schema of any other key)."""
     return {"type": "object", "properties": values, "required": list(required),
             "additionalProperties": additional if additional is not None else False}
@@ -207,14 +210,17 @@ PROFILES_SCHEMA = _table({
              "install", "macho", "profiles"))
 
 
-def _cmake_value(value) -> str:
+def _cmake_value(value: bool | str) -> str:
     """A profile's CMake setting as configure passes it: a toggle (true/false) is ON/OFF."""
     if isinstance(value, bool):
         return "ON" if value else "OFF"
     return value
 
 
-def _pick(path: Path, table: dict, key: str, where: str):
+_V = TypeVar("_V")
+
+
+def _pick(path: Path, table: Mapping[str, _V], key: str, where: str) -> _V:
     """``table[key]``, or a ProfileDataError naming the missing key, where it was named, and the file."""
     try:
         return table[key]
@@ -223,7 +229,7 @@ def _pick(path: Path, table: dict, key: str, where: str):
                                f"(defined: {', '.join(sorted(table)) or 'none'})") from None
 
 
-def _cuda_stack(path: Path, name: str, raw: dict) -> CudaStack:
+def _cuda_stack(path: Path, name: str, raw: dict[str, Any]) -> CudaStack:
     where = f"[cuda_stacks.{name}]"
     for prefix in CUBLAS_PROBE_LIBRARIES:
         _pick(path, raw["soname_majors"], prefix, f"{where} soname_majors (the cuBLAS gate's facts)")
@@ -243,7 +249,8 @@ def _cuda_stack(path: Path, name: str, raw: dict) -> CudaStack:
     )
 
 
-def _profile(path: Path, name: str, raw: dict, data: dict, macho: dict, stacks: dict) -> Profile:
+def _profile(path: Path, name: str, raw: dict[str, Any], data: dict[str, Any],
+             macho: dict[str, MachoPolicy], stacks: dict[str, CudaStack]) -> Profile:
     where = f"[profiles.{name}]"
     groups = {g: _pick(path, data["requirements"], g, f"{where} requirements") for g in raw["requirements"]}
     forbidden = {req_name: _pick(path, data["reasons"], reason, f"{where} forbidden_names")
@@ -312,16 +319,16 @@ def _profile(path: Path, name: str, raw: dict, data: dict, macho: dict, stacks: 
 @dataclass(frozen=True)
 class ProfileData:
     """profiles.toml, loaded and checked: the profiles and the shared tables they refer to."""
-    profiles: dict
+    profiles: dict[str, Profile]
     #: name -> CudaStack, every [cuda_stacks] table
-    cuda_stacks: dict
-    macho: dict
+    cuda_stacks: dict[str, CudaStack]
+    macho: dict[str, MachoPolicy]
     #: wheel platform-tag prefix -> the flavor a wheel so tagged is audited as
-    platform_flavors: dict
+    platform_flavors: dict[str, str]
     #: top-level names no wheel may install (the [install] table)
-    shadowing_names: tuple = ()
+    shadowing_names: tuple[str, ...] = ()
     #: canonical distribution name -> the top-level names its wheels install
-    dependency_top_level: dict = field(default_factory=dict)
+    dependency_top_level: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> ProfileData:
@@ -355,7 +362,7 @@ SHADOWING_NAMES = _DATA.shadowing_names
 DEPENDENCY_TOP_LEVEL = _DATA.dependency_top_level
 
 
-def dependency_top_level(distribution: str) -> tuple:
+def dependency_top_level(distribution: str) -> tuple[str, ...]:
     """The top-level names a distribution's wheels install: from [install.dependency_top_level],
     else its own name with '-' as '_' (how setuptools names a project's package by default)."""
     name = canonicalize_name(distribution)
@@ -369,7 +376,7 @@ def get_profile(flavor: str) -> Profile:
         raise UsageError(f"unknown flavor {flavor!r}: use one of {', '.join(sorted(PROFILES))}") from None
 
 
-def cuda_profiles() -> tuple:
+def cuda_profiles() -> tuple[Profile, ...]:
     """The profiles with a CUDA stack, in the data file's order."""
     return tuple(p for p in PROFILES.values() if p.cuda is not None)
 

@@ -1,5 +1,6 @@
-"""The readers and the harness's plugins type-check under ``mypy --strict`` (with pyproject.toml's
-[tool.mypy] overrides, which name what is not strict yet and why) and mypy finds nothing."""
+"""The readers, the profile modules (build_steps.profile_data, build_steps.arch) and the harness's
+plugins type-check under ``mypy --strict`` (with pyproject.toml's [tool.mypy] overrides, which name
+what is not strict yet and why) and mypy finds nothing."""
 from __future__ import annotations
 
 import subprocess
@@ -28,3 +29,12 @@ def test_harness_passes_mypy_strict():
     proc = _mypy_strict("--follow-imports=silent", "harness")
     assert proc.returncode == 0, (f"mypy --strict harness exited {proc.returncode}; annotate what it names "
                                   f"(or fix the type error):\n{proc.stdout}{proc.stderr}")
+
+
+def test_profile_modules_pass_mypy_strict():
+    # named as files, so mypy judges them whatever the readers' run follows; the modules they
+    # import (versions, cuda_stack, ...) are followed as pyproject.toml's [tool.mypy] says
+    proc = _mypy_strict("build_steps/profile_data.py", "build_steps/arch.py")
+    assert proc.returncode == 0, (f"mypy --strict build_steps/profile_data.py build_steps/arch.py exited "
+                                  f"{proc.returncode}; annotate what it names (or fix the type error):\n"
+                                  f"{proc.stdout}{proc.stderr}")
