@@ -113,11 +113,6 @@ def build_report(run: HarnessRun) -> Outcome:
         doc = provenance_document(facts, run.provenance_verdicts, run.options)
         doc.update(extra_sections(run, facts, run.records))
         doc.update(review_section(run, run.records, run.exitstatus))
-        pin = run.pin
-        # The bytes the gates judged (harness.wheel_pin), so the report names one exact file.
-        if pin is not None:
-            doc["wheel"] = {**(doc.get("wheel") or {}), "filename": Path(pin.source).name,
-                            "file": pin.source, "sha256": pin.sha256, "size": pin.size}
         run.doc = doc
     return Outcome(lines=tuple(lines))
 
@@ -158,7 +153,6 @@ def place_built_wheel(run: HarnessRun) -> Outcome:
     if not rec or rec.get("failed"):
         return Outcome(lines=tuple(lines), loud=True)
     failed, passed_provenance = gate_failures(run)
-    run.failures = failed
     try:
         line, run.placed_wheel = place_wheel(run, Path(rec["result"]["wheel"]), Path(rec["result"]["dist"]),
                                              failed, passed_provenance)

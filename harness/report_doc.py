@@ -25,7 +25,7 @@ from build_steps.overrides import broken_promises, development_option_promises
 from build_steps.pinning import sha256_of
 from build_steps.readers.report import provenance_document
 
-from .release_scope import release_set_of
+from .release_scope import ReleaseSet, release_set_of
 from .shard_plan import inapplicable_shard_gates, split_parts
 from .state import HarnessRun
 from .steps import CHAIN, chain_records, step_seconds
@@ -67,10 +67,9 @@ def _timeline(records: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "commands": measured.get("commands")}
 
 
-def _verdict(run: HarnessRun, gates: list[dict[str, Any]], exitstatus: int | None) -> dict[str, Any]:
+def _verdict(run: HarnessRun, rset: ReleaseSet, gates: list[dict[str, Any]], exitstatus: int | None) -> dict[str, Any]:
     # A skip fails a -m release run (harness.gates turned it into "failed" already); elsewhere it
     # is shown, not counted against the verdict.
-    rset = release_set_of(run)
     markexpr = run.config.getoption("markexpr", None) or None
     return review_page.verdict(gates, rset.gates if rset is not None else None,
                                run.options.profile.name,
@@ -209,7 +208,7 @@ def review_section(run: HarnessRun, records: dict[str, dict[str, Any]], exitstat
     timeline["run"] = _run_timeline(run, timeline["steps"])
     conf = (records.get("configure") or {}).get("result") or {}
     return {review_page.SECTION: {
-        "verdict": _verdict(run, gates, exitstatus),
+        "verdict": _verdict(run, rset, gates, exitstatus),
         "gates": gates,
         "not_run": not_run,
         "provenance": _provenance(records),
@@ -265,14 +264,18 @@ def publish_page(run: HarnessRun, dest: Path, audit: Audit | None, verdicts: dic
     doc = provenance_document(audit, {}, run.options)
     # read here, in the gate: the end of the run has not read the records yet
     doc.update(review_section(run, chain_records(run.shared), None, verdicts))
-    doc["wheel"] = {"filename": Path(pin.source).name, "file": pin.source, "sha256": pin.sha256, "size": pin.size}
+    doc["wheel"] = wheel_section(pin)
     return review_page.write_page(dest, doc, Path(pin.path), merged_gpu_runs(run, doc))
 
 
-def _wheel_path(run: HarnessRun, facts: Audit | None) -> Path | None:
-    # The run's private copy (harness.wheel_pin) when there is one: never the user's path again.
-    if run.pin is not None:
-        return Path(run.pin.path)
+def wheel_section(pin: WheelPin) -> dict[str, Any]:
+    """The report's ``wheel``: the bytes the gates judged (harness.wheel_pin), hashed when pinned, so
+    the report names one exact file."""
+    return {"filename": Path(pin.source).name, "file": pin.source, "sha256": pin.sha256, "size": pin.size}
+
+
+def _unpinned_wheel(run: HarnessRun, facts: Audit | None) -> Path | None:
+    """The wheel of a run that pinned none (its GPU gates' wheel, --wheel, the audit's, the placed one)."""
     for gpu_run in run.gpu_runs.values():
         if gpu_run.get("wheel"):
             return Path(gpu_run["wheel"])
@@ -291,8 +294,9 @@ def _part_of(nodeid: str, parts: dict[str, str]) -> dict[str, str]:
 def extra_sections(run: HarnessRun, facts: Audit | None, records: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The JSON report's ``wheel``, ``gpu_verification`` and ``build`` sections."""
     out: dict[str, Any] = {}
-    wheel = _wheel_path(run, facts)
-    if wheel is not None and wheel.is_file():
+    if run.pin is not None:
+        out["wheel"] = wheel_section(run.pin)  # never the user's path again, nor a second hash
+    elif (wheel := _unpinned_wheel(run, facts)) is not None and wheel.is_file():
         out["wheel"] = {"filename": wheel.name, "sha256": sha256_of(wheel)}
     runs = run.gpu_runs
     parts = split_parts(run)

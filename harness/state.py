@@ -98,8 +98,6 @@ class HarnessRun:
     json_written: bool = False
     #: the wheel this run built, where the gates' verdict put it (dist/ or set aside)
     placed_wheel: str | None = None
-    #: the build and provenance release gates that failed (the wheel is set aside for them)
-    failures: list[str] = field(default_factory=list)
     #: (nodeid, why) of the GPU gates that were selected and skipped
     skipped_gpu: list[tuple[str, str]] = field(default_factory=list)
     #: lines for the end of the gate table, and for the summary's own sections (title -> lines)
