@@ -29,7 +29,6 @@ import re
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 
