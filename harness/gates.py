@@ -111,14 +111,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: pytest.ExitCode,
                             config: pytest.Config) -> None:
     run = harness_run(config)
-    results = run.results if run is not None else {}
-    if not results:
+    if run is None or not run.results:
         return
     tr = terminalreporter
     tr.section("MXNet release gates")
-    for nodeid, (verdict, why) in sorted(results.items()):
+    for nodeid, (verdict, why) in sorted(run.results.items()):
         tr.write_line(f"{verdict.upper():8} {nodeid}" + (f"  -- {why}" if why and verdict != "passed" else ""))
-    for line in run.report_lines:  # type: ignore[union-attr]  # results come from a run
+    for line in run.report_lines:
         tr.write_line(line)
 
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .state import RunDir, harness_run
+from .state import RunDir, harness_run, the_run
 
 if TYPE_CHECKING:
     from xdist.workermanage import WorkerController
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def pytest_configure_node(node: WorkerController) -> None:
     """pytest-xdist: each worker meets the others in the controller's run dir."""
     # the controller's run exists: its pytest_configure made it before xdist starts a worker
-    node.workerinput[RunDir.WORKER_INPUT] = str(harness_run(node.config).dir.root)  # type: ignore[union-attr]
+    node.workerinput[RunDir.WORKER_INPUT] = str(the_run(node.config).dir.root)
 
 
 @pytest.hookimpl(trylast=True)
