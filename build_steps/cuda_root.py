@@ -96,6 +96,17 @@ def find_nvcc_home(stack: CudaStack | None = None) -> Path:
 _PIP_PROGRESS = re.compile(r"^(Collecting|Downloading|Installing collected|Successfully installed)")
 
 
+def wheels_dir(cache: Path, stack: CudaStack, lock: Path | None = None) -> Path:
+    """Where install_wheels puts ``stack``'s locked wheels (``lock``, default its wheel_lock) in ``cache``."""
+    pins = cuda_lock.load(Path(lock or stack.wheel_lock))
+    return cache / f"cuda-wheels-{hashlib.sha256(cuda_lock.requirements_text(pins).encode()).hexdigest()[:12]}"
+
+
+def wheels_held(cache: Path, stack: CudaStack) -> bool:
+    """Whether ``cache`` already holds ``stack``'s locked wheels, installed whole."""
+    return (wheels_dir(cache, stack) / ".complete").is_file()
+
+
 def install_wheels(cache: Path, requirements=None, python: str | None = None,
                    find_links=(), index_url: str | None = None, progress=None,
                    lock: Path | None = None, no_index: bool = False,
@@ -112,10 +123,10 @@ def install_wheels(cache: Path, requirements=None, python: str | None = None,
     if requirements is None:
         lock = Path(lock or stack.wheel_lock)
         pins = cuda_lock.load(lock)
-        key = hashlib.sha256(cuda_lock.requirements_text(pins).encode()).hexdigest()[:12]
+        target = wheels_dir(cache, stack, lock)
     else:
-        key = hashlib.sha256(json.dumps(sorted(requirements)).encode()).hexdigest()[:12]
-    target = cache / f"cuda-wheels-{key}"
+        target = cache / f"cuda-wheels-{hashlib.sha256(json.dumps(sorted(requirements)).encode()).hexdigest()[:12]}"
+    key = target.name.removeprefix("cuda-wheels-")
     done = target / ".complete"
     cache.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target) + ".lock"):

@@ -47,6 +47,8 @@ class CudaStack:
     build_wheels: tuple[str, ...]
     #: the lock of those wheels (exact versions and file hashes, build_steps.cuda_lock)
     wheel_lock: Path
+    #: what those wheels take in the harness cache once installed, in GiB (preflight's figure)
+    wheels_space_gib: float
     #: SONAME prefix -> the RUNPATH entry of libmxnet.so that reaches the pip library
     pip_libraries: dict[str, str]
     #: SONAME prefix -> the pip distribution that ships it

@@ -14,10 +14,12 @@ import re
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import filesystem, source
-from .cuda_root import find_nvcc_home
+from .cuda_root import find_nvcc_home, wheels_held
 from .errors import HarnessError
 from .arch import Arch, ArchSpec, missing_release_archs
 
@@ -85,66 +87,118 @@ def unsupported_archs(arch: ArchSpec, nvcc: Path | None) -> list[str]:
             + ("them" if len(bad) > 1 else "it") + " from the arch list"]
 
 
-def build_dir_refusals(build_dir: Path, profile, *, tmp: Path | None = None, cache: Path | None = None) -> list[str]:
+#: what profiles.toml's space_sources counts
+SOURCE_SUFFIXES = (".cu", ".cc", ".cpp", ".c")
+
+
+def source_count(src: Path) -> int:
+    """The C/C++/CUDA source files under ``src`` (SOURCE_SUFFIXES), outside ``.git`` and any
+    configured build dir (one holding a CMakeCache.txt): the measure space_sources is in."""
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(src):
+        dirnames[:] = [d for d in dirnames
+                       if d != ".git" and not os.path.exists(os.path.join(dirpath, d, "CMakeCache.txt"))]
+        count += sum(1 for name in filenames if name.endswith(SOURCE_SUFFIXES))
+    return count
+
+
+@dataclass(frozen=True)
+class SpaceNeed:
+    """One place a build writes: what it is, where, how many bytes it needs, and what moves it."""
+    what: str
+    path: Path
+    need: int
+    moved_by: str
+
+
+def space_needs(src: Path, profile: Any, build_dir: Path, *, tmp: Path | None = None,
+                cache: Path | None = None, cuda_wheels: bool = False,
+                compiler_cache: bool = False) -> tuple[int, list[SpaceNeed]]:
+    """(the tree's source count, each place's need) for a ``profile`` build of ``src``.
+
+    The build dir's and the compiler cache's figures were measured on the fork's
+    ``space_sources`` sources and scale with this tree's (a build dir never below
+    ``build_space_min_gib``: its staged libraries and wheel do not shrink with the tree); TMPDIR's
+    is per compile in flight, not scaled. The harness cache counts the stack's CUDA wheels only
+    for a ``cuda_wheels`` build that does not hold them yet, the objects only for a
+    ``compiler_cache`` build. A place whose figure is 0 is not listed."""
+    count = source_count(src) if profile.space_sources else 0
+    scale = min(1.0, count / profile.space_sources) if profile.space_sources else 1.0
+    build_gib = max(profile.build_space_min_gib, profile.build_space_gib * scale) if profile.build_space_gib else 0.0
+    cache_gib = profile.cache_space_gib * scale if compiler_cache else 0.0
+    if cache is not None and cuda_wheels and profile.cuda is not None and not wheels_held(cache, profile.cuda):
+        cache_gib += profile.cuda.wheels_space_gib
+    places = [SpaceNeed("the build dir", Path(build_dir), int(build_gib * filesystem.GIB), "--build-dir=DIR"),
+              SpaceNeed("TMPDIR", Path(tmp or tempfile.gettempdir()), int(profile.tmp_space_gib * filesystem.GIB),
+                        "TMPDIR=DIR")]
+    if cache is not None:
+        places.append(SpaceNeed("the harness cache", Path(cache), int(cache_gib * filesystem.GIB),
+                                "MXNET_HARNESS_CACHE=DIR"))
+    return count, [p for p in places if p.need > 0]
+
+
+def build_dir_refusals(src: Path, build_dir: Path, profile: Any, *, tmp: Path | None = None,
+                       cache: Path | None = None, cuda_wheels: bool = False,
+                       compiler_cache: bool = False) -> list[str]:
     """A build dir that cannot be written, or a filesystem the build needs that cannot hold it.
 
-    Each place the build writes has its own need from the profile: the build dir its measured
-    ``build_space_gib`` (what an existing build dir already holds counts towards it: a resumed
-    build needs only the rest), TMPDIR ``tmp_space_gib``, the harness cache (``cache``, when
-    this build uses it) ``cache_space_gib``. Places on one filesystem add up; each refusal names
-    its filesystem, its figures and what moves each place there."""
+    Each place the build writes has its own need (space_needs); what an existing build dir
+    already holds counts towards its need (a resumed build needs only the rest). Places on one
+    filesystem add up; each refusal names its filesystem, its figures and what moves each place."""
     build_dir = Path(build_dir)
     why = filesystem.writable(build_dir)
     if why:
         return [f"the build dir {build_dir} cannot be written ({why}): pass --build-dir=DIR on a "
                 "writable filesystem (the default build dir is inside the source tree)"]
-    places = [("the build dir", build_dir, profile.build_space_gib, "--build-dir=DIR"),
-              ("TMPDIR", Path(tmp or tempfile.gettempdir()), profile.tmp_space_gib, "TMPDIR=DIR"),
-              ("the harness cache", cache, profile.cache_space_gib, "MXNET_HARNESS_CACHE=DIR")]
-    by_fs: dict = {}
-    for what, path, gib, moved_by in places:
-        if path is None or not gib:
-            continue
+    count, needs = space_needs(src, profile, build_dir, tmp=tmp, cache=cache, cuda_wheels=cuda_wheels,
+                               compiler_cache=compiler_cache)
+    by_fs: dict[int, list[SpaceNeed]] = {}
+    for place in needs:
         try:
-            device = os.stat(filesystem.existing(path)).st_dev
+            device = os.stat(filesystem.existing(place.path)).st_dev
         except OSError:
             continue
-        by_fs.setdefault(device, []).append((what, Path(path), int(gib * filesystem.GIB), moved_by))
+        by_fs.setdefault(device, []).append(place)
+    build = (f"a {profile.name} build of {count} source{'s' if count != 1 else ''}" if profile.space_sources
+             else f"a {profile.name} build")
     problems = []
     for group in by_fs.values():
-        first = group[0][1]
+        first = group[0].path
         free = filesystem.free_bytes(first)
-        need = sum(n for _w, _p, n, _m in group)
+        need = sum(p.need for p in group)
         if free >= need:
             continue
-        have = sum(filesystem.tree_size(p) for w, p, _n, _m in group
-                   if w == "the build dir" and p.is_dir())  # only when short: a walk
+        have = sum(filesystem.tree_size(p.path) for p in group
+                   if p.what == "the build dir" and p.path.is_dir())  # only when short: a walk
         if free + have >= need:
             continue
-        parts = " + ".join(f"{filesystem.human(n)} for {w} {p}" for w, p, n, _m in group)
+        parts = " + ".join(f"{filesystem.human(p.need)} for {p.what} {p.path}" for p in group)
         held = f" (its {filesystem.human(have)} already built count towards that)" if have else ""
-        movers = " or ".join(f"set {m}" if not m.startswith("--") else f"pass {m}" for _w, _p, _n, m in group)
+        movers = " or ".join(f"pass {p.moved_by}" if p.moved_by.startswith("--") else f"set {p.moved_by}"
+                             for p in group)
         if len(group) == 1:
-            what, path, n, _m = group[0]
-            problems.append(f"{filesystem.human(free)} free on {filesystem.filesystem_name(first)} for {what} "
-                            f"{path}; a {profile.name} build needs {filesystem.human(n)}{held}. Free space "
+            (place,) = group
+            problems.append(f"{filesystem.human(free)} free on {filesystem.filesystem_name(first)} for {place.what} "
+                            f"{place.path}; {build} needs {filesystem.human(place.need)}{held}. Free space "
                             f"there, or {movers} on a larger filesystem")
         else:
-            problems.append(f"{filesystem.human(free)} free on {filesystem.filesystem_name(first)}; a "
-                            f"{profile.name} build needs {filesystem.human(need)} there ({parts}){held}. "
+            problems.append(f"{filesystem.human(free)} free on {filesystem.filesystem_name(first)}; "
+                            f"{build} needs {filesystem.human(need)} there ({parts}){held}. "
                             f"Free space there, or {movers} on a larger filesystem")
     return problems
 
 
 def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bool,
-             allow_dirty: bool, build_dir: Path | None = None, cache: Path | None = None) -> list[str]:
+             allow_dirty: bool, build_dir: Path | None = None, cache: Path | None = None,
+             cuda_wheels: bool = False, compiler_cache: bool = False) -> list[str]:
     """Every reason not to start this build, as sentences naming the fix (empty: go ahead).
 
     ``arch``: the run's archs. One chosen by an MXNET_CUDA_ARCH override or --cuda-arch=native is a
     declared development build (its gate fails and it cannot publish), so the release-matrix
     refusal does not apply; nvcc is asked about the list that is built.
     ``build_dir``: checked for writability and free space with TMPDIR and ``cache`` (the harness
-    cache, when the build uses it) (build_dir_refusals)."""
+    cache, holding the CUDA wheels of a ``cuda_wheels`` build and the objects of a
+    ``compiler_cache`` one) (build_dir_refusals)."""
     problems = []
     # An empty submodule is refused dirty or not: nothing can build it, and git sees an emptied
     # vendored copy as deleted files, which would name only the symptom.
@@ -152,7 +206,8 @@ def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bo
     if missing:
         problems.append(source.missing_text(src, missing))
     if build_dir is not None:
-        problems += build_dir_refusals(build_dir, profile, cache=cache)
+        problems += build_dir_refusals(src, build_dir, profile, cache=cache, cuda_wheels=cuda_wheels,
+                                       compiler_cache=compiler_cache)
     if release and not allow_dirty:
         # a submodule whose only change is its commit: judged by mismatch_refusals, with both commits
         changed = [line for line in source.dirty_tracked_paths(src)

@@ -106,9 +106,15 @@ class Profile:
     cuda: CudaStack | None = None
     #: free space a build dir of the fork needs for this profile, in GiB (measured: see profiles.toml); 0: not checked
     build_space_gib: float = 0.0
+    #: the C/C++/CUDA sources of the tree build_space_gib and cache_space_gib were measured on: a tree
+    #: with fewer needs proportionally less (preflight.space_needs); 0: not scaled
+    space_sources: int = 0
+    #: the least a build dir needs however small the tree (its staged libraries and wheel), in GiB
+    build_space_min_gib: float = 0.0
     #: free space the build's temporaries need in TMPDIR, in GiB (estimated: see profiles.toml); 0: not checked
     tmp_space_gib: float = 0.0
-    #: free space the harness cache (CUDA wheels, compiler cache) needs, in GiB; 0: not checked
+    #: free space the compiler cache's objects of one build need in the harness cache, in GiB (the
+    #: CUDA wheels' share is the stack's wheels_space_gib); 0: not checked
     cache_space_gib: float = 0.0
     #: the oldest nvcc that builds this profile ("13.0"); "" for a profile without CUDA
     nvcc_minimum: str = ""
@@ -170,6 +176,7 @@ PROFILES_SCHEMA = _table({
         "major": {"type": "integer", "minimum": 1},
         "build_wheels": _STRS,
         "wheel_lock": _STR,
+        "wheels_space_gib": {"type": "number", "minimum": 0},
         "pip_libraries": _PIP_LIBRARIES,
         "soname_majors": {"type": "object", "additionalProperties": _table(
             {"majors": _STRS, "what": _STR}, required=("majors", "what"))},
@@ -197,6 +204,8 @@ PROFILES_SCHEMA = _table({
         "symbol_floor": _STR,
         "macho": _STR,
         "build_space_gib": {"type": "number", "minimum": 0},
+        "space_sources": {"type": "integer", "minimum": 1},
+        "build_space_min_gib": {"type": "number", "minimum": 0},
         "tmp_space_gib": {"type": "number", "minimum": 0},
         "cache_space_gib": {"type": "number", "minimum": 0},
         "nvcc_minimum": {"type": "string", "pattern": "^[0-9]+[.][0-9]+$"},
@@ -242,6 +251,7 @@ def _cuda_stack(path: Path, name: str, raw: dict[str, Any]) -> CudaStack:
     return CudaStack(
         name=name, major=raw["major"], build_wheels=tuple(raw["build_wheels"]),
         wheel_lock=path.parent / raw["wheel_lock"],
+        wheels_space_gib=float(raw.get("wheels_space_gib", 0.0)),
         pip_libraries={lib: v["runpath"] for lib, v in raw["pip_libraries"].items()},
         pip_distributions={lib: v["distribution"] for lib, v in raw["pip_libraries"].items()},
         soname_majors={prefix: (tuple(m["majors"]), m["what"]) for prefix, m in raw["soname_majors"].items()},
@@ -307,6 +317,8 @@ def _profile(path: Path, name: str, raw: dict[str, Any], data: dict[str, Any],
         soname_majors=dict(stack.soname_majors) if stack else {},
         cuda=stack,
         build_space_gib=float(raw.get("build_space_gib", 0.0)),
+        space_sources=int(raw.get("space_sources", 0)),
+        build_space_min_gib=float(raw.get("build_space_min_gib", 0.0)),
         tmp_space_gib=float(raw.get("tmp_space_gib", 0.0)),
         cache_space_gib=float(raw.get("cache_space_gib", 0.0)),
         nvcc_minimum=raw.get("nvcc_minimum", ""),

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import configure as configure_step
-from build_steps import filesystem, launcher, preflight
+from build_steps import cuda_root, filesystem, launcher, preflight
 from build_steps.compile import compile_mxnet
 from build_steps.errors import StepError
 from build_steps.heartbeat import heartbeat
@@ -103,13 +103,77 @@ def test_each_filesystem_the_build_needs_is_checked_up_front_with_its_own_figure
                                  f"--build-dir={tmp_path / 'build'}", launcher_choice))
     rc, out = _run(cmd, tmp_path, env={place: str(small)})
     _say_lines(f"{place} on a 2 MB filesystem", out)
-    figure = {"TMPDIR": CPU.tmp_space_gib, "MXNET_HARNESS_CACHE": CPU.cache_space_gib}[place]
+    # TMPDIR's figure is per compile in flight; the cache's objects scale with the tree's 8 sources
+    figure = {"TMPDIR": CPU.tmp_space_gib,
+              "MXNET_HARNESS_CACHE": CPU.cache_space_gib * 8 / CPU.space_sources}[place]
     what = {"TMPDIR": "TMPDIR", "MXNET_HARNESS_CACHE": "the harness cache"}[place]
     assert rc == pytest.ExitCode.USAGE_ERROR, out[-3000:]
-    assert f"free on {small} (tmpfs) for {what} {small}; a cpu build needs {filesystem.human(figure * filesystem.GIB)}" \
-        in out, out[-3000:]
+    assert f"free on {small} (tmpfs) for {what} {small}; a cpu build of 8 sources needs " \
+        f"{filesystem.human(int(figure * filesystem.GIB))}" in out, out[-3000:]
     assert f"set {place}=DIR" in out and "Traceback" not in out, out[-3000:]
     assert not (tmp_path / "build" / "CMakeCache.txt").exists()
+
+
+CUDA = PROFILES["cuda"]
+
+
+def test_the_space_a_build_needs_scales_with_the_tree_and_skips_wheels_the_cache_holds(sample_tree, fork_pristine,
+                                                                                     tmp_path):
+    """The fork's measured figures are for its 2453 sources; the sample tree's 8 need the build
+    dir's floor and a sliver of compiler cache. The CUDA wheels count only until the cache holds them."""
+    cache = tmp_path / "cache"
+    assert preflight.source_count(fork_pristine) == CUDA.space_sources == 2453
+
+    def needs(src, **kw):
+        count, places = preflight.space_needs(src, CUDA, tmp_path / "build", cache=cache, **kw)
+        return count, {p.what: p.need for p in places}
+
+    gib = filesystem.GIB
+    count, fork = needs(fork_pristine, cuda_wheels=True, compiler_cache=True)
+    assert fork == {"the build dir": int(6.0 * gib), "TMPDIR": int(1.0 * gib),
+                    "the harness cache": int((3.0 + 3.0) * gib)}, fork
+    sample_src = sample_tree()
+    count, sample = needs(sample_src, cuda_wheels=True, compiler_cache=True)
+    assert count == 8
+    assert sample == {"the build dir": int(1.0 * gib), "TMPDIR": int(1.0 * gib),
+                      "the harness cache": int((3.0 * 8 / 2453 + 3.0) * gib)}, sample
+    # the wheels once installed (install_wheels' own marker in its own directory): objects only
+    held = cuda_root.wheels_dir(cache, CUDA.cuda)
+    held.mkdir(parents=True)
+    (held / ".complete").write_text("[]")
+    assert needs(sample_src, cuda_wheels=True, compiler_cache=True)[1]["the harness cache"] == int(3.0 * 8 / 2453 * gib)
+    # neither wheels nor a compiler cache: the cache is not a place this build writes
+    assert "the harness cache" not in needs(sample_src)[1]
+
+
+@MOUNTS
+def test_a_small_tree_fits_a_disk_the_fork_would_not(sample_tree, fork_pristine, small_fs, tmp_path):
+    """CI's regression (stop 38): 12.6 GiB free refused the 8-source sample tree for the fork's
+    13 GiB. On one 4 GiB filesystem holding the build dir, TMPDIR and the cache (wheels held),
+    the sample tree goes ahead and the fork is refused with its own figures."""
+    fs = small_fs(4096)
+    cache = fs / "cache"
+    held = cuda_root.wheels_dir(cache, CUDA.cuda)
+    held.mkdir(parents=True)
+    (held / ".complete").write_text("[]")
+    (fs / "tmp").mkdir()
+
+    def refused(src):
+        return preflight.build_dir_refusals(src, fs / "build", CUDA, tmp=fs / "tmp", cache=cache,
+                                            cuda_wheels=True, compiler_cache=True)
+
+    sample_src = sample_tree()
+    assert refused(sample_src) == []
+    (why,) = refused(fork_pristine)
+    print(why)
+    assert why.startswith(f"4.0 GiB free on {fs} (tmpfs); a cuda build of 2453 sources needs 10.0 GiB there "
+                          f"(6.0 GiB for the build dir {fs / 'build'} + 1.0 GiB for TMPDIR {fs / 'tmp'} + "
+                          f"3.0 GiB for the harness cache {cache})"), why
+    assert "pass --build-dir=DIR or set TMPDIR=DIR or set MXNET_HARNESS_CACHE=DIR" in why, why
+    # without the wheels the sample tree needs their 3 GiB too: 5.0 GiB, refused on 4
+    shutil.rmtree(held)
+    (why,) = refused(sample_src)
+    assert "a cuda build of 8 sources needs 5.0 GiB there" in why, why
 
 
 @pytest.fixture
