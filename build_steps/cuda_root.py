@@ -96,10 +96,14 @@ def find_nvcc_home(stack: CudaStack | None = None) -> Path:
 _PIP_PROGRESS = re.compile(r"^(Collecting|Downloading|Installing collected|Successfully installed)")
 
 
+def _wheels_dir_for(cache: Path, requirements_text: str) -> Path:
+    """The cache directory of one requirement set (named by its text's hash)."""
+    return cache / f"cuda-wheels-{hashlib.sha256(requirements_text.encode()).hexdigest()[:12]}"
+
+
 def wheels_dir(cache: Path, stack: CudaStack, lock: Path | None = None) -> Path:
     """Where install_wheels puts ``stack``'s locked wheels (``lock``, default its wheel_lock) in ``cache``."""
-    pins = cuda_lock.load(Path(lock or stack.wheel_lock))
-    return cache / f"cuda-wheels-{hashlib.sha256(cuda_lock.requirements_text(pins).encode()).hexdigest()[:12]}"
+    return _wheels_dir_for(cache, cuda_lock.requirements_text(cuda_lock.load(Path(lock or stack.wheel_lock))))
 
 
 def wheels_held(cache: Path, stack: CudaStack) -> bool:
@@ -123,10 +127,9 @@ def install_wheels(cache: Path, requirements=None, python: str | None = None,
     if requirements is None:
         lock = Path(lock or stack.wheel_lock)
         pins = cuda_lock.load(lock)
-        target = wheels_dir(cache, stack, lock)
+        target = _wheels_dir_for(cache, cuda_lock.requirements_text(pins))
     else:
-        target = cache / f"cuda-wheels-{hashlib.sha256(json.dumps(sorted(requirements)).encode()).hexdigest()[:12]}"
-    key = target.name.removeprefix("cuda-wheels-")
+        target = _wheels_dir_for(cache, json.dumps(sorted(requirements)))
     done = target / ".complete"
     cache.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target) + ".lock"):
@@ -135,10 +138,10 @@ def install_wheels(cache: Path, requirements=None, python: str | None = None,
             return target
         if target.exists():
             shutil.rmtree(target)  # an interrupted install: start over rather than trust it
-        log = cache / f"cuda-wheels-{key}.log"
+        log = cache / f"{target.name}.log"
         env = None
         if pins is not None:
-            reqs = cache / f"cuda-wheels-{key}.requirements.txt"
+            reqs = cache / f"{target.name}.requirements.txt"
             reqs.write_text(cuda_lock.requirements_text(pins))
             cmd = cuda_lock.pip_command(python or sys.executable, target, reqs, find_links, index_url, no_index)
             env = cuda_lock.pip_env()

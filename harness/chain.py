@@ -45,13 +45,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "--wheel=PATH (or select -m release to build and verify a wheel from --mxnet-src)")
     try:
         root = source.resolve_source(options.mxnet_src, Path(config.invocation_params.dir))
-        compiler_cache = launcher.choose(options.compiler_launcher).name == "sccache"
-        uses_cache = options.cuda_from_wheels or compiler_cache
+        # the cache is a place this build writes only for what the flags say (preflight.space_needs)
         refused = preflight.refusals(root, options.profile, options.cuda_arch, options.cmake_defines,
                                      release=is_release_run(config), allow_dirty=options.allow_dirty,
-                                     build_dir=BuildPaths(options, root).build_dir,
-                                     cache=default_cache_dir() if uses_cache else None,
-                                     cuda_wheels=options.cuda_from_wheels, compiler_cache=compiler_cache)
+                                     build_dir=BuildPaths(options, root).build_dir, cache=default_cache_dir(),
+                                     cuda_wheels=options.cuda_from_wheels,
+                                     compiler_cache=launcher.choose(options.compiler_launcher).name == "sccache")
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     if refused:

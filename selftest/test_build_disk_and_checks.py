@@ -117,6 +117,15 @@ def test_each_filesystem_the_build_needs_is_checked_up_front_with_its_own_figure
 CUDA = PROFILES["cuda"]
 
 
+def _hold_wheels(cache: Path) -> Path:
+    """``cache`` as install_wheels leaves it once the cuda profile's locked wheels are in: its own
+    directory with its own completion marker (the wheels themselves are not what preflight reads)."""
+    held = cuda_root.wheels_dir(cache, CUDA.cuda)
+    held.mkdir(parents=True)
+    (held / ".complete").write_text("[]")
+    return held
+
+
 def test_the_space_a_build_needs_scales_with_the_tree_and_skips_wheels_the_cache_holds(sample_tree, fork_pristine,
                                                                                      tmp_path):
     """The fork's measured figures are for its 2453 sources; the sample tree's 8 need the build
@@ -137,10 +146,7 @@ def test_the_space_a_build_needs_scales_with_the_tree_and_skips_wheels_the_cache
     assert count == 8
     assert sample == {"the build dir": int(1.0 * gib), "TMPDIR": int(1.0 * gib),
                       "the harness cache": int((3.0 * 8 / 2453 + 3.0) * gib)}, sample
-    # the wheels once installed (install_wheels' own marker in its own directory): objects only
-    held = cuda_root.wheels_dir(cache, CUDA.cuda)
-    held.mkdir(parents=True)
-    (held / ".complete").write_text("[]")
+    _hold_wheels(cache)  # the wheels once installed: objects only
     assert needs(sample_src, cuda_wheels=True, compiler_cache=True)[1]["the harness cache"] == int(3.0 * 8 / 2453 * gib)
     # neither wheels nor a compiler cache: the cache is not a place this build writes
     assert "the harness cache" not in needs(sample_src)[1]
@@ -153,9 +159,7 @@ def test_a_small_tree_fits_a_disk_the_fork_would_not(sample_tree, fork_pristine,
     the sample tree goes ahead and the fork is refused with its own figures."""
     fs = small_fs(4096)
     cache = fs / "cache"
-    held = cuda_root.wheels_dir(cache, CUDA.cuda)
-    held.mkdir(parents=True)
-    (held / ".complete").write_text("[]")
+    held = _hold_wheels(cache)
     (fs / "tmp").mkdir()
 
     def refused(src):
