@@ -23,6 +23,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import tree_links
 from .readers.elf import read_dynamic
 from .errors import StepError
 from .once import JsonRecord
@@ -337,7 +338,8 @@ def stage_headers(src: Path, package_dir: Path) -> tuple[list[str], list[str]]:
         if not s.exists():
             warnings.append(f"include/{h} not found; not staged")
             continue
-        shutil.copytree(s, dest_root / h, symlinks=False)
+        # include/<h> links into 3rdparty/: followed, inside the tree only (build_steps.tree_links).
+        tree_links.copy_following_links(s, dest_root / h, src, "stage")
         staged.append(h)
     if not (dest_root / "mxnet" / "base.h").is_file():
         raise StepError("stage", f"header staging failed: {dest_root}/mxnet/base.h missing "
