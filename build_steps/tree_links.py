@@ -35,7 +35,11 @@ def check_links(top: Path, tree: Path, step: str,
     that dereferences follows it) that dangles, leaves ``tree`` or loops."""
     top, tree = Path(top), Path(tree)
     root = os.path.realpath(tree)
-    pending = [(top, _checked(str(top), top, tree, root, step))]
+    first = _checked(str(top), top, tree, root, step)
+    if not _inside(os.path.realpath(first), root):  # a link above ``top`` (include -> /etc)
+        raise StepError(step, f"{top} resolves to {os.path.realpath(first)}, outside the source tree {root}: "
+                        "refused (a link in the tree may only point inside it)")
+    pending = [(top, first)]
     while pending:
         shown, real = pending.pop()
         if not os.path.isdir(real):

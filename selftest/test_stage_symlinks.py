@@ -107,3 +107,28 @@ def test_header_staging_refuses_a_link_out_of_the_tree(tmp_path):
         stage_headers(tree, tree / "python" / "mxnet")
     assert not (tree / "python" / "mxnet" / "include" / "mxnet" / "shadow.h").exists()
     shutil.rmtree(tree / "python" / "mxnet" / "include", ignore_errors=True)
+
+
+def test_headers_of_a_staged_tree_follow_links_into_its_source_tree(tmp_path):
+    tree = _tree(tmp_path)
+    (tree / "3rdparty" / "nnvm" / "include" / "nnvm").mkdir(parents=True)
+    (tree / "3rdparty" / "nnvm" / "include" / "nnvm" / "graph.h").write_text("#pragma once\n")
+    (tree / "include" / "mxnet").mkdir(parents=True)
+    (tree / "include" / "mxnet" / "base.h").write_text("#pragma once\n")
+    (tree / "include" / "nnvm").symlink_to("../3rdparty/nnvm/include/nnvm")
+    staged = package.stage_tree(tree, tmp_path / "build" / "harness-package")
+    with pytest.raises(StepError, match="outside the source tree"):
+        stage_headers(staged, staged / "python" / "mxnet")  # the staged tree alone does not hold 3rdparty/
+    headers, _ = stage_headers(staged, staged / "python" / "mxnet", tree)
+    assert {"mxnet", "nnvm"} <= set(headers)
+    assert (staged / "python" / "mxnet" / "include" / "nnvm" / "graph.h").is_file()
+
+
+def test_a_tree_whose_include_dir_leaves_it_is_refused(tmp_path):
+    tree = _tree(tmp_path)
+    (tmp_path / "elsewhere" / "mxnet").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "mxnet" / "base.h").write_text("#pragma once\n")
+    (tree / "include").symlink_to(tmp_path / "elsewhere")
+    staged = package.stage_tree(tree, tmp_path / "build" / "harness-package")
+    with pytest.raises(StepError, match="include/mxnet resolves to .*outside the source tree"):
+        stage_headers(staged, staged / "python" / "mxnet", tree)
