@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,7 +22,7 @@ from pathlib import Path
 from . import sandbox
 from .development_settings import CREDENTIAL_PATTERNS
 from .development_settings import check_pass_env as _check_pass_env
-from .errors import StepError, UsageError, log_tail
+from .errors import EnvironmentFault, StepError, UsageError, log_tail
 from .readers.wheel_name import WheelNameError, parse_wheel_name
 
 #: Variables that would let the venv find libraries or modules outside itself (never passed,
@@ -130,22 +131,54 @@ def build_env(extra: dict | None = None) -> dict:
     return env
 
 
+#: What pip and uv say when the index cannot be reached (the network, a proxy, DNS, TLS): the
+#: host's fault, not the wheel's (issue 42, item 4). Each is matched in this command's own output.
+_UNREACHABLE = re.compile(r"Failed to establish a new connection|NewConnectionError|Connection refused"
+                          r"|Temporary failure in name resolution|Name or service not known|Network is unreachable"
+                          r"|ConnectTimeoutError|Read timed out|ProxyError|SSLError|CERTIFICATE_VERIFY_FAILED"
+                          r"|error sending request|dns error|tcp connect error|Failed to fetch")
+_NO_SPACE = re.compile(r"No space left on device|Disk quota exceeded")
+
+
+def environment_fault(output: str) -> str | None:
+    """What of the host made an install fail, in words, or None when its output names nothing
+    of the host (then the wheel or its requirements are at fault: a verdict about the wheel)."""
+    if _NO_SPACE.search(output):
+        return "the disk is full (No space left on device)"
+    m = _UNREACHABLE.search(output)
+    if m:
+        urls = re.findall(r"(?:Looking in indexes|Looking in links): (\S+)", output)
+        where = f" {urls[0]}" if urls else ""
+        return f"pip could not reach the package index{where} ({m.group(0)})"
+    return None
+
+
 def _run_logged(cmd: list, log: Path, step: str, what: str, env: dict | None = None, timeout: float = 3600,
                 box: dict | None = None):
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as fh:
         fh.write("$ " + " ".join(map(str, cmd)) + "\n")
         fh.flush()
+        start = fh.tell()
         try:
             argv, child_env = (sandbox.wrap(cmd, env or clean_env(pip=True), **box) if box is not None
                                else (cmd, env or clean_env(pip=True)))
             proc = subprocess.run(list(map(str, argv)), stdout=fh, stderr=subprocess.STDOUT,
                                   env=child_env, timeout=timeout)
         except FileNotFoundError as exc:
-            raise StepError(step, f"{what}: {exc}", log) from None
+            # a tool of the host is missing: nothing about the wheel was learnt
+            raise EnvironmentFault(step, f"{what}: {exc}; the wheel was not judged (install the tool)", log) from None
         except subprocess.TimeoutExpired:
             raise StepError(step, f"{what}: timed out after {timeout:.0f} s", log, log_tail(log)) from None
     if proc.returncode != 0:
+        with open(log, "rb") as fh:
+            fh.seek(start)
+            output = fh.read().decode("utf-8", "replace")
+        fault = environment_fault(output)
+        if fault is not None:
+            raise EnvironmentFault(step, f"{what} failed: {fault}. The wheel was not judged: fix the network or "
+                                   "proxy, or name a reachable index (--index-url=URL, or --find-links=DIR "
+                                   "--no-index for a local wheelhouse), and re-run", log, log_tail(log, 15))
         raise StepError(step, f"{what} failed (exit {proc.returncode})", log, log_tail(log))
 
 
