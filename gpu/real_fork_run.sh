@@ -278,6 +278,15 @@ collect)
   mkdir -p "$out"
   cp "$W/pytest.log" "$W/report.json" "$W/gpu_report.json" "$W/gpu-lane.log" "$out/" 2>/dev/null
   cp "$W/build/.ninja_log" "$out/ninja_log.txt" 2>/dev/null
+  cp "$W/build/harness-logs/review.html" "$out/" 2>/dev/null
+  # the bundled closure as the package step staged it: each file, its size, and the MB in all
+  lib="$W/build/harness-package/python/mxnet/lib"
+  if [ -d "$lib" ]; then
+    { find "$lib" -maxdepth 1 -type f -printf '%s %f\n' | sort -k2
+      echo "files: $(find "$lib" -maxdepth 1 -type f | wc -l), bytes: $(du -sb "$lib" | cut -f1)"
+      for f in "$W"/build/harness-package/python/mxnet/libmxnet.so; do echo "== $f"; readelf -d "$f" | grep -E 'NEEDED|RUNPATH'; done
+    } > "$out/closure.txt"
+  fi
   tail -c 200000 "$W/build/harness-logs/compile.log" > "$out/compile_log_tail.txt" 2>/dev/null
   cat "$W"/build/harness-logs/*.log 2>/dev/null | grep -v '^\[' | tail -c 300000 > "$out/step_logs_tail.txt"
   # each shard log's head and tail (what it passed, where it stopped)
