@@ -124,7 +124,7 @@ def pytest_terminal_summary(terminalreporter):
             f"NOTE: {len(skipped)} selftests of the real fork tree skipped: no {FIXTURES_DIR}/mxnet-fork-*.tar.xz "
             f"beside this checkout; set {FORK_TREE_ENV}=<an unpacked fork tree or its .tar.xz> to run them",
             yellow=True, bold=True)
-    from selftest.test_realfork_wheel import LIBMXNET_ENV, NO_LIBRARY
+    from selftest.fixtures_realtree import LIBMXNET_ENV, NO_LIBRARY
     no_lib = [r for r in terminalreporter.stats.get("skipped", ())
               if NO_LIBRARY in str(getattr(r, "longrepr", "") or "")]
     if no_lib:

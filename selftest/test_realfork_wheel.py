@@ -15,7 +15,6 @@ this repo, with ``MXNET_FORK_TREE`` for its tree; without either they skip, coun
 """
 from __future__ import annotations
 
-import lzma
 import os
 import re
 import shutil
@@ -29,45 +28,14 @@ from build_steps import bundle, package
 from build_steps.library_policy import plain_commonly_loaded
 from build_steps.profile_data import PROFILES
 from build_steps.readers.elf import read_dynamic
-from selftest.fixtures_realtree import FIXTURES_DIR
+from selftest.fixtures_realtree import LIBMXNET_ENV, NO_LIBRARY, fork_library_source
 from selftest.fixtures_runtime import MXNET_191_EXTRAS
 
-LIBMXNET_ENV = "MXNET_FORK_LIBMXNET"
-#: what the skip says (conftest's NOTE line counts these)
-NO_LIBRARY = "no real fork library"
 #: the fork's own OpenCV regression test (issue 40: 4 passed, none skipped, on the GPU host's wheel)
 FORK_OPENCV_TEST = "tests/python/unittest/test_d2l_opencv_image_io_regression.py"
 #: the cpu profile's gates this library fails by design: it was built with USE_ONEDNN=OFF (its README)
 BY_DESIGN = {"test_feature_matches_profile[USE_ONEDNN]"}
 VERSION = "2.0.0+cpu.linux.20261203"
-
-
-def fork_library_source() -> Path | None:
-    """$MXNET_FORK_LIBMXNET, else the fixture's libmxnet.so.xz beside this checkout, else None."""
-    env = os.environ.get(LIBMXNET_ENV)
-    if env:
-        path = Path(env).expanduser()
-        if not path.is_file():
-            raise pytest.UsageError(f"{LIBMXNET_ENV}={env}: no such file; name a libmxnet.so of the fork "
-                                    "(cpu flavor) or its .xz")
-        return path.resolve()
-    found = sorted(FIXTURES_DIR.glob("mxnet-fork-*-cpu-*/libmxnet.so.xz"))
-    return found[-1] if found else None
-
-
-@pytest.fixture(scope="session")
-def fork_libmxnet(tmp_path_factory) -> Path:
-    """The fixture's libmxnet.so, unpacked once per session (341 MB from 28 MB of xz)."""
-    src = fork_library_source()
-    if src is None:
-        pytest.skip(f"{NO_LIBRARY}: neither {FIXTURES_DIR}/mxnet-fork-*-cpu-*/libmxnet.so.xz nor "
-                    f"${LIBMXNET_ENV} exists (set {LIBMXNET_ENV} to a libmxnet.so of the fork or its .xz)")
-    if src.suffix != ".xz":
-        return src
-    dest = tmp_path_factory.mktemp("fork-libmxnet") / "libmxnet.so"
-    with lzma.open(src) as fin, open(dest, "wb") as fout:
-        shutil.copyfileobj(fin, fout, 1 << 20)
-    return dest
 
 
 @pytest.fixture(scope="session")
