@@ -15,6 +15,7 @@ this repo, with ``MXNET_FORK_TREE`` for its tree; without either they skip, coun
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -164,3 +165,23 @@ def test_the_library_variable_must_name_a_file(monkeypatch, tmp_path):
     (tmp_path / "libmxnet.so").write_bytes(b"\x7fELF")
     monkeypatch.setenv(LIBMXNET_ENV, str(tmp_path / "libmxnet.so"))
     assert fork_library_source() == tmp_path / "libmxnet.so"
+
+
+@pytest.mark.slow
+def test_the_forks_wheel_loads_its_own_libraries_beside_the_hosts_openssl(fork_gates):
+    """Defect 5 on the real wheel: the host's libcrypto.so.3 and libz.so.1 loaded first (as ``import
+    ssl`` and ``import zlib`` do), then ``import mxnet``: the probes' origin check finds every bundled
+    library it maps loaded from the wheel."""
+    from selftest.conftest import HARNESS_ROOT
+    from selftest.test_grafted_wheel import PRELOADED_IMPORT
+    python = fork_gates["venv"] / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD")}
+    proc = subprocess.run([str(python), "-c", PRELOADED_IMPORT, str(HARNESS_ROOT / "tests" / "probes")],
+                          capture_output=True, text=True, env=env, cwd="/", timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["ok"], report["problems"]
+    pkg = report["package_dir"]
+    assert any(p.startswith(pkg + "/lib/libcrypto-") for p in report["crypto_mapped"]), report["crypto_mapped"]
+    assert any(not p.startswith(pkg) for p in report["crypto_mapped"]), report["crypto_mapped"]
+    assert len(report["bundled_loaded"]) > 100, report["bundled_loaded"]
