@@ -124,3 +124,11 @@ def pytest_terminal_summary(terminalreporter):
             f"NOTE: {len(skipped)} selftests of the real fork tree skipped: no {FIXTURES_DIR}/mxnet-fork-*.tar.xz "
             f"beside this checkout; set {FORK_TREE_ENV}=<an unpacked fork tree or its .tar.xz> to run them",
             yellow=True, bold=True)
+    from selftest.fixtures_realtree import LIBMXNET_ENV, NO_LIBRARY
+    no_lib = [r for r in terminalreporter.stats.get("skipped", ())
+              if NO_LIBRARY in str(getattr(r, "longrepr", "") or "")]
+    if no_lib:
+        terminalreporter.write_line(
+            f"NOTE: {len(no_lib)} selftests of the real fork's wheel skipped: no {FIXTURES_DIR}/mxnet-fork-*-cpu-*/"
+            f"libmxnet.so.xz beside this checkout; set {LIBMXNET_ENV}=<a libmxnet.so of the fork, cpu flavor, or "
+            "its .xz> to run them", yellow=True, bold=True)

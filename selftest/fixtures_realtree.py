@@ -11,6 +11,7 @@ the tree.
 """
 from __future__ import annotations
 
+import lzma
 import os
 import shutil
 import subprocess
@@ -23,6 +24,11 @@ from build_steps import source
 
 FIXTURES_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures"
 FORK_TREE_ENV = "MXNET_FORK_TREE"
+#: A real libmxnet.so of the fork, cpu flavor (../shared/fixtures/mxnet-fork-*-cpu-*/, its README), for the
+#: steps after compile (selftest/test_realfork_wheel.py): this variable names another (a .so or its .xz).
+LIBMXNET_ENV = "MXNET_FORK_LIBMXNET"
+#: what the skip says (conftest's NOTE line counts these)
+NO_LIBRARY = "no real fork library"
 _GIT_ID = ["-c", "user.email=selftest@example.invalid", "-c", "user.name=selftest",
            "-c", "init.defaultBranch=main", "-c", "protocol.file.allow=always"]
 
@@ -137,3 +143,31 @@ def fork_copy(fork_tree, fork_tree_repos, tmp_path):
                 git(dest, "commit", "-q", "-m", "edited")
         return dest
     return make
+
+
+def fork_library_source() -> Path | None:
+    """$MXNET_FORK_LIBMXNET, else the fixture's libmxnet.so.xz beside this checkout, else None."""
+    env = os.environ.get(LIBMXNET_ENV)
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_file():
+            raise pytest.UsageError(f"{LIBMXNET_ENV}={env}: no such file; name a libmxnet.so of the fork "
+                                    "(cpu flavor) or its .xz")
+        return path.resolve()
+    found = sorted(FIXTURES_DIR.glob("mxnet-fork-*-cpu-*/libmxnet.so.xz"))
+    return found[-1] if found else None
+
+
+@pytest.fixture(scope="session")
+def fork_libmxnet(tmp_path_factory) -> Path:
+    """The fixture's libmxnet.so, unpacked once per session (341 MB from 28 MB of xz)."""
+    src = fork_library_source()
+    if src is None:
+        pytest.skip(f"{NO_LIBRARY}: neither {FIXTURES_DIR}/mxnet-fork-*-cpu-*/libmxnet.so.xz nor "
+                    f"${LIBMXNET_ENV} exists (set {LIBMXNET_ENV} to a libmxnet.so of the fork or its .xz)")
+    if src.suffix != ".xz":
+        return src
+    dest = tmp_path_factory.mktemp("fork-libmxnet") / "libmxnet.so"
+    with lzma.open(src) as fin, open(dest, "wb") as fout:
+        shutil.copyfileobj(fin, fout, 1 << 20)
+    return dest

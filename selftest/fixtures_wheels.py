@@ -380,18 +380,34 @@ def stage_package(stage: Path, libmxnet: Path, flavor: str) -> dict:
     return files
 
 
-def with_soname(_data: bytes, path: Path, member: str) -> bytes:
-    """``path`` (written by patched_libmxnet) with the SONAME of the grafted ``member``: the same
-    library staged again, as a stale staging directory would hold it."""
+def graft_map(files: dict) -> dict:
+    """host SONAME -> grafted name, for every library the bundle step grafted into ``files``."""
+    out = {}
+    for m in files:
+        if m.startswith("mxnet/lib/"):
+            name = m.rsplit("/", 1)[-1]
+            hit = re.match(r"^(.+)-[0-9a-f]{8}(\.so.*)$", name)
+            if hit:
+                out[hit[1] + hit[2]] = name
+    return out
+
+
+def with_soname(_data: bytes, path: Path, member: str, grafts: dict) -> bytes:
+    """``path`` (written by patched_libmxnet) with the SONAME of the grafted ``member`` and its NEEDED
+    entries grafted: the same library staged again, as a stale staging directory would hold it."""
     from build_steps.bundle import patch_names
-    patch_names(path, {}, soname=member.rsplit("/", 1)[-1])
+    patch_names(path, grafts, soname=member.rsplit("/", 1)[-1])
     return path.read_bytes()
 
 
-def patched_libmxnet(src: Path, dest: Path, runpath) -> bytes:
-    from build_steps.bundle import set_runpath
+def patched_libmxnet(src: Path, dest: Path, runpath, grafts: dict | None = None) -> bytes:
+    """``src`` with ``runpath``; with ``grafts``, its NEEDED entries renamed as the bundle step does
+    for the libmxnet it stages (a library swapped into a good wheel must need the grafted names)."""
+    from build_steps.bundle import patch_names, set_runpath
     shutil.copy2(src, dest)
     set_runpath(dest, list(runpath))
+    if grafts:
+        patch_names(dest, grafts)
     return dest.read_bytes()
 
 
@@ -521,9 +537,11 @@ def build_selftest_wheels(work: Path) -> dict:
     tmp = work / "patched"
     tmp.mkdir()
 
+    grafts = graft_map(good["cuda"][0])
+
     def lib_swap(key, runpath):
         def edit(files):
-            files["mxnet/libmxnet.so"] = patched_libmxnet(L[key], tmp / f"{key}.so", runpath)
+            files["mxnet/libmxnet.so"] = patched_libmxnet(L[key], tmp / f"{key}.so", runpath, grafts)
         return edit
 
     def meta(flavor, transform):
@@ -635,7 +653,7 @@ def build_selftest_wheels(work: Path) -> dict:
                                             patched_libmxnet(stale, tmp / "stale.so", ["$ORIGIN"])))
     # An older staging of the same library under its real name: other bytes, the same SONAME.
     variant("soname_conflict", "cuda", add_member(f"mxnet/lib/{real_core.name}", with_soname(patched_libmxnet(
-        real_core, tmp / real_core.name, ["$ORIGIN/."]), tmp / real_core.name, core)))
+        real_core, tmp / real_core.name, ["$ORIGIN/."]), tmp / real_core.name, core, grafts)))
     # The fork's bundling: the real-name file beside the SONAME copy, byte for byte.
     variant("duplicate_copy", "cuda", lambda f: f.__setitem__(f"mxnet/lib/{real_core.name}", f[core]))
 
@@ -650,7 +668,7 @@ def build_selftest_wheels(work: Path) -> dict:
     # search order (its own dependencies reached in mxnet/lib, so it is loadable on its own).
     variant("soname_conflict_in_runpath_dir", "cuda", add_member(f"nvidia/cu13/lib/{core.rsplit('/', 1)[-1]}", with_soname(
         patched_libmxnet(real_core, tmp / "core-in-cu13.so", ["$ORIGIN/../../../mxnet/lib"]), tmp / "core-in-cu13.so",
-        core)))
+        core, grafts)))
 
     def second_lib(files):
         lib_swap("cuda_second_lib", cuda_rp)(files)
