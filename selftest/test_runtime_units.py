@@ -202,3 +202,17 @@ def test_the_invokers_pip_settings_do_not_change_what_the_venv_gets(tmp_path, mo
     text = log.read_text()
     assert installed_distributions(venv).get("harnessdep") == "2.0", text[-2000:]
     assert "127.0.0.1:9" not in text, text[-2000:]
+
+
+def test_the_acceptance_suites_requirements_from_an_unreachable_index_are_not_judged(bare_venv, tmp_path, monkeypatch):
+    """Issue 42, item 4: the acceptance suite's own test requirements, against an index the host
+    cannot reach (a closed local port), are the host's fault (NotJudged), named with the fix."""
+    from build_steps.acceptance_venv import install_test_requirements
+    from build_steps.errors import NotJudged
+    monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                                if not (p and os.path.isfile(os.path.join(p, "uv")))))
+    with pytest.raises(NotJudged) as caught:
+        install_test_requirements(bare_venv, ["harness-selftest-absent-dist"], index_url="http://127.0.0.1:9/",
+                                  log=tmp_path / "acceptance.log")
+    first = str(caught.value).splitlines()[0]
+    assert "could not reach the package index http://127.0.0.1:9/" in first and "--index-url" in first, first
