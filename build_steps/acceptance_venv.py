@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from . import sandbox
-from .errors import StepError, log_tail
-from .venv import Venv, clean_env, index_args, install_box, pip_command
+from .errors import StepError
+from .venv import Venv, clean_env, index_args, install_box, install_failure, pip_command
 
 #: What the fork's script exports for every shard (thread caps, unbuffered output, tests told to
 #: import the installed mxnet rather than prepend the source python/, quiet pytest output).
@@ -43,12 +43,14 @@ def install_test_requirements(venv: Venv, requirements: Iterable[str], *, pins: 
             with open(log, "a") as fh:
                 fh.write("$ " + " ".join(cmd) + "\n")
                 fh.flush()
+                start = fh.tell()
                 argv, child_env = sandbox.wrap(cmd, venv.env(pip=True), **install_box(venv, find_links))
                 proc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, env=child_env,
                                       timeout=3600)
             if proc.returncode != 0:
-                raise StepError("acceptance", f"pip install of the acceptance suite's test requirements "
-                                f"{' '.join(reqs)} failed (exit {proc.returncode})", log, log_tail(log, 15))
+                # an unreachable index is the host's fault: not judged (build_steps.venv.install_failure)
+                raise install_failure("acceptance", "pip install of the acceptance suite's test requirements "
+                                      f"{' '.join(reqs)}", log, start, proc.returncode, lines=15)
         stamp.write_text(want)
     return reqs
 

@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -248,8 +249,9 @@ class Server:
                             self.env.get("TMPDIR")) if p]
 
     def processes(self) -> list[int]:
-        """The live processes of this private server's build (server, clients, compilers)."""
-        return processes.with_env("SCCACHE_SERVER_PORT", self.env["SCCACHE_SERVER_PORT"]) if self.private else []
+        """The live processes of this private server's build (server, clients, compilers): those
+        with its mark (SERVER_MARK) in their environment, which no other run's can have."""
+        return processes.with_env(SERVER_MARK, self.env[SERVER_MARK]) if self.private else []
 
     def stop(self) -> None:
         if not self.private:
@@ -258,7 +260,7 @@ class Server:
             stop_server(self.launcher, self.env)
         except (OSError, subprocess.TimeoutExpired):
             pass
-        if self.pid and self.pid in _servers(self.env["SCCACHE_SERVER_PORT"]):
+        if self.pid and self.pid in _servers(self.env[SERVER_MARK]):
             try:
                 os.kill(self.pid, signal.SIGKILL)  # --stop-server waits for in-flight compiles
             except OSError:
@@ -282,10 +284,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _servers(port: str) -> list[int]:
-    """The sccache processes with ``port`` in their environment: right after ``--start-server``
+#: The variable that names one build's private server and everything below it (issue 42, item 8):
+#: a random token of its own. The port cannot: it comes from a bind released at once
+#: (_free_port), and with the server on a socket file it is never held, so a second run on the
+#: host can draw the same number, and the end of either would stop the other's server and
+#: compilers. The token reaches the compilers as the port does: the clients' environment, which
+#: the server hands to each compile.
+SERVER_MARK = "MXNET_HARNESS_SCCACHE_SERVER"
+
+
+def _servers(mark: str) -> list[int]:
+    """The sccache processes with server ``mark`` in their environment: right after the start
     the server alone; later, a live ``pid`` among them is still that server, not a reused pid."""
-    return processes.with_env("SCCACHE_SERVER_PORT", port, name="sccache")
+    return processes.with_env(SERVER_MARK, mark, name="sccache")
 
 
 def default_sccache_dir() -> Path:
@@ -314,7 +325,7 @@ def private_server(launcher: Launcher | None, env: dict | None = None, confine=N
         return Server(launcher, {}, private=False, unconfined=(
             f"SCCACHE_SERVER_PORT={given['SCCACHE_SERVER_PORT']} names your own server (unset it for the "
             "build's own, sandboxed one)"))
-    own = {"SCCACHE_SERVER_PORT": str(_free_port())}
+    own = {"SCCACHE_SERVER_PORT": str(_free_port()), SERVER_MARK: uuid.uuid4().hex}
     if not given.get("SCCACHE_DIR"):
         own["SCCACHE_DIR"] = str(default_sccache_dir())
     run_tmp = given.get(supervise.RUN_TMP)
@@ -339,9 +350,9 @@ def private_server(launcher: Launcher | None, env: dict | None = None, confine=N
                              "storage needs the user's HOME)" if config else "no sandbox was asked for")
         if not ensure_running(launcher, {**(env or {}), **own}):
             return server
-    server.pid = next(iter(_servers(own["SCCACHE_SERVER_PORT"])), None)
+    server.pid = next(iter(_servers(own[SERVER_MARK])), None)
     supervise.note("sccache_server", {"pid": server.pid, "port": own["SCCACHE_SERVER_PORT"],
-                                      "tmp": own.get("TMPDIR")})
+                                      "mark": own[SERVER_MARK], "tmp": own.get("TMPDIR")})
     return server
 
 

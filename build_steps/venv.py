@@ -171,15 +171,21 @@ def _run_logged(cmd: list, log: Path, step: str, what: str, env: dict | None = N
         except subprocess.TimeoutExpired:
             raise StepError(step, f"{what}: timed out after {timeout:.0f} s", log, log_tail(log)) from None
     if proc.returncode != 0:
-        with open(log, "rb") as fh:
-            fh.seek(start)
-            output = fh.read().decode("utf-8", "replace")
-        fault = environment_fault(output)
-        if fault is not None:
-            raise EnvironmentFault(step, f"{what} failed: {fault}. The wheel was not judged: fix the network or "
-                                   "proxy, or name a reachable index (--index-url=URL, or --find-links=DIR "
-                                   "--no-index for a local wheelhouse), and re-run", log, log_tail(log, 15))
-        raise StepError(step, f"{what} failed (exit {proc.returncode})", log, log_tail(log))
+        raise install_failure(step, what, log, start, proc.returncode)
+
+
+def install_failure(step: str, what: str, log: Path, start: int, returncode: int, lines: int = 40) -> StepError:
+    """The error of a failed pip/uv install whose output is in ``log`` from byte ``start``: an
+    EnvironmentFault (not judged) when that output names a fault of the host, else a StepError."""
+    with open(log, "rb") as fh:
+        fh.seek(start)
+        output = fh.read().decode("utf-8", "replace")
+    fault = environment_fault(output)
+    if fault is not None:
+        return EnvironmentFault(step, f"{what} failed: {fault}. The wheel was not judged: fix the network or "
+                                "proxy, or name a reachable index (--index-url=URL, or --find-links=DIR "
+                                "--no-index for a local wheelhouse), and re-run", log, log_tail(log, 15))
+    return StepError(step, f"{what} failed (exit {returncode})", log, log_tail(log, lines))
 
 
 def _describe(python: Path) -> tuple[Path, str]:

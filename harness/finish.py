@@ -85,7 +85,8 @@ def judge(run: HarnessRun) -> Outcome:
     run.not_judged = sorted((n, e.why) for n, e in run.ledger.entries.items() if e.verdict == NOT_JUDGED)
     if not run.not_judged:
         return NOTHING
-    reasons = list(dict.fromkeys(why for _n, why in run.not_judged))
+    # another process's gate names the same fault as "already failed in this run ...: <it>"
+    reasons = list(dict.fromkeys(why.split("(reported once, above): ", 1)[-1] for _n, why in run.not_judged))
     judged_bad = [n for n, e in run.ledger.entries.items() if e.verdict == "failed"]
     # the reason in a few words (its first clause): the whole of it was said where it happened
     what = f"{len(run.not_judged)} gate(s) not judged ({reasons[0].split(': ', 1)[0]}" + (

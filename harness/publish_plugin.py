@@ -215,12 +215,13 @@ class PublishPlugin:
             # A publish run is judged against the flavor's release set, not against what it ran.
             verdict = "PASS" if verdict == "PASS" and out["set_passed"] == out["set_size"] else "FAIL"
             counted = f"{out['set_passed']}/{out['set_size']} gates of the {out['flavor']} release set passed"
-        if exitstatus == pytest.ExitCode.INTERRUPTED:
-            verdict = "INTERRUPTED"
-        elif self.run.exitstatus == NOT_JUDGED_EXIT and self.run.not_judged:
-            # the host kept gates from judging and none judged FAIL (harness.finish.judge)
+        if self.run.exitstatus == NOT_JUDGED_EXIT and self.run.not_judged:
+            # the host kept gates from judging and none judged FAIL (harness.finish.judge); under
+            # xdist the stop after the fault reaches this hook as an interrupt
             verdict = "ERROR (not judged)"
             counted += f"; {len(self.run.not_judged)} not judged"
+        elif exitstatus == pytest.ExitCode.INTERRUPTED:
+            verdict = "INTERRUPTED"
         if not opts.publish:
             published = "not published (--publish not given)"
         elif out.get("published"):

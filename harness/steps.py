@@ -28,7 +28,7 @@ import pytest
 
 from build_steps import (bundle, compile, configure, cuda_root, filesystem, launcher, package, reproducible,
                          run_lock, source, toolchain)
-from build_steps.errors import BuildInterrupted, StepError
+from build_steps.errors import BuildInterrupted, EnvironmentFault
 from build_steps.once import run_once
 
 from .common import LIVE, say
@@ -54,11 +54,12 @@ def guarded(step: str, produce: Callable[[], dict[str, Any]], where: Path) -> Ca
                                    "processes were stopped. Re-run the same command to resume") from None
         except OSError as exc:
             path = Path(exc.filename) if exc.filename else where
+            # the host's fault, not the wheel's: the run is not judged (exit 3, harness.finish.judge)
             if filesystem.is_no_space(exc):
-                raise StepError(step, filesystem.no_space(path)) from None
+                raise EnvironmentFault(step, filesystem.no_space(path)) from None
             if exc.errno == errno.EROFS:
-                raise StepError(step, f"cannot write {path}: read-only file system "
-                                f"{filesystem.filesystem_name(path)}. {filesystem.advice_for(path)}") from None
+                raise EnvironmentFault(step, f"cannot write {path}: read-only file system "
+                                       f"{filesystem.filesystem_name(path)}. {filesystem.advice_for(path)}") from None
             raise
     return run
 

@@ -339,6 +339,21 @@ def test_every_steps_interrupt_is_that_steps_interrupted(step, tmp_path):
     assert caught.value.step == step and str(caught.value).startswith(f"[{step}] interrupted by signal SIGTERM")
 
 
+@pytest.mark.parametrize("step", ["configure", "compile", "install"])
+def test_a_full_or_read_only_disk_in_a_step_is_the_hosts_fault_not_judged(step, tmp_path):
+    """Issue 42, item 4: a step that died of a full (or read-only) filesystem judged nothing of
+    the wheel: it is an EnvironmentFault (NotJudged), which ends the run ERROR (exit 3)."""
+    import errno
+    from build_steps.errors import EnvironmentFault, NotJudged
+    for code, words in ((errno.ENOSPC, "No space left on device"), (errno.EROFS, "read-only file system")):
+        def produce():
+            raise OSError(code, words, str(tmp_path / "x.o"))
+        with pytest.raises(EnvironmentFault) as caught:
+            guarded(step, produce, tmp_path)()
+        assert isinstance(caught.value, NotJudged) and caught.value.step == step
+        assert str(caught.value).startswith(f"[{step}] "), str(caught.value)
+
+
 # --- 5. failures under their own name --------------------------------------------------------------
 
 @pytest.mark.parametrize("workers", [None, "2"], ids=["serial", "xdist"])

@@ -111,3 +111,19 @@ def test_dropping_10_0_from_cuda_arch_fails_the_arch_gate_naming_sm_100(gates, s
     assert re.search(r"sm_100", out), out[-4000:]
     rejected = list((src / "dist" / "rejected").glob("*.whl.FAILED-GATES"))
     assert rejected and not list((src / "dist").glob("*.whl")), "a wheel that failed its gates must not reach dist/"
+
+
+@pytest.mark.slow
+def test_an_unreachable_index_leaves_the_built_wheel_in_place_not_judged(gates, sample_tree):
+    """Issue 42, item 4: the build and its gates pass, the venv install cannot reach its index
+    (a closed local port): the run is ERROR (exit 3), the wheel is neither copied to dist/ nor
+    set aside in dist/rejected/, and the summary says not judged."""
+    src = sample_tree()
+    result = gates("-m", CHAIN, f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2",
+                   "--index-url=http://127.0.0.1:9/")
+    out = _out(result)
+    assert result.ret == 3, out[-5000:]
+    assert not (src / "dist" / "rejected").exists() or not list((src / "dist" / "rejected").iterdir()), out[-3000:]
+    assert not list((src / "dist").glob("*.whl")) if (src / "dist").exists() else True
+    assert "wheel NOT judged" in out and "ERROR (not judged)" in out, out[-3000:]
+    assert out.count("No matching distribution found for") == 1, out[-6000:]

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import launcher as compiler_cache
+from build_steps import processes
 from build_steps.errors import UsageError
 
 _LOOPBACK = Path(__file__).resolve().parent.parent / "scripts" / "sccache_dist_loopback.py"
@@ -95,10 +96,12 @@ def test_ccache_counters_of_one_build_are_the_difference_of_its_statistics(tmp_p
 def test_a_user_named_sccache_port_gets_its_server_started_before_the_parallel_compiles(private_sccache):
     # sccache 0.16's --show-stats starts nothing: the first -j compiles would race to start it
     env = {k: os.environ[k] for k in ("SCCACHE_SERVER_PORT", "SCCACHE_DIR")}
-    assert not compiler_cache._servers(env["SCCACHE_SERVER_PORT"])
+    def on_port() -> list[int]:
+        return processes.with_env("SCCACHE_SERVER_PORT", env["SCCACHE_SERVER_PORT"], name="sccache")
+    assert not on_port()
     server = compiler_cache.private_server(private_sccache)
     assert server is not None and not server.private  # the user's port: counted, never stopped
-    assert compiler_cache._servers(env["SCCACHE_SERVER_PORT"]), "no sccache server listens on the user's port"
+    assert on_port(), "no sccache server listens on the user's port"
     assert compiler_cache.ensure_running(private_sccache), "a second start must see the running server"
 
 

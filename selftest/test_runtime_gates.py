@@ -76,7 +76,8 @@ def test_version_gates_fail_on_wrong_version(gates, mxnet191_wheel, mxnet191_whe
     assert "mxnet.__version__ is 1.9.1 but the wheel is 1.9.2" in out
 
 
-def test_an_unreachable_index_is_not_judged_exit_3_said_once(gates, mxnet191_wheel, tmp_path):
+@pytest.mark.parametrize("workers", [None, "2"], ids=["serial", "xdist"])
+def test_an_unreachable_index_is_not_judged_exit_3_said_once(gates, mxnet191_wheel, tmp_path, workers):
     """Issue 42, item 4: an index the install cannot reach (a closed local port) says nothing
     about the wheel. The run is ERROR, "not judged", exit 3 (harness.verdicts.NOT_JUDGED_EXIT),
     the install failure is said once, and the page says not judged, not FAIL."""
@@ -86,8 +87,9 @@ def test_an_unreachable_index_is_not_judged_exit_3_said_once(gates, mxnet191_whe
     # stops after the first, which says why)
     r = gates("-m", "release", "-k", "bundle_once or test_install.py", f"--wheel={mxnet191_wheel}",
               "--index-url=http://127.0.0.1:9/", "--extra-requirement=numpy<1.24", "--flavor=cpu",
-              f"--provenance-json={report}")
+              f"--provenance-json={report}", *(("-n", workers) if workers else ()))
     out = r.stdout.str() + r.stderr.str()
+    # (under xdist the other worker's gate names the same fault: "already failed in this run")
     assert r.ret == 3, out[-4000:]
     # pip's failure block, said once (not once per gate that needed the venv)
     assert out.count("No matching distribution found for") == 1, out[-6000:]
@@ -95,3 +97,46 @@ def test_an_unreachable_index_is_not_judged_exit_3_said_once(gates, mxnet191_whe
     assert "FAILED   tests/" not in out and "RELEASE " in out and ": ERROR (not judged)" in out, out[-4000:]
     page = report.with_suffix(".html").read_text()
     assert "not judged" in page.lower() and ">FAIL<" not in page, page[:3000]
+
+
+NOT_JUDGED_GATES = '''
+import pytest
+from harness.verdicts import not_judged
+
+pytestmark = pytest.mark.release
+
+
+def test_selftest_gate_on_a_driver_below_the_floor():
+    not_judged("the driver 550.54 is below the wheel's cuBLAS floor 580: run it on a host with driver >= 580")
+
+
+def test_selftest_gate_that_passes():
+    pass
+
+
+def test_selftest_gate_that_fails(request):
+    # fails when the selftest says so (an option the gates do not otherwise read here)
+    assert not request.config.getoption("--keep-venv"), "the wheel is bad"
+'''
+
+
+@pytest.mark.parametrize("also_a_failure", [False, True], ids=["not-judged", "with-a-failure"])
+def test_a_gate_that_calls_not_judged_makes_the_run_error_unless_another_failed(pytester, mxnet191_wheel,
+                                                                                 also_a_failure):
+    """Issue 42, item 4: the gates' API, ``harness.verdicts.not_judged(reason)``: the gate is NOT
+    JUDGED with its reason, the run ERROR (exit 3); a gate that judged the wheel bad keeps FAIL
+    (exit 1)."""
+    from selftest.conftest import HARNESS_ROOT, run_gates
+    gates_file = pytester.makepyfile(test_selftest_not_judged=NOT_JUDGED_GATES)
+    # the harness's own gate file anchors its conftests; -k keeps only the selftest's gates
+    r = run_gates(pytester, HARNESS_ROOT / "tests" / "test_wheel_integrity.py", gates_file,
+                  f"--wheel={mxnet191_wheel}", "--flavor=cpu", "-k", "selftest_gate",
+                  *(("--keep-venv",) if also_a_failure else ()))
+    out = r.stdout.str() + r.stderr.str()
+    # (a gate file outside the harness's root has the node id ``::name``)
+    assert "NOT JUDGED ::test_selftest_gate_on_a_driver_below_the_floor  -- the driver " \
+           "550.54 is below the wheel's cuBLAS floor 580" in out, out[-4000:]
+    if also_a_failure:
+        assert r.ret == 1 and "FAIL: 1 gate(s) failed; also 1 gate(s) not judged" in out, out[-4000:]
+    else:
+        assert r.ret == 3 and "ERROR (not judged): 1 gate(s) not judged" in out, out[-4000:]

@@ -152,13 +152,15 @@ def _dep_wheel(house, version):
                                                              b"Root-Is-Purelib: true\nTag: py3-none-any\n"})
 
 
-@pytest.mark.parametrize("setting", ["PIP_CONSTRAINT", "pip.conf", "PIP_INDEX_URL"])
+@pytest.mark.parametrize("setting", ["PIP_CONSTRAINT", "pip.conf", "PIP_INDEX_URL", "uv:UV_CONSTRAINT", "uv:uv.toml"])
 def test_the_invokers_pip_settings_do_not_change_what_the_venv_gets(tmp_path, monkeypatch, setting):
     """Issue 42, item 2: the venv gets what the run's own index options give a user (here the
     newest harnessdep of the --find-links wheelhouse, 2.0), whatever the invoker's pip
     configuration says: a PIP_CONSTRAINT pinning 1.0, a pip.conf adding a wheelhouse with 3.0,
-    a PIP_INDEX_URL of a closed port (with --find-links and no --no-index: pip would ask it)."""
+    a PIP_INDEX_URL of a closed port (with --find-links and no --no-index: pip would ask it); and
+    for uv, which installs when it is on PATH, a UV_CONSTRAINT and a uv.toml (UV_CONFIG_FILE)."""
     import sys
+    from pathlib import Path
     from build_steps.venv import install, installed_distributions
     from selftest.fixtures_readers import minimal_files, write_wheel
     house, rogue = tmp_path / "wheelhouse", tmp_path / "rogue"
@@ -170,11 +172,19 @@ def test_the_invokers_pip_settings_do_not_change_what_the_venv_gets(tmp_path, mo
     (house / "constraints.txt").write_text("harnessdep==1.0\n")
     (house / "pip.conf").write_text(f"[global]\nfind-links = {house / 'rogue'}\n")
     rogue.rename(house / "rogue")
+    (house / "uv.toml").write_text(f'[pip]\nfind-links = ["{house / "rogue"}"]\n')
     for key in [k for k in os.environ if k.startswith(("PIP_", "UV_"))]:
         monkeypatch.delenv(key)
-    monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
-                                                if not (p and os.path.isfile(os.path.join(p, "uv")))))
-    if setting == "PIP_CONSTRAINT":
+    path = [p for p in os.environ["PATH"].split(os.pathsep) if not (p and os.path.isfile(os.path.join(p, "uv")))]
+    if setting.startswith("uv:"):  # the harness installs with uv when it is on PATH
+        assert (Path(sys.executable).parent / "uv").is_file(), "uv is a selftest dependency"
+        path.insert(0, str(Path(sys.executable).parent))
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
+    if setting == "uv:UV_CONSTRAINT":
+        monkeypatch.setenv("UV_CONSTRAINT", str(house / "constraints.txt"))
+    elif setting == "uv:uv.toml":
+        monkeypatch.setenv("UV_CONFIG_FILE", str(house / "uv.toml"))
+    elif setting == "PIP_CONSTRAINT":
         monkeypatch.setenv("PIP_CONSTRAINT", str(house / "constraints.txt"))
     elif setting == "pip.conf":
         monkeypatch.setenv("PIP_CONFIG_FILE", str(house / "pip.conf"))
@@ -192,3 +202,17 @@ def test_the_invokers_pip_settings_do_not_change_what_the_venv_gets(tmp_path, mo
     text = log.read_text()
     assert installed_distributions(venv).get("harnessdep") == "2.0", text[-2000:]
     assert "127.0.0.1:9" not in text, text[-2000:]
+
+
+def test_the_acceptance_suites_requirements_from_an_unreachable_index_are_not_judged(bare_venv, tmp_path, monkeypatch):
+    """Issue 42, item 4: the acceptance suite's own test requirements, against an index the host
+    cannot reach (a closed local port), are the host's fault (NotJudged), named with the fix."""
+    from build_steps.acceptance_venv import install_test_requirements
+    from build_steps.errors import NotJudged
+    monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                                if not (p and os.path.isfile(os.path.join(p, "uv")))))
+    with pytest.raises(NotJudged) as caught:
+        install_test_requirements(bare_venv, ["harness-selftest-absent-dist"], index_url="http://127.0.0.1:9/",
+                                  log=tmp_path / "acceptance.log")
+    first = str(caught.value).splitlines()[0]
+    assert "could not reach the package index http://127.0.0.1:9/" in first and "--index-url" in first, first

@@ -227,3 +227,44 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("end", ["stop_build", "watchdog"])
+def test_two_runs_that_drew_one_port_never_stop_each_others_server(own_server_env, tmp_path, monkeypatch, end):
+    """Issue 42, item 8: a build's private server took its port number from a bind released at
+    once, so a later run can draw the same number (forced here: both draws give one port). The
+    end of run A must stop A's server and leave run B's server, and B's compiles through it,
+    alone: its compile's end (compile.stop_build: at the end, or after SIGINT/SIGTERM) and its
+    watchdog's sweep after the harness died (SIGKILL: supervise.stop_members by run id)."""
+    tool = launcher.choose("sccache")
+    port = _free_port()
+    monkeypatch.setattr(launcher, "_free_port", lambda: port)
+    servers = {}
+    for run in ("a", "b"):
+        # each run has its own temporary dir (its socket file) and its own run mark
+        run_tmp = Path(tempfile.mkdtemp(prefix=f"sbx-sccache-{run}-"))
+        monkeypatch.setenv(supervise.RUN_TMP, str(run_tmp))
+        monkeypatch.setenv(supervise.RUN_MARK, f"selftest-run-{run}")
+        servers[run] = launcher.private_server(tool, {}, confine=compile._server_box(own_server_env, {}))
+    a, b = servers["a"], servers["b"]
+    try:
+        assert a.env["SCCACHE_SERVER_PORT"] == b.env["SCCACHE_SERVER_PORT"] == str(port)
+        assert a.pid and b.pid and a.pid != b.pid, (a, b)
+        assert b.pid not in a.processes(), "run A counts run B's server among its own processes"
+        if end == "stop_build":
+            compile.stop_build(None, own_server_env, server=a)
+        else:
+            assert a.pid in supervise.stop_members("selftest-run-a"), "the watchdog did not find run A's server"
+            a.proc.wait(timeout=30)
+        assert a.proc.poll() is not None, "run A's server outlived its end"
+        assert b.proc.poll() is None and Path(f"/proc/{b.pid}").exists(), "run A's end stopped run B's server"
+        # B still compiles (in the build dir: the server's sandbox sees it)
+        src = own_server_env / "x.c"
+        src.write_text("int x(void) { return 42; }\n")
+        out = subprocess.run([tool.path, "gcc", "-c", str(src), "-o", str(own_server_env / "x.o")],
+                             capture_output=True, text=True, env={**os.environ, **b.env}, cwd=str(own_server_env),
+                             timeout=120)
+        assert out.returncode == 0 and (own_server_env / "x.o").is_file(), out.stderr[-2000:]
+    finally:
+        for server in (a, b):
+            server.stop()
