@@ -67,3 +67,24 @@ def bare_remote(repo_path: Path, remote: Path, name: str = "origin") -> Path:
     git(repo_path, "remote", "add", name, str(remote))
     git(repo_path, "push", "-q", name, "HEAD:refs/heads/master")
     return remote
+
+
+def unauthorized_server() -> str:
+    """A real HTTP server on 127.0.0.1 that answers every request 401 (basic auth wanted), so git
+    asks for credentials; its base URL. A daemon thread: it goes with the test process."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="mxnet"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}"
