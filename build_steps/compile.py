@@ -21,6 +21,7 @@ from pathlib import Path
 from .launcher import Server, build_stats, private_server, snapshot
 from . import filesystem, processes, sandbox, supervise
 from .configure import build_box
+from .own_files import open_log
 from .venv import build_env
 from .step_record import record_step
 from .errors import BuildInterrupted, StepError, log_excerpt
@@ -141,7 +142,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
     last_draw = 0.0
     record_step(build_dir, "compile", f"jobs={jobs}")
     resumed = _unfinished(log)
-    with open(log, "a", buffering=1) as fh:
+    with open_compile_log(log) as fh:
         first_line = fh.tell()
         fh.write(f"==== compile run {time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} "
                  f"jobs={jobs} target={' '.join(targets)} ====\n$ " + " ".join(cmd) + "\n")
@@ -192,7 +193,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
             raise
     seconds = time.monotonic() - start
     if rc == 0:
-        with open(log, "a") as fh:
+        with open_compile_log(log) as fh:
             fh.write(f"{_FINISHED} in {seconds:.0f}s ====\n")
     if rc != 0:
         tail = log_excerpt(log, since=first_line)
@@ -220,6 +221,12 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
     return CompileResult(library=library, seconds=seconds, steps_run=steps, total_steps=total,
                          no_work=no_work, log=log, launcher=stats.to_json() if stats else None,
                          build_time=timing)
+
+
+def open_compile_log(log: Path):
+    """compile.log for appending, line-buffered, never through a link the build planted in its
+    harness-logs (build_steps.own_files)."""
+    return open_log(log, "a", buffering=1)
 
 
 def _unfinished(log: Path) -> bool:

@@ -23,6 +23,7 @@ from .profile_data import CMAKE_FEATURES
 from .arch import Arch, ArchSpec, parse_cuda_arch
 from .once import JsonRecord
 from .step_record import record_step
+from .own_files import open_log
 
 #: Toggles refreshed on every configure (the fork's partial reconfigure set, plus the CPU's).
 REFRESH_KEYS = ("USE_CUDA", "USE_CUDNN", "USE_NCCL", "USE_ONEDNN", "USE_OPENCV", "USE_OPENMP")
@@ -99,7 +100,7 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
     cmd = configure_command(src, build_dir, profile, arch, first_time, extra_defs, overrides)
     log = log_dir / "configure.log"
     start = time.monotonic()
-    with open(log, "w") as fh:
+    with open_log(log, "w") as fh:  # harness-logs is the build's to write: no link followed
         fh.write("$ " + " ".join(cmd) + "\n")
         fh.flush()
         # processes.run: an interrupt stops CMake's try-compiles too, not only cmake
