@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -244,7 +245,11 @@ def _unfinished(log: Path) -> bool:
 def _resuming(build_dir: Path, targets: list, left: int) -> str:
     """``resuming: N of M steps left`` for a build dir an earlier compile worked in ("" when the
     whole build is to do, or ninja cannot count it): ninja's own M is this run's steps only."""
-    program = _cache_value(build_dir, "CMAKE_MAKE_PROGRAM") or "ninja"
+    # ninja by the harness's own PATH (configure chose -G Ninja by it), never the cache's
+    # CMAKE_MAKE_PROGRAM: the tree's CMake writes that file
+    program = shutil.which("ninja")
+    if program is None:
+        return ""
     try:
         proc = subprocess.run([program, "-C", str(build_dir), "-t", "commands", *targets],
                               capture_output=True, text=True, timeout=60)
@@ -252,16 +257,6 @@ def _resuming(build_dir: Path, targets: list, left: int) -> str:
         return ""
     whole = len(proc.stdout.splitlines()) if proc.returncode == 0 else 0
     return f"resuming: {left} of {whole} steps left" if 0 < left < whole else ""
-
-
-def _cache_value(build_dir: Path, key: str) -> str:
-    try:
-        for line in (Path(build_dir) / "CMakeCache.txt").read_text(errors="replace").splitlines():
-            if line.startswith(key + ":"):
-                return line.split("=", 1)[1]
-    except OSError:
-        pass
-    return ""
 
 
 def _source_of(build_dir: Path) -> Path | None:

@@ -31,6 +31,7 @@ class Plant:
 
 def payload(root: Path, marker: Path, name: str = "payload.sh") -> Path:
     """An executable script that records that it ran (and what secrets its environment held)."""
+    root.mkdir(parents=True, exist_ok=True)
     script = root / name
     script.write_text("#!/bin/sh\n"
                       f"echo \"ran: $0 $* GH_TOKEN=${{GH_TOKEN:-}}\" >> '{marker}'\n"
