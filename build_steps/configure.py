@@ -128,24 +128,23 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
 
 #: CMake definitions that name a directory the build reads from outside the tree (--opencv-prefix
 #: sets the fork's OPENCV_ROOT): the configure and compile sandboxes show them read-only, which
-#: would otherwise be hidden when they lie under /tmp or a home.
+#: would otherwise be hidden when they lie under /tmp or a home. Only the harness's own values
+#: (its options) are bound: the same keys in CMakeCache.txt are the tree's CMake's to write, and a
+#: bind taken from there (OPENCV_ROOT=/root) showed the compile the operator's secrets (issue 41, 3).
 INPUT_DIR_KEYS = ("OPENCV_ROOT",)
 
 
-def build_box(src: Path, build_dir: Path, network: bool = False, env: dict | None = None,
+def build_box(src: Path | None, build_dir: Path, network: bool = False, env: dict | None = None,
               inputs=()) -> dict:
-    """What a configure or compile sandbox shows (build_steps.sandbox): the tree, the CUDA cache and
-    the input dirs (``inputs``, else the build dir's cached INPUT_DIR_KEYS) read-only, the build dir
-    and the compiler caches read-write."""
+    """What a configure or compile sandbox shows (build_steps.sandbox): the tree ``src`` (the one
+    the harness was given, never the cache's CMAKE_HOME_DIRECTORY), the CUDA cache and the input
+    dirs ``inputs`` (the harness's own INPUT_DIR_KEYS values, never the cache's) read-only, the
+    build dir and the compiler caches read-write."""
     readable, writable = sandbox.cache_dirs(env)
-    cache_file = Path(build_dir) / "CMakeCache.txt"
-    if not inputs and cache_file.is_file():
-        cached = read_cache(cache_file)
-        inputs = [cached[k] for k in INPUT_DIR_KEYS if cached.get(k)]
     from .bundle import opencv_prefix_of  # OPENCV_ROOT is a config dir: the build reads its whole prefix
     dirs = [opencv_prefix_of(Path(p)) for p in inputs if p and Path(p).is_absolute() and Path(p).is_dir()]
-    return {"readable": [src, *readable, *dirs], "writable": [build_dir, *writable], "network": network,
-            "cwd": build_dir}
+    return {"readable": [*([src] if src else []), *readable, *dirs], "writable": [build_dir, *writable],
+            "network": network, "cwd": build_dir}
 
 
 def _try_compile_output(build_dir: Path) -> str:
