@@ -15,16 +15,17 @@ def plant(tmp: Path) -> Plant:
     venv_site.mkdir(parents=True)
     (tmp / "build").mkdir()
     (tmp / "build" / "harness-logs").symlink_to(venv_site)
-    return Plant(tmp, venv_site / "configure.log", {"log": tmp / "build" / "harness-logs" / "configure.log"})
+    return Plant(tmp, venv_site / "compile.log", {"log": tmp / "build" / "harness-logs" / "compile.log"})
 
 
 def without_fix(p: Plant) -> None:
     p.extra["log"].parent.mkdir(parents=True, exist_ok=True)
-    with open(p.extra["log"], "w") as fh:
-        fh.write("$ cmake\n")
+    with open(p.extra["log"], "a") as fh:
+        fh.write("$ cmake --build\n")
 
 
 def with_harness(p: Plant) -> None:
-    from build_steps.own_files import PlantedLink, open_log
+    from build_steps import compile as compile_step
+    from build_steps.own_files import PlantedLink
     with pytest.raises(PlantedLink, match="harness-logs: it is a symbolic link"):
-        open_log(p.extra["log"], "w")
+        compile_step.open_compile_log(p.extra["log"])

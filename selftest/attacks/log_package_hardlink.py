@@ -33,6 +33,8 @@ def without_fix(p: Plant) -> None:
 
 
 def with_harness(p: Plant) -> None:
+    # package.build_wheel opens its log with exactly this call (a whole wheel build is not needed
+    # to show the open refusing)
     from build_steps.own_files import PlantedLink, open_log
     with pytest.raises(PlantedLink, match="package.log: it is a hard link"):
         open_log(p.extra["log"], "w")
