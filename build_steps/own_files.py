@@ -17,23 +17,12 @@ import stat
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import HarnessError
-
-
-class PlantedLink(HarnessError):
-    """A path the harness writes is a link (or not a plain file): the build planted it."""
+from .errors import PlantedLink, describe_link
 
 
 def _refuse(path: Path, what: str) -> PlantedLink:
     return PlantedLink(f"refusing to write {path}: it is {what}, which only the build's own code could have "
                        "planted there; nothing was written (delete it, or re-run with --fresh)")
-
-
-def _describe(path: Path) -> str:
-    try:
-        return f"a symbolic link to {os.readlink(path)}" if path.is_symlink() else "not a plain directory"
-    except OSError:
-        return "a symbolic link"
 
 
 def open_log(path: Path, mode: str = "a", **text: Any) -> IO[Any]:
@@ -52,7 +41,7 @@ def open_log(path: Path, mode: str = "a", **text: Any) -> IO[Any]:
             dfd = os.open(path.parent.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                raise _refuse(path.parent, _describe(path.parent)) from None
+                raise _refuse(path.parent, describe_link(path.parent)) from None
             raise
     finally:
         os.close(parent)
@@ -62,7 +51,7 @@ def open_log(path: Path, mode: str = "a", **text: Any) -> IO[Any]:
             fd = os.open(path.name, flags, 0o644, dir_fd=dfd)
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):  # a link; a directory; a FIFO/socket
-                raise _refuse(path, _describe(path)) from None
+                raise _refuse(path, describe_link(path)) from None
             raise
     finally:
         os.close(dfd)
@@ -74,3 +63,4 @@ def open_log(path: Path, mode: str = "a", **text: Any) -> IO[Any]:
     if mode[0] == "w":
         os.ftruncate(fd, 0)  # only now: truncating before the checks would empty the link's target
     return os.fdopen(fd, mode, **text)
+

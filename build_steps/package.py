@@ -101,7 +101,7 @@ def build_wheel(src: Path, version: str, profile, staging_dir: Path, log_dir: Pa
                         f"{len(wheels)}: {', '.join(w.name for w in wheels) or 'none'}", log=log,
                         tail=log_tail(log))
     note = reproducible.make_reproducible(wheels[0], epoch)
-    with open(log, "a") as fh:
+    with open_log(log, "a") as fh:
         fh.write(f"reproducible: {note}\n")
     return PackageResult(wheel=wheels[0], seconds=seconds, log=log)
 
