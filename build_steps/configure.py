@@ -147,6 +147,15 @@ def build_box(src: Path | None, build_dir: Path, network: bool = False, env: dic
             "network": network, "cwd": build_dir}
 
 
+def _log_text(log: Path) -> str:
+    """configure.log's text, never through a link the configure planted in its place ("" then)."""
+    from .errors import PlantedLink, read_log
+    try:
+        return read_log(Path(log)).decode("utf-8", "replace")
+    except (PlantedLink, OSError):
+        return ""
+
+
 def _try_compile_output(build_dir: Path) -> str:
     """The end of CMake's record of its try-compiles (where a compiler's ENOSPC is written)."""
     from .errors import log_tail
@@ -199,7 +208,7 @@ def emitted_gencode(log: Path, build_dir: Path) -> list[str]:
     older trees print it space-separated. A message that yields no flag (an empty list, a format
     not met yet) falls back to build.ninja, which is what nvcc really receives.
     """
-    text = Path(log).read_text(errors="replace")
+    text = _log_text(log)
     said = re.findall(r"CUDA: Using the following NVCC architecture flags (.*)", text)
     flags = _gencode_flags(said[-1]) if said else []
     if not flags and (build_dir / "build.ninja").exists():
@@ -267,7 +276,7 @@ def verify_cache(result: ConfigureResult, profile, built: ArchSpec, features: di
         elif not result.gencode:
             problems.append("CMake emitted no -gencode flags (is CMAKE_CUDA_ARCHITECTURES forced "
                             "OFF and MXNET_CUDA_ARCH honoured?)")
-    log_text = Path(result.log).read_text(errors="replace") if Path(result.log).exists() else ""
+    log_text = _log_text(result.log)
     for key in OPTIONAL_KEYS:
         if cmake_cache.to_bool(cache.get(key)):
             said = [l.strip("- ").strip() for l in log_text.splitlines()
