@@ -91,10 +91,10 @@ def configure_tree(src: Path, build: Path, launcher, cuda_root, logs: Path) -> f
     return res.seconds
 
 
-def compile_set(build: Path, launcher, env: dict, jobs: int, logs: Path):
+def compile_set(build: Path, launcher, env: dict, jobs: int, logs: Path, src: Path | None = None):
     objs = objects(SOURCES)
     res = compile_step.compile_mxnet(build, jobs, logs, target=objs, env=env, library_name=objs[-1],
-                                     launcher=launcher)
+                                     launcher=launcher, src=src)
     return res
 
 
@@ -159,7 +159,7 @@ def main(argv=None) -> int:
                 conf_s = 0.0
                 os.utime(header)
             load = os.getloadavg()[0]
-            res = compile_set(build, launcher, env_all, args.jobs, logs / phase)
+            res = compile_set(build, launcher, env_all, args.jobs, logs / phase, src)
             st = compiler_cache.LauncherStats.from_json(res.launcher)
             rows.append((phase, conf_s, res.seconds, res.steps_run, st, load))
             print(f"{phase}: configure {conf_s:.1f}s, compile {res.seconds:.1f}s, "

@@ -58,7 +58,7 @@ def sample_chain(src: Path, mode: str, profile) -> dict:
     configure.configure(src, build, profile, Arch(), logs, overrides={"USE_CCACHE": "OFF"})
     times["configure"] = time.monotonic() - start
     start = time.monotonic()
-    res = compile.compile_mxnet(build, 2, logs, progress=open(os.devnull, "w"))
+    res = compile.compile_mxnet(build, 2, logs, progress=open(os.devnull, "w"), src=src)
     times["compile"] = time.monotonic() - start
     bundle.stage_package(res.library, src, profile)
     start = time.monotonic()
@@ -84,7 +84,7 @@ def sccache_compile(src: Path, mode: str, profile) -> dict:
     build = WORK / f"sccache-build-{mode}"
     times = {}
     start = time.monotonic()
-    server = launcher.private_server(tool, {}, confine=compile._server_box(build, {}))
+    server = launcher.private_server(tool, {}, confine=compile._server_box(build, {}, src=src))
     times["server start"] = time.monotonic() - start
     start = time.monotonic()
     server.stop()
@@ -94,7 +94,7 @@ def sccache_compile(src: Path, mode: str, profile) -> dict:
         logs = build / "harness-logs"
         configure.configure(src, build, profile, Arch(), logs, extra_defs=launcher.cmake_defines(tool))
         start = time.monotonic()
-        res = compile.compile_mxnet(build, 2, logs, progress=open(os.devnull, "w"), launcher=tool)
+        res = compile.compile_mxnet(build, 2, logs, progress=open(os.devnull, "w"), launcher=tool, src=src)
         times[phase] = time.monotonic() - start
         stats = res.launcher or {}
         if phase == "sccache warm" and stats.get("misses"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,7 @@ from pathlib import Path
 from .launcher import Server, build_stats, private_server, snapshot
 from . import filesystem, processes, sandbox, supervise
 from .configure import build_box
+from .own_files import open_log
 from .venv import build_env
 from .step_record import record_step
 from .errors import BuildInterrupted, StepError, log_excerpt
@@ -88,11 +90,12 @@ def stop_build(proc: subprocess.Popen, build_dir: Path, server: "Server | None" 
 
 def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxnet",
                   env: dict | None = None, progress=None, library_name: str = "libmxnet.so",
-                  launcher=None) -> CompileResult:
+                  launcher=None, *, src: Path | None = None, inputs=()) -> CompileResult:
     """Build ``target`` (or a list of targets) with live ``[N/M]`` progress. ``compile.log`` is appended to (one header
     per run, so a resumed build keeps the first run's errors) and written line by line, so it is
     complete up to the moment of a crash or an interrupt. With ``launcher`` the result carries that
-    tool's counters for this build (build_steps.launcher)."""
+    tool's counters for this build (build_steps.launcher). ``src`` and ``inputs`` are what the
+    sandbox shows read-only (:func:`compile_box`): the harness's own --mxnet-src and input dirs."""
     build_dir, log_dir = Path(build_dir), Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / "compile.log"
@@ -100,7 +103,7 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
     targets = [target] if isinstance(target, str) else list(target)
     cmd = ["cmake", "--build", str(build_dir), "--target", *targets, "--parallel", str(jobs)]
     try:
-        server = private_server(launcher, env, confine=_server_box(build_dir, env))
+        server = private_server(launcher, env, confine=_server_box(build_dir, env, src=src, inputs=inputs))
     except RuntimeError as exc:
         raise StepError("compile", str(exc)) from None
     if server is not None:
@@ -109,13 +112,22 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
             print(f"[compile] WARNING: the sccache server runs outside the sandbox: {server.unconfined}; "
                   "the compile lines the tree chose run with this harness's user", file=out, flush=True)
     try:
-        return _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher, server)
+        return _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher, server,
+                      (src, inputs))
     finally:
         if server is not None:
             server.stop()
 
 
-def _server_box(build_dir: Path, env: dict | None):
+def compile_box(build_dir: Path, *, src: Path | None, inputs=(), network: bool = False,
+                env: dict | None = None) -> dict:
+    """The compile's sandbox: configure's (build_steps.configure.build_box) with the tree and the
+    input dirs the harness was given. Nothing of it comes from the build dir's CMakeCache.txt,
+    which the tree's CMake writes (its CMAKE_HOME_DIRECTORY, its OPENCV_ROOT: issue 41, 3)."""
+    return build_box(src, build_dir, network=network, env=env, inputs=inputs)
+
+
+def _server_box(build_dir: Path, env: dict | None, *, src: Path | None = None, inputs=()):
     """The sandbox the build's sccache server runs in: the compile's own (the tree read-only, the
     build dir and the compiler caches writable, an allow-list environment, an empty HOME), so the
     compilers it runs, with the compile lines the tree's CMake chose, are confined as ninja's
@@ -123,7 +135,7 @@ def _server_box(build_dir: Path, env: dict | None):
     only where its clients reach it on 127.0.0.1 (no socket file: not a supervised run, or a
     remote cache)."""
     def confine(cmd, server_env, network: bool):
-        box = build_box(_source_of(build_dir), build_dir, network=network, env=env)
+        box = compile_box(build_dir, src=src, inputs=inputs, network=network, env=env)
         tmp = server_env.get("TMPDIR")
         if tmp and Path(tmp).is_dir():
             box["writable"] = [*box["writable"], Path(tmp)]
@@ -131,7 +143,7 @@ def _server_box(build_dir: Path, env: dict | None):
     return confine
 
 
-def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher, server) -> CompileResult:
+def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher, server, given) -> CompileResult:
     before = snapshot(launcher, env) if launcher else None
     log_before = ninja_log.log_position(build_dir)
     cpu_before = _children_cpu()
@@ -141,12 +153,12 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
     last_draw = 0.0
     record_step(build_dir, "compile", f"jobs={jobs}")
     resumed = _unfinished(log)
-    with open(log, "a", buffering=1) as fh:
+    with open_compile_log(log) as fh:
         first_line = fh.tell()
         fh.write(f"==== compile run {time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} "
                  f"jobs={jobs} target={' '.join(targets)} ====\n$ " + " ".join(cmd) + "\n")
         # sccache's clients reach the build's server on 127.0.0.1 unless by its socket file
-        box = build_box(_source_of(build_dir), build_dir, network=server is not None and server.network,
+        box = compile_box(build_dir, src=given[0], inputs=given[1], network=server is not None and server.network,
                         env=env)
         if server is not None and server.env.get("TMPDIR"):
             # a release build's .cu compile leaves sccache out of its chain (reproducible objects,
@@ -192,7 +204,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
             raise
     seconds = time.monotonic() - start
     if rc == 0:
-        with open(log, "a") as fh:
+        with open_compile_log(log) as fh:
             fh.write(f"{_FINISHED} in {seconds:.0f}s ====\n")
     if rc != 0:
         tail = log_excerpt(log, since=first_line)
@@ -222,6 +234,12 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
                          build_time=timing)
 
 
+def open_compile_log(log: Path):
+    """compile.log for appending, line-buffered, never through a link the build planted in its
+    harness-logs (build_steps.own_files)."""
+    return open_log(log, "a", buffering=1)
+
+
 def _unfinished(log: Path) -> bool:
     """Whether the last compile in this build dir stopped before the end (interrupted, failed,
     killed): its section of ``compile.log`` has no finished line."""
@@ -237,7 +255,11 @@ def _unfinished(log: Path) -> bool:
 def _resuming(build_dir: Path, targets: list, left: int) -> str:
     """``resuming: N of M steps left`` for a build dir an earlier compile worked in ("" when the
     whole build is to do, or ninja cannot count it): ninja's own M is this run's steps only."""
-    program = _cache_value(build_dir, "CMAKE_MAKE_PROGRAM") or "ninja"
+    # ninja by the harness's own PATH (configure chose -G Ninja by it), never the cache's
+    # CMAKE_MAKE_PROGRAM: the tree's CMake writes that file
+    program = shutil.which("ninja")
+    if program is None:
+        return ""
     try:
         proc = subprocess.run([program, "-C", str(build_dir), "-t", "commands", *targets],
                               capture_output=True, text=True, timeout=60)
@@ -245,24 +267,6 @@ def _resuming(build_dir: Path, targets: list, left: int) -> str:
         return ""
     whole = len(proc.stdout.splitlines()) if proc.returncode == 0 else 0
     return f"resuming: {left} of {whole} steps left" if 0 < left < whole else ""
-
-
-def _cache_value(build_dir: Path, key: str) -> str:
-    try:
-        for line in (Path(build_dir) / "CMakeCache.txt").read_text(errors="replace").splitlines():
-            if line.startswith(key + ":"):
-                return line.split("=", 1)[1]
-    except OSError:
-        pass
-    return ""
-
-
-def _source_of(build_dir: Path) -> Path | None:
-    """The tree a build dir was configured from (CMake re-runs its scripts when they changed)."""
-    from .configure import read_cache
-    home = read_cache(Path(build_dir) / "CMakeCache.txt").get("CMAKE_HOME_DIRECTORY") \
-        if (Path(build_dir) / "CMakeCache.txt").is_file() else None
-    return Path(home) if home else None
 
 
 def _children_cpu() -> float:

@@ -23,6 +23,7 @@ from .profile_data import CMAKE_FEATURES
 from .arch import Arch, ArchSpec, parse_cuda_arch
 from .once import JsonRecord
 from .step_record import record_step
+from .own_files import open_log
 
 #: Toggles refreshed on every configure (the fork's partial reconfigure set, plus the CPU's).
 REFRESH_KEYS = ("USE_CUDA", "USE_CUDNN", "USE_NCCL", "USE_ONEDNN", "USE_OPENCV", "USE_OPENMP")
@@ -99,7 +100,7 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
     cmd = configure_command(src, build_dir, profile, arch, first_time, extra_defs, overrides)
     log = log_dir / "configure.log"
     start = time.monotonic()
-    with open(log, "w") as fh:
+    with open_log(log, "w") as fh:  # harness-logs is the build's to write: no link followed
         fh.write("$ " + " ".join(cmd) + "\n")
         fh.flush()
         # processes.run: an interrupt stops CMake's try-compiles too, not only cmake
@@ -127,24 +128,32 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
 
 #: CMake definitions that name a directory the build reads from outside the tree (--opencv-prefix
 #: sets the fork's OPENCV_ROOT): the configure and compile sandboxes show them read-only, which
-#: would otherwise be hidden when they lie under /tmp or a home.
+#: would otherwise be hidden when they lie under /tmp or a home. Only the harness's own values
+#: (its options) are bound: the same keys in CMakeCache.txt are the tree's CMake's to write, and a
+#: bind taken from there (OPENCV_ROOT=/root) showed the compile the operator's secrets (issue 41, 3).
 INPUT_DIR_KEYS = ("OPENCV_ROOT",)
 
 
-def build_box(src: Path, build_dir: Path, network: bool = False, env: dict | None = None,
+def build_box(src: Path | None, build_dir: Path, network: bool = False, env: dict | None = None,
               inputs=()) -> dict:
-    """What a configure or compile sandbox shows (build_steps.sandbox): the tree, the CUDA cache and
-    the input dirs (``inputs``, else the build dir's cached INPUT_DIR_KEYS) read-only, the build dir
-    and the compiler caches read-write."""
+    """What a configure or compile sandbox shows (build_steps.sandbox): the tree ``src`` (the one
+    the harness was given, never the cache's CMAKE_HOME_DIRECTORY), the CUDA cache and the input
+    dirs ``inputs`` (the harness's own INPUT_DIR_KEYS values, never the cache's) read-only, the
+    build dir and the compiler caches read-write."""
     readable, writable = sandbox.cache_dirs(env)
-    cache_file = Path(build_dir) / "CMakeCache.txt"
-    if not inputs and cache_file.is_file():
-        cached = read_cache(cache_file)
-        inputs = [cached[k] for k in INPUT_DIR_KEYS if cached.get(k)]
     from .bundle import opencv_prefix_of  # OPENCV_ROOT is a config dir: the build reads its whole prefix
     dirs = [opencv_prefix_of(Path(p)) for p in inputs if p and Path(p).is_absolute() and Path(p).is_dir()]
-    return {"readable": [src, *readable, *dirs], "writable": [build_dir, *writable], "network": network,
-            "cwd": build_dir}
+    return {"readable": [*([src] if src else []), *readable, *dirs], "writable": [build_dir, *writable],
+            "network": network, "cwd": build_dir}
+
+
+def _log_text(log: Path) -> str:
+    """configure.log's text, never through a link the configure planted in its place ("" then)."""
+    from .errors import PlantedLink, read_log
+    try:
+        return read_log(Path(log)).decode("utf-8", "replace")
+    except (PlantedLink, OSError):
+        return ""
 
 
 def _try_compile_output(build_dir: Path) -> str:
@@ -199,7 +208,7 @@ def emitted_gencode(log: Path, build_dir: Path) -> list[str]:
     older trees print it space-separated. A message that yields no flag (an empty list, a format
     not met yet) falls back to build.ninja, which is what nvcc really receives.
     """
-    text = Path(log).read_text(errors="replace")
+    text = _log_text(log)
     said = re.findall(r"CUDA: Using the following NVCC architecture flags (.*)", text)
     flags = _gencode_flags(said[-1]) if said else []
     if not flags and (build_dir / "build.ninja").exists():
@@ -267,7 +276,7 @@ def verify_cache(result: ConfigureResult, profile, built: ArchSpec, features: di
         elif not result.gencode:
             problems.append("CMake emitted no -gencode flags (is CMAKE_CUDA_ARCHITECTURES forced "
                             "OFF and MXNET_CUDA_ARCH honoured?)")
-    log_text = Path(result.log).read_text(errors="replace") if Path(result.log).exists() else ""
+    log_text = _log_text(result.log)
     for key in OPTIONAL_KEYS:
         if cmake_cache.to_bool(cache.get(key)):
             said = [l.strip("- ").strip() for l in log_text.splitlines()

@@ -5,7 +5,10 @@ harness (a wrong path, a non-wheel); ``StepError`` is a build step that failed, 
 """
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from pathlib import Path
 
 
@@ -82,14 +85,47 @@ class BuildInterrupted(KeyboardInterrupt):
         super().__init__(f"[{step}] {message}")
 
 
+class PlantedLink(HarnessError):
+    """A path the harness writes or reads in a build-writable dir is a link (or not a plain file):
+    the build planted it (build_steps.own_files)."""
+
+
+def describe_link(path: Path) -> str:
+    try:
+        return f"a symbolic link to {os.readlink(path)}" if path.is_symlink() else "not a plain directory"
+    except OSError:
+        return "a symbolic link"
+
+
+def read_log(path: Path, since: int = 0, limit: int | None = None) -> bytes:
+    """The bytes of a log in a build-writable dir (from ``since``, or the last ``limit`` bytes),
+    never through a link: a log the build turned into a link to the operator's secrets never
+    reaches an error message (issue 41). OSError when unreadable; PlantedLink for a link or
+    something not a plain file."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PlantedLink(f"{path} is {describe_link(path)}, which only the build's own code could "
+                              "have planted there: not read") from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PlantedLink(f"{path} is not a plain file: not read")
+        if limit is not None:
+            fh.seek(max(0, fh.seek(0, 2) - limit))
+        else:
+            fh.seek(since)
+        return fh.read()
+
+
 def log_tail(path: Path, lines: int = 40) -> str:
     """The last ``lines`` lines of a log file, or '' when it cannot be read."""
     try:
-        with open(path, "rb") as fh:
-            fh.seek(0, 2)
-            size = fh.tell()
-            fh.seek(max(0, size - 64 * 1024))
-            data = fh.read().decode("utf-8", "replace")
+        data = read_log(path, limit=64 * 1024).decode("utf-8", "replace")
+    except PlantedLink as exc:
+        return f"(not shown: {exc})"
     except OSError:
         return ""
     return "\n".join(data.splitlines()[-lines:])
@@ -115,9 +151,9 @@ def log_excerpt(path: Path, first: int = 3, before: int = 2, after: int = 8, tai
     alone when no line looks like an error. ``since``: byte offset where this run's part of an
     appended log starts."""
     try:
-        with open(path, "rb") as fh:
-            fh.seek(since)
-            lines = fh.read().decode("utf-8", "replace").splitlines()
+        lines = read_log(path, since=since).decode("utf-8", "replace").splitlines()
+    except PlantedLink as exc:
+        return f"(not shown: {exc})"
     except OSError:
         return ""
     hits = [i for i, line in enumerate(lines) if _CAUSE.search(line)]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import atomic, filesystem, processes, reproducible, sandbox, tree_links
 from .step_record import record_step
+from .own_files import open_log
 from .errors import HarnessError, StepError, log_tail
 from .once import JsonRecord
 from .venv import clean_env
@@ -78,7 +79,7 @@ def build_wheel(src: Path, version: str, profile, staging_dir: Path, log_dir: Pa
         env["SOURCE_DATE_EPOCH"] = str(epoch)  # the same commit gives the same wheel bytes
     cmd = [python, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(staging_dir)]
     start = time.monotonic()
-    with open(log, "w") as fh:
+    with open_log(log, "w") as fh:  # never through a link the build planted (build_steps.own_files)
         fh.write("$ " + " ".join(cmd) + f"   (in {python_dir})\n")
         fh.write("".join(f"  {k}={env[k]}\n" for k in sorted(profile.setup_env) + ["MXNET_PACKAGE_VERSION"]))
         fh.write(f"  SOURCE_DATE_EPOCH={env.get('SOURCE_DATE_EPOCH', '(unset)')}\n")
@@ -104,7 +105,7 @@ def build_wheel(src: Path, version: str, profile, staging_dir: Path, log_dir: Pa
                         f"{len(wheels)}: {', '.join(w.name for w in wheels) or 'none'}", log=log,
                         tail=log_tail(log))
     note = reproducible.make_reproducible(wheels[0], epoch)
-    with open(log, "a") as fh:
+    with open_log(log, "a") as fh:
         fh.write(f"reproducible: {note}\n")
     return PackageResult(wheel=wheels[0], seconds=seconds, log=log)
 

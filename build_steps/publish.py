@@ -14,6 +14,7 @@ Functions take paths and plain values and return products; nothing here knows ab
 """
 from __future__ import annotations
 
+import os
 import platform
 import re
 import shlex
@@ -426,8 +427,37 @@ Runner = Callable[[Command], subprocess.CompletedProcess]
 
 
 def _run(cmd: Command) -> subprocess.CompletedProcess:
-    return subprocess.run(list(cmd.argv), cwd=cmd.cwd, capture_output=True, text=True,
-                          env=gitops.git_env(), timeout=1800)
+    """Run one command of the plan. git goes through gitops (the tree's hooks, fsmonitor and
+    remote programs never run); ``gh`` gets gitops' environment too, for the git it may start,
+    with its own HOME (its login), and asks the credential helper the harness chose for the push."""
+    argv = list(cmd.argv)
+    if argv[:2] == ["git", "push"]:
+        return gitops.push(Path(cmd.cwd), argv[2], *argv[3:], credential_helper=_gh_credential_helper(),
+                           helper_env=_gh_login_env())
+    if argv[:1] == ["git"]:
+        return gitops.run(Path(cmd.cwd), *argv[1:], timeout=1800)
+    return subprocess.run(argv, cwd=cmd.cwd, capture_output=True, text=True,
+                          env={**gitops.git_env(keep_home=True), **_tokens()}, timeout=1800)
+
+
+def _tokens() -> dict:
+    return {k: v for k, v in os.environ.items() if k in ("GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN",
+                                                         "GITHUB_ENTERPRISE_TOKEN")}
+
+
+def _gh_login_env() -> dict:
+    """What ``gh auth git-credential`` needs under git's empty HOME: the token, or the config dir
+    of the operator's ``gh auth login``."""
+    home = Path(os.environ.get("HOME") or Path.home())
+    config = os.environ.get("GH_CONFIG_DIR") or str(Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "gh")
+    return {**_tokens(), "GH_CONFIG_DIR": config}
+
+
+def _gh_credential_helper() -> str | None:
+    """The push's credentials over https: the logged-in ``gh`` this harness found on its own PATH
+    (``gh auth git-credential``), never a helper of the tree's config or of the clean git env."""
+    exe = shutil.which("gh")
+    return f"!{shlex.quote(exe)} auth git-credential" if exe else None
 
 
 def execute(plan: ReleasePlan, run: Runner = _run) -> str:

@@ -365,4 +365,7 @@ def dirty_tracked_paths(root: Path) -> list[str]:
             dirty.append(f"{fields[1]} {line.split(' ', 8 if line[0] == '1' else 9)[-1]}")
         elif line.strip():
             dirty.append(line)
+    # git's status leaves submodules' insides to gitops (never recursing into their own config)
+    said = {d.split(" ", 1)[1] for d in dirty}
+    dirty += [f".M {p}" for p in gitops.dirty_submodules(root) if p not in said]
     return dirty

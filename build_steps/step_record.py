@@ -9,10 +9,13 @@ import os
 import time
 from pathlib import Path
 
+from .own_files import open_log
+
 STEP_LOG = ".harness-steps.log"
 
 
 def record_step(build_dir: Path, step: str, detail: str = "") -> None:
     """Append one line per executed step: how the selftests count configure/compile runs."""
-    with open(Path(build_dir) / STEP_LOG, "a") as fh:
+    # the dir is writable to the step's own sandbox: never through a link planted there
+    with open_log(Path(build_dir) / STEP_LOG, "a") as fh:
         fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {step} {detail}\n")

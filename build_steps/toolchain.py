@@ -1,9 +1,17 @@
 """The toolchain a build used, for the report and the review page: nvcc, the host compiler,
-cmake, ninja (each the one CMake's cache names, asked for its version) and the CUDA wheels of
-``--cuda-from-wheels`` (the versions installed, which cuda_lock has checked against the lock)."""
+cmake, ninja and the CUDA wheels of ``--cuda-from-wheels`` (the versions installed, which
+cuda_lock has checked against the lock).
+
+The build dir is written by the tree's CMake, so CMakeCache.txt is data to check, never a list of
+programs to run (issue 41, 2): each version is asked of the tool the harness itself chose (its
+own PATH lookup, the CUDA root's nvcc, the operator's CXX or -DCMAKE_CUDA_COMPILER); the cache only
+says which tools the build used, and a cache naming another program than the harness's is
+reported under ``not the harness's`` (that program is never run)."""
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -29,13 +37,42 @@ def tool_version(path: str) -> str:
     return m.group(1) if m else ""
 
 
-def versions(cache: dict, cuda_wheels: Path | None = None) -> dict:
-    """tool -> version (``{"nvcc": "13.0.88", "c++": "12.2.0", ..., "nvidia-cublas": "13.10.0.20"}``)."""
+def harness_tools(nvcc: str | Path | None = None, env: dict | None = None) -> dict[str, str]:
+    """tool -> the path the harness runs it from: cmake and ninja by the harness's PATH (the
+    configure command runs ``cmake`` and ``-G Ninja`` by name), the host compiler from the
+    operator's CXX or ``c++``, nvcc as given (the CUDA root's or -DCMAKE_CUDA_COMPILER) or on PATH."""
+    env = {**os.environ, **(env or {})}
+    path = env.get("PATH")
+    found = {"cmake": shutil.which("cmake", path=path), "ninja": shutil.which("ninja", path=path),
+             "c++": shutil.which(env.get("CXX") or "c++", path=path),
+             "nvcc": str(nvcc) if nvcc else shutil.which("nvcc", path=path)}
+    return {name: str(p) for name, p in found.items() if p}
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
+def versions(cache: dict, cuda_wheels: Path | None = None, *, tools: dict[str, str] | None = None) -> dict:
+    """tool -> version (``{"nvcc": "13.0.88", "c++": "12.2.0", ..., "nvidia-cublas": "13.10.0.20"}``)
+    of each tool the cache says the build used, asked of the harness's own (``tools``, default
+    :func:`harness_tools`); nothing the cache names is run."""
+    tools = harness_tools() if tools is None else tools
     out = {}
+    foreign = []
     for key, name in _TOOLS:
-        path = cache.get(key)
-        if path:
-            out[name] = tool_version(path) or "unknown"
+        named = cache.get(key)
+        if not named:
+            continue
+        own = tools.get(name)
+        out[name] = (tool_version(own) if own else "") or "unknown"
+        if not own or not _same(named, own):
+            foreign.append(f"{name}: {named}")
+    if foreign:
+        out["not the harness's"] = "; ".join(foreign)
     if cuda_wheels is not None and Path(cuda_wheels).is_dir():
         out.update(cuda_lock.toolchain_entry(Path(cuda_wheels)))
     return out

@@ -240,8 +240,13 @@ def _produce_compile(n: StepInputs) -> dict[str, Any]:
     res = compile.compile_mxnet(paths.build_dir, n.options.jobs, paths.logs,
                                 env={**(n.cuda_root.env if n.cuda_root else {}),
                                      **reproducible.compile_env(paths.src)},
-                                progress=LIVE, launcher=n.compiler_launcher).to_json()
-    tools = toolchain.versions(n.configured_tree.cache, n.cuda_root.wheels_dir if n.cuda_root else None)
+                                progress=LIVE, launcher=n.compiler_launcher,
+                                # the sandbox's binds: the harness's own options, never the cache's
+                                src=paths.src, inputs=list(_opencv_root(n.options).values())).to_json()
+    nvcc = n.options.build_defines.get("CMAKE_CUDA_COMPILER") or \
+        (n.cuda_root.cmake_args.get("CMAKE_CUDA_COMPILER") if n.cuda_root else None)
+    tools = toolchain.versions(n.configured_tree.cache, n.cuda_root.wheels_dir if n.cuda_root else None,
+                               tools=toolchain.harness_tools(nvcc, n.cuda_root.env if n.cuda_root else None))
     return {**res, "reproducible": repro, "toolchain": tools}
 
 

@@ -80,7 +80,7 @@ def test_a_full_tmpdir_during_compile_is_named_as_tmpdir(sample_tree, small_fs, 
     try:
         with pytest.raises(StepError) as caught:
             guarded("compile", lambda: compile_mxnet(build, 1, build / "harness-logs", progress=io.StringIO(),
-                                                     env={"TMPDIR": str(tmp)}), build)()
+                                                     env={"TMPDIR": str(tmp)}, src=src), build)()
     finally:
         filesystem.forget_places()
     first = str(caught.value).splitlines()[0]
@@ -255,7 +255,7 @@ def test_the_progress_counter_is_the_builds_own_not_the_glob_recheck(sample_tree
     configure_step.configure(src, build, CPU, Arch(), build / "harness-logs",
                              extra_defs=launcher.cmake_defines(NONE))
     shown = io.StringIO()
-    result = compile_mxnet(build, 2, build / "harness-logs", progress=shown)
+    result = compile_mxnet(build, 2, build / "harness-logs", progress=shown, src=src)
     log = (build / "harness-logs" / "compile.log").read_text()
     assert re.search(r"^\[0/2\] Re-checking globbed directories", log, re.M), "ninja's glob step ran"
     assert "[0/2]" not in shown.getvalue(), shown.getvalue()
@@ -267,7 +267,7 @@ def test_a_resumed_compile_says_how_many_steps_are_left(sample_tree, tmp_path):
     build = tmp_path / "build"
     configure_step.configure(src, build, CPU, Arch(), build / "harness-logs",
                              extra_defs=launcher.cmake_defines(NONE))
-    whole = compile_mxnet(build, 2, build / "harness-logs", progress=io.StringIO())
+    whole = compile_mxnet(build, 2, build / "harness-logs", progress=io.StringIO(), src=src)
     # an interrupted build: some objects gone, the log's last compile unfinished
     objects = sorted(build.rglob("*.o"))[:3]
     for o in objects:
@@ -275,7 +275,7 @@ def test_a_resumed_compile_says_how_many_steps_are_left(sample_tree, tmp_path):
     log = build / "harness-logs" / "compile.log"
     log.write_text(log.read_text() + "==== compile run (interrupted) ====\n==== interrupted at [5/40] ====\n")
     shown = io.StringIO()
-    again = compile_mxnet(build, 2, build / "harness-logs", progress=shown)
+    again = compile_mxnet(build, 2, build / "harness-logs", progress=shown, src=src)
     m = re.search(r"^\[compile\] resuming: (\d+) of (\d+) steps left$", shown.getvalue(), re.M)
     assert m, shown.getvalue()
     assert int(m.group(1)) == again.total_steps < int(m.group(2)) and int(m.group(2)) >= whole.total_steps, m.group(0)
@@ -283,7 +283,7 @@ def test_a_resumed_compile_says_how_many_steps_are_left(sample_tree, tmp_path):
     for o in objects[:1]:
         o.unlink()
     shown = io.StringIO()
-    compile_mxnet(build, 2, build / "harness-logs", progress=shown)
+    compile_mxnet(build, 2, build / "harness-logs", progress=shown, src=src)
     assert "resuming" not in shown.getvalue(), shown.getvalue()
 
 
@@ -298,7 +298,7 @@ def test_a_long_compiler_error_is_shown_once_and_whole(sample_tree, tmp_path):
     configure_step.configure(src, build, CPU, Arch(), build / "harness-logs",
                              extra_defs=launcher.cmake_defines(NONE))
     with pytest.raises(StepError) as caught:
-        compile_mxnet(build, 1, build / "harness-logs", progress=io.StringIO())
+        compile_mxnet(build, 1, build / "harness-logs", progress=io.StringIO(), src=src)
     text = str(caught.value)
     for i in (0, 17, 39):  # first, middle, last of gcc's errors
         assert len(re.findall(f"undeclared_{i}.? was not declared", text)) == 1, text

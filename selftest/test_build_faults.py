@@ -407,7 +407,7 @@ def test_full_disk_during_compile_is_said_as_no_space(sample_tree, small_fs):
     configure_step.configure(src, build, CPU, Arch(), build / "harness-logs")
     small_fs.fill(fs, 32)
     with pytest.raises(StepError) as caught, open(os.devnull, "w") as quiet:
-        guarded("compile", lambda: compile_mxnet(build, 2, build / "harness-logs", progress=quiet), build)()
+        guarded("compile", lambda: compile_mxnet(build, 2, build / "harness-logs", progress=quiet, src=src), build)()
     text = str(caught.value).splitlines()[0]
     assert caught.value.step == "compile" and f"no space left on {fs} (tmpfs)" in text, str(caught.value)[-2000:]
 

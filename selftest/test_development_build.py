@@ -131,7 +131,8 @@ def _tiny_cmake_tree(root: Path, n: int = 4) -> Path:
 
 def test_compile_record_names_the_slowest_commands_and_the_cpu_time(tmp_path):
     build = _tiny_cmake_tree(tmp_path / "t")
-    first = compile_step.compile_mxnet(build, 2, tmp_path / "logs", progress=open("/dev/null", "w"))
+    first = compile_step.compile_mxnet(build, 2, tmp_path / "logs", progress=open("/dev/null", "w"),
+                                        src=build.parent)
     rec = first.build_time
     # 4 objects + the link, read from the real .ninja_log; the heavy source leads
     assert rec["commands"] == 5 and not rec["whole_log"], rec
@@ -144,7 +145,8 @@ def test_compile_record_names_the_slowest_commands_and_the_cpu_time(tmp_path):
 
     # a resumed build counts only its own commands, though the log holds both runs
     (tmp_path / "t" / "s2.cc").write_text("int f2() { return 22; }\n")
-    again = compile_step.compile_mxnet(build, 2, tmp_path / "logs", progress=open("/dev/null", "w"))
+    again = compile_step.compile_mxnet(build, 2, tmp_path / "logs", progress=open("/dev/null", "w"),
+                                        src=build.parent)
     assert {s["target"] for s in again.build_time["slowest_steps"]} == {"CMakeFiles/mxnet.dir/s2.cc.o",
                                                                        "libmxnet.so"}, again.build_time
     assert not again.build_time["whole_log"]

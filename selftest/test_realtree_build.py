@@ -88,7 +88,7 @@ def test_compile_step_builds_real_fork_objects_with_progress_and_log(fork_tree, 
         shown = io.StringIO()
         logs = tmp_path / f"logs-{kind}"
         out = compile_mxnet(build, 2, logs, target=obj, env=wheels_cuda_root.env, progress=shown,
-                            library_name=obj)
+                            library_name=obj, src=fork_tree)
         lines = shown.getvalue().splitlines()
         progress = [l for l in lines if re.match(r"\[compile\] \[\d+/\d+\]", l)]
         assert progress, shown.getvalue()

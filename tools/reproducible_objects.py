@@ -79,7 +79,7 @@ def main(argv=None) -> int:
         env = {**root.env, **reproducible.compile_env(tree), "TMPDIR": str(tmp)}
         start = time.monotonic()
         compile_step.compile_mxnet(build, 2, build / "harness-logs", target=objects, env=env,
-                                   library_name=objects[0], launcher=tool)
+                                   library_name=objects[0], launcher=tool, src=tree)
         result["builds"][name] = {"build_dir": str(build), "seconds": round(time.monotonic() - start, 1),
                                   "objects": {o: _sha(build / o) for o in objects}}
         print(f"[{name}] {len(objects)} objects in {time.monotonic() - start:.0f}s", file=sys.stderr, flush=True)

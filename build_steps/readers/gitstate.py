@@ -50,9 +50,10 @@ def read_git_state(root: Path) -> GitState:
     try:
         commit = _git(root, "rev-parse", "HEAD").strip()
         branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
-        tracked = [ln for ln in _git(root, "status", "--porcelain", "--untracked-files=no").splitlines() if ln.strip()]
+        # submodules' insides too, each asked on its own (gitops never lets git recurse into them)
+        tracked = gitops.tracked_changes(root)
         full = _git(root, "status", "--porcelain", "--untracked-files=normal").splitlines()
-    except (UsageError, OSError, subprocess.TimeoutExpired) as exc:
+    except (UsageError, gitops.GitError, OSError, subprocess.TimeoutExpired) as exc:
         return GitState(root=str(root), commit=None, error=str(exc))
     untracked = [ln[3:] for ln in full if ln.startswith("?? ")]
     return GitState(root=str(root), commit=commit, branch=branch, tracked_changes=tracked, untracked=untracked)
