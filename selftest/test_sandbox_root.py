@@ -43,6 +43,7 @@ try write_home sh -c 'echo h > "$HOME/h"'
 try read_input cat "$INPUT/data"
 try write_input sh -c 'echo x > "$INPUT/x"'
 echo uid=$(id -u)
+echo caps=$(awk '/^CapEff/{e=$2} /^CapBnd/{b=$2} END{print e "/" b}' /proc/self/status)
 """
 
 
@@ -106,6 +107,7 @@ def test_as_root_the_sandbox_cannot_mount_read_root_files_or_another_runs(tmp_pa
     got = _probe(tmp_path)
     _assert_held(got, "as root")
     assert got["uid"] != "0"  # the code runs as an unprivileged uid, not as root in a namespace
+    assert got["caps"] == "0000000000000000/0000000000000000", got  # none, and none to regain
 
 
 _AS_USER = """
