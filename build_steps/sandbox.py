@@ -111,15 +111,17 @@ _SETPRIV_CAPS = ["--cap-drop", "ALL", *[a for cap in ("CAP_SETUID", "CAP_SETGID"
                                         for a in ("--cap-add", cap)]]
 
 
-def hand_over(paths) -> None:
+def hand_over(paths, skip=()) -> None:
     """As root: make the step's outputs (dirs the harness made for it) the sandbox uid's, so the
     step can write them. Walks without following links (lchown through each dir's fd), changes
     only what root owns, and never a file with other hard links (a link to a file of root's
-    elsewhere would be handed over with it). Refuses the harness's own checkout: nothing of the
-    harness becomes writable to the step."""
+    elsewhere would be handed over with it), nor into ``skip`` (the masked paths: a tree's .git
+    stays its owner's, as git's safe.directory check wants). Refuses the harness's own checkout:
+    nothing of the harness becomes writable to the step."""
     if not as_root():
         return
     uid, gid = sandbox_ids()
+    skipped = {p.resolve() for p in map(Path, skip) if p.exists()}
     for top in paths:
         top = Path(top)
         if not top.is_dir() or top.is_symlink():
@@ -131,6 +133,7 @@ def hand_over(paths) -> None:
                              "step's code would get write access to the harness. Choose a dir outside it")
         _chown_if_root(str(real), None, uid, gid)
         for dirpath, dirnames, filenames, dirfd in os.fwalk(real, follow_symlinks=False):
+            dirnames[:] = [d for d in dirnames if Path(dirpath, d) not in skipped]
             for name in [*dirnames, *filenames]:
                 _chown_if_root(name, dirfd, uid, gid)
 
@@ -169,9 +172,8 @@ def probe() -> str | None:
 
 def _caps() -> list[str]:
     """bwrap's capability arguments: as root, all but what setpriv needs to drop to the sandbox
-    uid; as a user none are needed (an unprivileged bwrap gives the step no capability) and
-    bwrap refuses --cap-drop there in setuid installs, so none are passed."""
-    return list(_SETPRIV_CAPS) if as_root() else []
+    uid; as a user all (an unprivileged bwrap gives the step none already: said explicitly)."""
+    return list(_SETPRIV_CAPS) if as_root() else ["--cap-drop", "ALL"]
 
 
 def unavailable_message(why: str) -> str:
@@ -362,7 +364,7 @@ def wrap(cmd, env: dict | None, *, writable=(), readable=(), network: bool = Fal
     env = dict(os.environ if env is None else env)
     env["HOME"] = str(private_home())
     tmp = private_tmp(env.get("TMPDIR"))
-    hand_over([*writable, tmp])
+    hand_over([*writable, tmp], skip=masked)
     given = env.get("TMPDIR")
     if not (given and any(_within(Path(given), Path(w)) for w in writable)):
         env["TMPDIR"] = "/tmp"  # the private one on TMPDIR's disk; the host's TMPDIR path is not bound inside

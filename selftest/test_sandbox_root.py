@@ -139,3 +139,27 @@ def test_as_a_user_the_sandbox_holds_the_same(tmp_path):
     # a run dir outside /tmp are the root case's; /tmp (where run dirs are made) stays private.
     _assert_held(got, "as a user", [k for k in HELD if k not in ("root_only", "other_run")])
     assert got["uid"] == str(USER_UID)
+    assert got["caps"] == "0000000000000000/0000000000000000", got
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="hands dirs over only as root")
+def test_handing_the_outputs_over_follows_no_link_and_never_the_checkout(tmp_path):
+    """The step's outputs become the sandbox uid's; a link the last step planted there (to a file
+    of root's outside, symbolic or hard) is not followed, a masked .git stays root's, and a dir in
+    or above the harness's checkout is refused."""
+    outside = tmp_path / "outside"
+    outside.write_text("root's")
+    out = tmp_path / "out"
+    (out / "sub" / ".git").mkdir(parents=True)
+    (out / "sub" / "made").write_text("x")
+    (out / "link").symlink_to(outside)
+    os.link(outside, out / "hard")
+    sandbox.hand_over([out], skip=[out / "sub" / ".git"])
+    uid, _gid = sandbox.sandbox_ids()
+    assert out.stat().st_uid == uid and (out / "sub" / "made").stat().st_uid == uid
+    assert outside.stat().st_uid == 0 and (out / "link").lstat().st_uid == uid  # the link itself only
+    assert (out / "sub" / ".git").stat().st_uid == 0
+    for refused in (HARNESS_ROOT, HARNESS_ROOT / "build_steps", HARNESS_ROOT.parent):
+        with pytest.raises(sandbox.UsageError, match="the harness's checkout"):
+            sandbox.hand_over([refused])
+    assert (HARNESS_ROOT / "build_steps").stat().st_uid == 0
