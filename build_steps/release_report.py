@@ -40,8 +40,21 @@ def key_path() -> Path:
     return base / "mxnet-release" / "report.key"
 
 
-def _key(create: bool) -> bytes:
+def check_key_place(path: Path, also=()) -> None:
+    """The key must lie where no sandboxed step of a run can read it (issue 41 item 5: with
+    XDG_CONFIG_HOME or MXNET_RELEASE_REPORT_KEY_FILE outside HOME, every sandbox saw it and a tree's
+    code copied it). Refused in one line before the key is made or read."""
+    from .sandbox import seen_by_a_sandbox
+    why = seen_by_a_sandbox(path, also)
+    if why:
+        raise ReportRefused(f"report key {path}: a sandboxed step could read it ({why}); keep it under your "
+                            f"HOME outside ~/.cache (unset {KEY_ENV} and XDG_CONFIG_HOME for "
+                            "~/.config/mxnet-release/report.key)")
+
+
+def _key(create: bool, also=()) -> bytes:
     path = key_path()
+    check_key_place(path, also)
     if not path.exists():
         if not create:
             raise ReportRefused(f"no report key at {path}: the report was made on another host or by another "

@@ -210,6 +210,31 @@ def _passwd_home() -> str | None:
         return None
 
 
+def seen_by_a_sandbox(path: Path, also=()) -> str | None:
+    """Why some sandbox could read ``path`` (None when none can): every sandbox sees ``/`` but the
+    homes and ``/tmp`` (HIDDEN_ROOTS), and gets back the checkout, the interpreter's prefix, the
+    harness's and the compilers' caches, the installers' caches, and ``also`` (a run's tree, build
+    dir, wheel dir). The report key must lie where this says None (issue 41 item 5)."""
+    real = Path(os.path.abspath(path))
+    try:
+        real = real.resolve()
+    except OSError:
+        pass
+    hidden = [h for h in _resolved([*homes(), Path("/tmp")]) if h != Path("/")]
+    if not any(_within(real, h) for h in hidden):
+        return f"it lies outside {', '.join(map(str, hidden))}, and every sandbox shows the rest of /"
+    from .cuda_root import default_cache_dir
+    from .launcher import default_sccache_dir
+    given = os.environ
+    bound = [CHECKOUT, Path(sys.prefix), Path(sys.base_prefix), default_cache_dir(), default_sccache_dir(),
+             *[Path(given[v]) for v in ("SCCACHE_DIR", "CCACHE_DIR") if given.get(v)],
+             Path(given.get("XDG_CACHE_HOME") or Path.home() / ".cache"), *installer_caches(), *also]
+    for b in _resolved(bound):
+        if _within(real, b):
+            return f"it lies in {b}, which sandboxed steps are shown"
+    return None
+
+
 def private_home() -> Path:
     """The sandbox's HOME: the user's home path, which is an empty tmpfs inside."""
     return Path(os.environ.get("HOME") or _passwd_home() or "/root")

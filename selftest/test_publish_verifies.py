@@ -9,11 +9,10 @@ name and METADATA against the tag and version, the release manifest's gate set, 
 """
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import subprocess
 import sys
+import uuid
 import zipfile
 from pathlib import Path
 
@@ -121,11 +120,12 @@ def test_forged_reports_with_a_stolen_key_are_refused(release_repo, gh_standin, 
 
 def _visible_places(tmp_path: Path) -> list:
     from build_steps.cuda_root import default_cache_dir
+    mark = uuid.uuid4().hex[:8]
     return [
-        ("MXNET_RELEASE_REPORT_KEY_FILE", Path("/var/tmp") / f"key-{tmp_path.name}" / "report.key"),
-        ("MXNET_RELEASE_REPORT_KEY_FILE", HARNESS_ROOT / ".selftest-key" / "report.key"),
-        ("MXNET_RELEASE_REPORT_KEY_FILE", default_cache_dir() / ".selftest-key" / "report.key"),
-        ("XDG_CONFIG_HOME", Path("/var/tmp") / f"cfg-{tmp_path.name}"),
+        ("MXNET_RELEASE_REPORT_KEY_FILE", Path("/var/tmp") / f"key-{mark}" / "report.key"),
+        ("MXNET_RELEASE_REPORT_KEY_FILE", HARNESS_ROOT / f".selftest-key-{mark}" / "report.key"),
+        ("MXNET_RELEASE_REPORT_KEY_FILE", default_cache_dir() / f".selftest-key-{mark}" / "report.key"),
+        ("XDG_CONFIG_HOME", Path("/var/tmp") / f"cfg-{mark}"),
     ]
 
 
@@ -149,7 +149,7 @@ def test_a_key_outside_the_hidden_places_is_readable_in_the_sandbox(tmp_path):
     """Why the refusal: a key file (0600, the harness's user) at such a place, read from inside
     the real sandbox. As a user the step runs with that uid; as root the file stays closed to
     nobody, but a user run (or a key readable by others) is enough."""
-    place = Path("/var/tmp") / f"key-seen-{tmp_path.name}"
+    place = Path("/var/tmp") / f"key-seen-{uuid.uuid4().hex[:8]}"
     place.mkdir()
     try:
         key = place / "report.key"
