@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -79,7 +80,7 @@ def test_a_commit_cannot_poison_the_cache_another_commit_reads(tmp_path):
     env.pop("SCCACHE_SERVER_PORT", None)
     env["SCCACHE_DIR"] = str(tmp_path / "sccache")  # this test's own cache, not the machine's
 
-    clean = _build(src, tmp_path / "build-c1", env)
+    clean = _build(src, tmp_path / "build-c", env)
     c_cache, _hits, c_misses = _cache_of(clean)
     assert c_misses > 0  # C filled its cache
 
@@ -92,7 +93,8 @@ def test_a_commit_cannot_poison_the_cache_another_commit_reads(tmp_path):
     assert "poison ran" in said and "planted" in said, said  # the attack ran and wrote its cache
 
     _git(src, "checkout", "-q", "HEAD~1")
-    again = _build(src, tmp_path / "build-c2", env)
+    shutil.rmtree(tmp_path / "build-c")  # from an empty build dir at the same path: hits, if the cache serves
+    again = _build(src, tmp_path / "build-c", env)
     cache, hits, misses = _cache_of(again)
     assert cache == c_cache
     planted = sorted(str(p) for p in cache.rglob("POISON-*"))
