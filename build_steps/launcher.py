@@ -242,6 +242,8 @@ class Server:
     proc: subprocess.Popen | None = None
     #: why the server runs outside the build's sandbox ("" when it is inside)
     unconfined: str = ""
+    #: what of the user's sccache settings this build does not use, and why ("" when none)
+    note: str = ""
     #: whether its clients need the network: False when they reach it by a socket file
     #: (SCCACHE_SERVER_UDS), so the compile's sandbox and the server's own have none
     network: bool = True
@@ -387,6 +389,16 @@ def private_server(launcher: Launcher | None, env: dict | None = None, confine=N
     if launcher is None or launcher.name != "sccache":
         return None
     given = {**os.environ, **(env or {})}
+    note = ""
+    if confine is not None and os.geteuid() == 0 and (given.get("SCCACHE_SERVER_PORT") or config_file(given)):
+        # As root the build runs as nobody (build_steps.sandbox): a server of root's, outside the
+        # sandbox, writes objects and depfiles nobody cannot read (0640 root's, measured), and runs
+        # the tree's compile lines as root. So the build's own confined server is used instead.
+        note = (f"{'SCCACHE_SERVER_PORT=' + given['SCCACHE_SERVER_PORT'] if given.get('SCCACHE_SERVER_PORT') else 'the sccache config file ' + str(config_file(given))} "
+                "is not used: as root the build runs as an unprivileged uid, which a server of root's "
+                "cannot serve; the build's own sandboxed server compiles (local cache)")
+        given = {k: v for k, v in given.items() if k not in ("SCCACHE_SERVER_PORT", "SCCACHE_CONF")}
+        given["HOME"] = "/nonexistent"  # no ~/.config/sccache/config either
     if given.get("SCCACHE_SERVER_PORT"):
         ensure_running(launcher, {**(env or {}), supervise.RUN_MARK: ""})  # the user's, not this run's
         return Server(launcher, {}, private=False, unconfined=(
@@ -401,7 +413,7 @@ def private_server(launcher: Launcher | None, env: dict | None = None, confine=N
         # end removes them, interrupted or not (build_steps.supervise)
         own["TMPDIR"] = str(Path(run_tmp) / "sccache")
         Path(own["TMPDIR"]).mkdir(parents=True, exist_ok=True)
-    server = Server(launcher, own, private=True)
+    server = Server(launcher, own, private=True, note=note)
     config = config_file(given)
     if confine is not None and config is None:
         sock = Path(own["TMPDIR"]) / "server.sock" if own.get("TMPDIR") else None

@@ -40,6 +40,7 @@ import sys
 from pathlib import Path
 
 from . import supervise
+from .run_as import sandbox_ids
 from .errors import UsageError
 
 #: This harness's checkout (read-only in every sandbox: the build's interpreter may live in it).
@@ -77,22 +78,6 @@ def bwrap_path() -> str | None:
 def as_root() -> bool:
     """Whether the sandbox is made by root, which then runs the step as SANDBOX_UID."""
     return os.geteuid() == 0
-
-
-def sandbox_ids() -> tuple[int, int]:
-    """(uid, gid) the step runs as when the harness is root: nobody/nogroup (65534 where missing).
-    A uid no file of the host's users or of root belongs to; another run's run dir (mode 0700,
-    root's) and /etc/shadow are closed to it."""
-    try:
-        uid = pwd.getpwnam("nobody").pw_uid
-    except KeyError:
-        uid = 65534
-    try:
-        import grp
-        gid = grp.getgrnam("nogroup").gr_gid
-    except KeyError:
-        gid = 65534
-    return uid, gid
 
 
 def _drop_to_user() -> list[str]:
