@@ -47,6 +47,9 @@ from .errors import UsageError
 CHECKOUT = Path(__file__).resolve().parent.parent
 #: the harness's own sample tree (trusted: it is part of this checkout)
 SAMPLE_TREES = CHECKOUT / "selftest" / "sample_mxnet"
+#: the only parts of the checkout a step's output may lie in: the sample tree (built in place by the
+#: README's main job) and the ignored scratch dir the benches build in
+SCRATCH_IN_CHECKOUT = (SAMPLE_TREES, CHECKOUT / ".tmp")
 
 
 class SandboxUnavailable(UsageError):
@@ -101,7 +104,7 @@ def hand_over(paths, skip=()) -> None:
     step can write them. Walks without following links (lchown through each dir's fd), changes
     only what root owns, and never a file with other hard links (a link to a file of root's
     elsewhere would be handed over with it), nor into ``skip`` (the masked paths: a tree's .git
-    stays its owner's, as git's safe.directory check wants). Refuses the harness's own checkout:
+    stays its owner's, as git's safe.directory check wants). Refuses the harness's own checkout (but for SCRATCH_IN_CHECKOUT):
     nothing of the harness becomes writable to the step."""
     if not as_root():
         return
@@ -113,7 +116,7 @@ def hand_over(paths, skip=()) -> None:
             continue
         real = top.resolve()
         if (real == CHECKOUT or _within(CHECKOUT, real)
-                or (_within(real, CHECKOUT) and not _within(real, SAMPLE_TREES))):
+                or (_within(real, CHECKOUT) and not any(_within(real, ok) for ok in SCRATCH_IN_CHECKOUT))):
             raise UsageError(f"sandbox: {top} lies in or holds the harness's checkout {CHECKOUT}; the "
                              "step's code would get write access to the harness. Choose a dir outside it")
         _chown_if_root(str(real), None, uid, gid)
