@@ -110,6 +110,9 @@ def hand_over(paths, skip=()) -> None:
         return
     uid, gid = sandbox_ids()
     skipped = {p.resolve() for p in map(Path, skip) if p.exists()}
+    # the dir holding a masked .git (a worktree's top) stays its owner's too: git (the harness's,
+    # outside) refuses a worktree another uid owns (safe.directory); its files are handed over
+    worktrees = {p.parent for p in skipped}
     for top in paths:
         top = Path(top)
         if not top.is_dir() or top.is_symlink():
@@ -119,10 +122,11 @@ def hand_over(paths, skip=()) -> None:
                 or (_within(real, CHECKOUT) and not any(_within(real, ok) for ok in SCRATCH_IN_CHECKOUT))):
             raise UsageError(f"sandbox: {top} lies in or holds the harness's checkout {CHECKOUT}; the "
                              "step's code would get write access to the harness. Choose a dir outside it")
-        _chown_if_root(str(real), None, uid, gid)
+        if real not in worktrees:
+            _chown_if_root(str(real), None, uid, gid)
         for dirpath, dirnames, filenames, dirfd in os.fwalk(real, follow_symlinks=False):
             dirnames[:] = [d for d in dirnames if Path(dirpath, d) not in skipped]
-            for name in [*dirnames, *filenames]:
+            for name in [*[d for d in dirnames if Path(dirpath, d) not in worktrees], *filenames]:
                 _chown_if_root(name, dirfd, uid, gid)
 
 

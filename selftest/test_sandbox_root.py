@@ -159,6 +159,7 @@ def test_handing_the_outputs_over_follows_no_link_and_never_the_checkout(tmp_pat
     assert out.stat().st_uid == uid and (out / "sub" / "made").stat().st_uid == uid
     assert outside.stat().st_uid == 0 and (out / "link").lstat().st_uid == uid  # the link itself only
     assert (out / "sub" / ".git").stat().st_uid == 0
+    assert (out / "sub").stat().st_uid == 0  # the worktree's top: git checks its owner
     for refused in (HARNESS_ROOT, HARNESS_ROOT / "build_steps", HARNESS_ROOT.parent):
         with pytest.raises(sandbox.UsageError, match="the harness's checkout"):
             sandbox.hand_over([refused])
