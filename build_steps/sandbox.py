@@ -221,8 +221,9 @@ def seen_by_a_sandbox(path: Path, also=()) -> str | None:
     bound = [CHECKOUT, Path(sys.prefix), Path(sys.base_prefix), default_cache_dir(), default_sccache_dir(),
              *[Path(given[v]) for v in ("SCCACHE_DIR", "CCACHE_DIR") if given.get(v)],
              Path(given.get("XDG_CACHE_HOME") or Path.home() / ".cache"), *installer_caches(), *also]
-    for b in _resolved(bound):
-        if _within(real, b):
+    # every one, made yet or not (a cache dir the first run will make is bound from then on)
+    for b in (Path(os.path.abspath(p)).resolve() for p in bound if p):
+        if real == b or b in real.parents:
             return f"it lies in {b}, which sandboxed steps are shown"
     return None
 
