@@ -108,6 +108,8 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
         raise StepError("compile", str(exc)) from None
     if server is not None:
         env = {**(env or {}), **server.env}
+        if server.note:
+            print(f"[compile] note: {server.note}", file=out, flush=True)
         if server.unconfined:
             print(f"[compile] WARNING: the sccache server runs outside the sandbox: {server.unconfined}; "
                   "the compile lines the tree chose run with this harness's user", file=out, flush=True)

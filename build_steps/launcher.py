@@ -1,9 +1,13 @@
 """The compiler launcher (sccache or ccache): which one, the CMake defines that install it, and
 what it did during one build (requests, hits, misses, remote compiles).
 
-The cache's location, size and any shared remote storage (S3, Redis, GCS, a network directory)
-and sccache-dist's scheduler come from the tools' own settings (``SCCACHE_*``, ``CCACHE_*``, their
-config files): the harness passes the environment through and never rewrites it.
+The cache's size and any shared remote storage (S3, Redis, GCS, a network directory) and
+sccache-dist's scheduler come from the tools' own settings (``SCCACHE_*``, ``CCACHE_*``, their
+config files), passed through. The local cache dir is the one thing the harness chooses below the
+tool's: one partition per tree and commit (``cache_env``). The cache is writable to every
+configure and compile sandbox (the tree's custom commands run there), so a malicious commit could
+store a backdoored object under the key of a clean commit's compile (issue 41 item 4); with a
+partition of its own it writes only what builds of the same tree and commit read.
 
 The fork's CMakeLists.txt has ``USE_CCACHE`` (default ON) and, when ``ccache`` is on PATH, *sets*
 ``CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER`` as normal variables. A normal variable shadows the
@@ -239,6 +243,8 @@ class Server:
     proc: subprocess.Popen | None = None
     #: why the server runs outside the build's sandbox ("" when it is inside)
     unconfined: str = ""
+    #: what of the user's sccache settings this build does not use, and why ("" when none)
+    note: str = ""
     #: whether its clients need the network: False when they reach it by a socket file
     #: (SCCACHE_SERVER_UDS), so the compile's sandbox and the server's own have none
     network: bool = True
@@ -305,6 +311,80 @@ def default_sccache_dir() -> Path:
     return default_cache_dir() / "sccache"
 
 
+def cache_partition(src: Path) -> str:
+    """The name of ``src``'s compiler-cache partition: the tree's path and its commit, and for a
+    tree with tracked changes the sha256 of ``git diff HEAD`` (a dirty submodule, whose diff does
+    not show its content, gets a partition of this process alone); a tree outside git: the
+    sha256 of its files (links as their targets' names, build dirs left out). Two builds share
+    entries only where they compile the same sources."""
+    import hashlib
+
+    from . import gitops
+    from .readers.gitstate import read_git_state
+    src = Path(src).resolve()
+    state = read_git_state(src)
+    h = hashlib.sha256(os.fsencode(src) + b"\0")
+    if state.commit:
+        h.update(state.commit.encode())
+        if state.tracked_changes:
+            proc = gitops.run(src, "diff", "--binary", "HEAD")
+            h.update(proc.stdout.encode() + proc.stderr.encode())
+            if any(ln[3:] in _submodule_paths(src) for ln in state.tracked_changes):
+                h.update(f"pid {os.getpid()} {os.urandom(8).hex()}".encode())
+    else:
+        _hash_files(src, h)
+    return h.hexdigest()[:24]
+
+
+def _submodule_paths(src: Path) -> set:
+    from .source import submodule_paths
+    try:
+        return set(submodule_paths(src))
+    except (OSError, ValueError):
+        return set()
+
+
+def _hash_files(root: Path, h) -> None:
+    """Every file's relative path and bytes (a link's target name), in a stable order; a dir that
+    holds a CMakeCache.txt (a build dir) and ``dist`` are outputs, not sources."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if d != "dist" and not (here / d / "CMakeCache.txt").exists())
+        for name in sorted(filenames):
+            path = here / name
+            h.update(os.fsencode(path.relative_to(root)) + b"\0")
+            h.update(os.fsencode(os.readlink(path)) if path.is_symlink() else _bytes(path))
+
+
+def _bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b"unreadable"
+
+
+#: the partitions' subdir below the tool's cache dir
+PARTITIONS = "by-tree-commit"
+
+
+def cache_env(src: Path, env: dict | None = None) -> dict:
+    """``SCCACHE_DIR`` and ``CCACHE_DIR`` for a build of ``src``: the partition ``cache_partition``
+    names, below the dir the tool would use otherwise (the user's ``SCCACHE_DIR``/``CCACHE_DIR``,
+    else the harness's). Configure and compile both get it, so their sandboxes bind this partition
+    writable and nothing else of the cache; the rest of it is hidden or read-only there."""
+    given = {**os.environ, **(env or {})}
+    part = cache_partition(src)
+    sccache = Path(given.get("SCCACHE_DIR") or default_sccache_dir()).expanduser()
+    ccache = Path(given.get("CCACHE_DIR") or Path(given.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ccache"
+                  ).expanduser()
+    out = {}
+    for var, base in (("SCCACHE_DIR", sccache), ("CCACHE_DIR", ccache)):
+        d = base / PARTITIONS / part
+        d.mkdir(parents=True, exist_ok=True)
+        out[var] = str(d)
+    return out
+
+
 def private_server(launcher: Launcher | None, env: dict | None = None, confine=None) -> Server | None:
     """Start the build's own sccache server (None for ccache/none): its own port, and its cache
     in the harness's directory, each unless the user names it (``SCCACHE_SERVER_PORT``,
@@ -320,6 +400,16 @@ def private_server(launcher: Launcher | None, env: dict | None = None, confine=N
     if launcher is None or launcher.name != "sccache":
         return None
     given = {**os.environ, **(env or {})}
+    note = ""
+    if confine is not None and os.geteuid() == 0 and (given.get("SCCACHE_SERVER_PORT") or config_file(given)):
+        # As root the build runs as nobody (build_steps.sandbox): a server of root's, outside the
+        # sandbox, writes objects and depfiles nobody cannot read (0640 root's, measured), and runs
+        # the tree's compile lines as root. So the build's own confined server is used instead.
+        note = (f"{'SCCACHE_SERVER_PORT=' + given['SCCACHE_SERVER_PORT'] if given.get('SCCACHE_SERVER_PORT') else 'the sccache config file ' + str(config_file(given))} "
+                "is not used: as root the build runs as an unprivileged uid, which a server of root's "
+                "cannot serve; the build's own sandboxed server compiles (local cache)")
+        given = {k: v for k, v in given.items() if k not in ("SCCACHE_SERVER_PORT", "SCCACHE_CONF")}
+        given["HOME"] = "/nonexistent"  # no ~/.config/sccache/config either
     if given.get("SCCACHE_SERVER_PORT"):
         ensure_running(launcher, {**(env or {}), supervise.RUN_MARK: ""})  # the user's, not this run's
         return Server(launcher, {}, private=False, unconfined=(
@@ -334,7 +424,7 @@ def private_server(launcher: Launcher | None, env: dict | None = None, confine=N
         # end removes them, interrupted or not (build_steps.supervise)
         own["TMPDIR"] = str(Path(run_tmp) / "sccache")
         Path(own["TMPDIR"]).mkdir(parents=True, exist_ok=True)
-    server = Server(launcher, own, private=True)
+    server = Server(launcher, own, private=True, note=note)
     config = config_file(given)
     if confine is not None and config is None:
         sock = Path(own["TMPDIR"]) / "server.sock" if own.get("TMPDIR") else None

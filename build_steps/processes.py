@@ -14,6 +14,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from .run_as import run_uids
+
 #: Seconds a tree gets to exit on SIGTERM before it is killed. Short: a CI runner or the person
 #: at the terminal may follow SIGINT with SIGKILL within seconds.
 STOP_GRACE = 0.5
@@ -26,7 +28,7 @@ def proc_table() -> dict:
         if not entry.name.isdigit():
             continue
         try:
-            if entry.stat().st_uid != os.getuid():
+            if entry.stat().st_uid not in run_uids():  # as root, its sandboxed steps' too
                 continue
             stat = (entry / "stat").read_text()
             ppid = int(stat[stat.rindex(")") + 2:].split()[1])
@@ -89,7 +91,7 @@ def with_env(key: str, value: str, name: str | None = None) -> list[int]:
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            if (entry.stat().st_uid == os.getuid()
+            if (entry.stat().st_uid in run_uids()
                     and needle in (entry / "environ").read_bytes().split(b"\0")
                     and (name is None or Path(os.readlink(entry / "exe")).name == name)):
                 found.append(int(entry.name))

@@ -8,7 +8,10 @@ pins the wheel again (a private copy, hashed while copied) and only then tags an
 
 The digest is an HMAC-SHA256 over the report's content (the wheel's sha256 among it) with a key
 kept in the user's config dir (0600), which the sandboxed children of a run cannot read (their HOME
-is a private empty dir): a report forged or edited after the run does not verify. A report made
+is a private empty dir): a report forged or edited after the run does not verify. A key path a
+sandbox could see (``check_key_place``: outside the homes and /tmp, or in a dir sandboxes get
+back) is refused. A stolen key still forges reports: the publish step re-checks what it can
+(build_steps.publish_step, docs/trust_model.md). A report made
 on another host or by another user does not either; publish it from where it was made.
 """
 from __future__ import annotations
@@ -40,8 +43,21 @@ def key_path() -> Path:
     return base / "mxnet-release" / "report.key"
 
 
-def _key(create: bool) -> bytes:
+def check_key_place(path: Path, also=()) -> None:
+    """The key must lie where no sandboxed step of a run can read it (issue 41 item 5: with
+    XDG_CONFIG_HOME or MXNET_RELEASE_REPORT_KEY_FILE outside HOME, every sandbox saw it and a tree's
+    code copied it). Refused in one line before the key is made or read."""
+    from .sandbox import seen_by_a_sandbox
+    why = seen_by_a_sandbox(path, also)
+    if why:
+        raise ReportRefused(f"report key {path}: a sandboxed step could read it ({why}); keep it under your "
+                            f"HOME outside ~/.cache (unset {KEY_ENV} and XDG_CONFIG_HOME for "
+                            "~/.config/mxnet-release/report.key)")
+
+
+def _key(create: bool, also=()) -> bytes:
     path = key_path()
+    check_key_place(path, also)
     if not path.exists():
         if not create:
             raise ReportRefused(f"no report key at {path}: the report was made on another host or by another "
@@ -75,7 +91,9 @@ def digest_of(content: dict, key: bytes) -> str:
 
 def write_report(path: Path, content: dict) -> Path:
     content = {"schema": SCHEMA, "harness": harness_version(), **content}
-    doc = {"content": content, "digest": digest_of(content, _key(create=True))}
+    # the run's tree and the wheel's dir were its sandboxes' to write: no key there either
+    seen = [Path(p) for p in (content.get("repo"), content.get("wheel") and Path(content["wheel"]).parent) if p]
+    doc = {"content": content, "digest": digest_of(content, _key(create=True, also=seen))}
     text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
     return write_atomic(Path(path), lambda fh: fh.write(text), binary=False)
 

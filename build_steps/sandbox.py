@@ -14,7 +14,13 @@ reach the harness's verdicts. So each such child is a ``bwrap`` command line:
   dir (verdicts, ledger, pin, report) and over its checkout's ``.git``; then the step's inputs
   bound back read-only and its outputs read-write, nothing else writable;
 - the GPU's device nodes (``/dev/nvidia*``) bound when present (DESIGN.md: CUDA works in a sandbox
-  that binds those).
+  that binds those);
+- no capability, and as root a real unprivileged uid (issue 41 item 1): bwrap started by root keeps
+  every capability otherwise (``umount -l /root`` undid the masks, ``mount -o remount,rw /`` made
+  the host writable), and a user namespace alone leaves the process root outside (root-owned files
+  stay readable). So as root bwrap makes the mounts, then ``setpriv`` drops to ``nobody`` with an
+  empty bounding set before the step's command starts; the step's outputs are handed to that uid
+  (``hand_over``). As a user bwrap runs unprivileged (a user namespace, no capability).
 
 Whether a sandbox can be made is tested once per process (``check``). Where it cannot, the run is
 refused unless it was started with ``--no-sandbox``, a development option that makes the run
@@ -28,17 +34,22 @@ import tempfile
 import pwd
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 from . import supervise
+from .run_as import sandbox_ids
 from .errors import UsageError
 
 #: This harness's checkout (read-only in every sandbox: the build's interpreter may live in it).
 CHECKOUT = Path(__file__).resolve().parent.parent
 #: the harness's own sample tree (trusted: it is part of this checkout)
 SAMPLE_TREES = CHECKOUT / "selftest" / "sample_mxnet"
+#: the only parts of the checkout a step's output may lie in: the sample tree (built in place by the
+#: README's main job) and the ignored scratch dir the benches build in
+SCRATCH_IN_CHECKOUT = (SAMPLE_TREES, CHECKOUT / ".tmp")
 
 
 class SandboxUnavailable(UsageError):
@@ -67,6 +78,68 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
+def as_root() -> bool:
+    """Whether the sandbox is made by root, which then runs the step as SANDBOX_UID."""
+    return os.geteuid() == 0
+
+
+def _drop_to_user() -> list[str]:
+    """The command that starts the step as root's sandbox: setpriv to SANDBOX_UID, no groups, no
+    capability left (bounding and inheritable sets emptied; bwrap already set no_new_privs, so no
+    setuid file gives one back). bwrap keeps only the three capabilities setpriv needs for that."""
+    uid, gid = sandbox_ids()
+    return [shutil.which("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--"]
+
+
+#: what bwrap keeps (as root) until setpriv drops it with the uid: the three setpriv needs, and the
+#: two that let bwrap itself --chdir into a step's dir, which is the sandbox uid's and may be 0700
+_SETPRIV_CAPS = ["--cap-drop", "ALL", *[a for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP",
+                                                       "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH")
+                                        for a in ("--cap-add", cap)]]
+
+
+def hand_over(paths, skip=()) -> None:
+    """As root: make the step's outputs (dirs the harness made for it) the sandbox uid's, so the
+    step can write them. Walks without following links (lchown through each dir's fd), changes
+    only what root owns, and never a file with other hard links (a link to a file of root's
+    elsewhere would be handed over with it), nor into ``skip`` (the masked paths: a tree's .git
+    stays its owner's, as git's safe.directory check wants). Refuses the harness's own checkout (but for SCRATCH_IN_CHECKOUT):
+    nothing of the harness becomes writable to the step."""
+    if not as_root():
+        return
+    uid, gid = sandbox_ids()
+    skipped = {p.resolve() for p in map(Path, skip) if p.exists()}
+    # the dir holding a masked .git (a worktree's top) stays its owner's too: git (the harness's,
+    # outside) refuses a worktree another uid owns (safe.directory); its files are handed over
+    worktrees = {p.parent for p in skipped}
+    for top in paths:
+        top = Path(top)
+        if not top.is_dir() or top.is_symlink():
+            continue
+        real = top.resolve()
+        if (real == CHECKOUT or _within(CHECKOUT, real)
+                or (_within(real, CHECKOUT) and not any(_within(real, ok) for ok in SCRATCH_IN_CHECKOUT))):
+            raise UsageError(f"sandbox: {top} lies in or holds the harness's checkout {CHECKOUT}; the "
+                             "step's code would get write access to the harness. Choose a dir outside it")
+        if real not in worktrees:
+            _chown_if_root(str(real), None, uid, gid)
+        for dirpath, dirnames, filenames, dirfd in os.fwalk(real, follow_symlinks=False):
+            dirnames[:] = [d for d in dirnames if Path(dirpath, d) not in skipped]
+            for name in [*[d for d in dirnames if Path(dirpath, d) not in worktrees], *filenames]:
+                _chown_if_root(name, dirfd, uid, gid)
+
+
+def _chown_if_root(name: str, dirfd: int | None, uid: int, gid: int) -> None:
+    try:
+        st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+        if st.st_uid != 0 or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1):
+            return
+        os.chown(name, uid, gid, dir_fd=dirfd, follow_symlinks=False)
+    except FileNotFoundError:
+        pass  # gone while walked
+
+
 @functools.lru_cache(maxsize=None)
 def probe() -> str | None:
     """None when a sandbox with this module's namespaces starts here, else why not (cached: once
@@ -75,14 +148,24 @@ def probe() -> str | None:
     if exe is None:
         return "bwrap is not installed (Debian/Ubuntu package bubblewrap)"
     try:
+        if as_root() and not shutil.which("setpriv"):
+            return ("setpriv (util-linux) is not installed: as root the sandbox starts the step as an "
+                    "unprivileged uid through it")
         proc = subprocess.run([exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                                "--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent",
-                               "--new-session", "true"], capture_output=True, text=True, timeout=30)
+                               "--new-session", *_caps(), "--", *(_drop_to_user() if as_root() else []),
+                               "true"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap did not run: {exc}"
     if proc.returncode != 0:
         return f"bwrap cannot make a user namespace here: {proc.stderr.strip()[-300:] or proc.returncode}"
     return None
+
+
+def _caps() -> list[str]:
+    """bwrap's capability arguments: as root, all but what setpriv needs to drop to the sandbox
+    uid; as a user all (an unprivileged bwrap gives the step none already: said explicitly)."""
+    return list(_SETPRIV_CAPS) if as_root() else ["--cap-drop", "ALL"]
 
 
 def unavailable_message(why: str) -> str:
@@ -117,6 +200,32 @@ def _passwd_home() -> str | None:
         return pwd.getpwuid(os.getuid()).pw_dir
     except KeyError:
         return None
+
+
+def seen_by_a_sandbox(path: Path, also=()) -> str | None:
+    """Why some sandbox could read ``path`` (None when none can): every sandbox sees ``/`` but the
+    homes and ``/tmp`` (HIDDEN_ROOTS), and gets back the checkout, the interpreter's prefix, the
+    harness's and the compilers' caches, the installers' caches, and ``also`` (a run's tree, build
+    dir, wheel dir). The report key must lie where this says None (issue 41 item 5)."""
+    real = Path(os.path.abspath(path))
+    try:
+        real = real.resolve()
+    except OSError:
+        pass
+    hidden = [h for h in _resolved([*homes(), Path("/tmp")]) if h != Path("/")]
+    if not any(_within(real, h) for h in hidden):
+        return f"it lies outside {', '.join(map(str, hidden))}, and every sandbox shows the rest of /"
+    from .cuda_root import default_cache_dir
+    from .launcher import default_sccache_dir
+    given = os.environ
+    bound = [CHECKOUT, Path(sys.prefix), Path(sys.base_prefix), default_cache_dir(), default_sccache_dir(),
+             *[Path(given[v]) for v in ("SCCACHE_DIR", "CCACHE_DIR") if given.get(v)],
+             Path(given.get("XDG_CACHE_HOME") or Path.home() / ".cache"), *installer_caches(), *also]
+    # every one, made yet or not (a cache dir the first run will make is bound from then on)
+    for b in (Path(os.path.abspath(p)).resolve() for p in bound if p):
+        if real == b or b in real.parents:
+            return f"it lies in {b}, which sandboxed steps are shown"
+    return None
 
 
 def private_home() -> Path:
@@ -179,8 +288,11 @@ def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, m
     # land where the user pointed TMPDIR, a full TMPDIR is that filesystem's ENOSPC, and the dir
     # goes with the run's temporary dir (build_steps.supervise) when the run ends.
     ops.append((_depth(Path("/tmp")), 0, ["--bind", str(tmp or private_tmp()), "/tmp"]))
+    home = private_home().resolve() if private_home().exists() else private_home()
     for h in dict.fromkeys(hidden):
-        ops.append((_depth(h), 0, ["--tmpfs", str(h)]))
+        # as root the tmpfs is root's: the step (nobody) may write its HOME, sticky like /tmp
+        perms = ["--perms", "1777"] if as_root() and h == home else []
+        ops.append((_depth(h), 0, [*perms, "--tmpfs", str(h)]))
     # The checkout's .git is hidden (its config may hold a remote's credentials), except from the
     # build of the harness's own sample tree in place (selftest/sample_mxnet, the README's main
     # job), whose commit stamp is read from that .git at configure time.
@@ -193,9 +305,15 @@ def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, m
     for p in dict.fromkeys(rw):
         ops.append((_depth(p), 2, ["--bind", str(p), str(p)]))
     ops.sort(key=lambda o: (o[0], o[1]))
-    argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]
+    argv = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            *(["--perms", "1777"] if as_root() else []), "--tmpfs", "/dev/shm"]
     for _d, _o, args in ops:
         argv += args
+    if as_root():
+        # bwrap (as root) makes a bind's missing parents under a tmpfs mode 0700, root's: open them
+        # to the step's uid, which must reach its binds; they hold nothing but the mount points
+        for d in _parents_under([Path("/tmp"), *hidden, *_resolved(masked)], [*ro, *rw]):
+            argv += ["--chmod", "0755", str(d)]
     # the run dir's tmpfs read-only too (the parts bound back keep their own mode): a write there
     # fails instead of landing in a throwaway tmpfs
     for h in dict.fromkeys(_resolved(_State.hidden)):
@@ -205,10 +323,23 @@ def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, m
         argv += ["--dev-bind", dev, dev]
     start = Path(cwd).resolve() if cwd is not None else (rw[0] if rw else Path("/"))
     argv += ["--chdir", str(start), "--unshare-pid", "--unshare-ipc", "--die-with-parent",
-             "--new-session", *(["--as-pid-1"] if as_pid_1 else [])]
+             "--new-session", *(["--as-pid-1"] if as_pid_1 else []), *_caps()]
     if not network:
         argv.append("--unshare-net")
-    return argv + ["--", *map(str, cmd)]
+    return argv + ["--", *(_drop_to_user() if as_root() else []), *map(str, cmd)]
+
+
+def _parents_under(tops, binds) -> list[Path]:
+    """The dirs between each tmpfs in ``tops`` and each bind below it (bwrap makes them)."""
+    out: dict[Path, None] = {}
+    for b in binds:
+        for t in tops:
+            if b != t and _within(b, t):
+                for parent in reversed(b.parents):
+                    # a parent that is (or lies in) another bind is that bind's own dir: not bwrap's
+                    if parent != t and _within(parent, t) and not any(_within(parent, o) for o in binds):
+                        out[parent] = None
+    return list(out)
 
 
 def _within(path: Path, root: Path) -> bool:
@@ -251,6 +382,7 @@ def wrap(cmd, env: dict | None, *, writable=(), readable=(), network: bool = Fal
     env = dict(os.environ if env is None else env)
     env["HOME"] = str(private_home())
     tmp = private_tmp(env.get("TMPDIR"))
+    hand_over([*writable, tmp], skip=masked)
     given = env.get("TMPDIR")
     if not (given and any(_within(Path(given), Path(w)) for w in writable)):
         env["TMPDIR"] = "/tmp"  # the private one on TMPDIR's disk; the host's TMPDIR path is not bound inside

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import processes
+from .run_as import run_uids
 
 #: The variable every process of a run inherits (MXNET_HARNESS_* passes build_steps.venv's
 #: allow-list, so the wheel's own children carry it too).
@@ -118,7 +119,7 @@ def remove_run_dirs(tmp: Path) -> None:
         path = Path(line)
         try:
             ours = path.is_absolute() and path.name.startswith(ELSEWHERE_PREFIX) and not path.is_symlink() \
-                and path.is_dir() and path.stat().st_uid == os.getuid()
+                and path.is_dir() and path.stat().st_uid in run_uids()
         except OSError:
             ours = False
         if ours:

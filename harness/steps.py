@@ -215,7 +215,8 @@ def _produce_configure(n: StepInputs) -> dict[str, Any]:
                                                           paths.src, paths.build_dir,
                                                           development=bool(options.development_options))),
                                                       **_opencv_root(options)},
-                              env=cuda.env if cuda else None, overrides=options.build_defines)
+                              env={**(cuda.env if cuda else {}), **launcher.cache_env(paths.src)},
+                              overrides=options.build_defines)
     say(f"[configure] {'first-time' if res.first_time else 'refresh'} in {res.seconds:.1f}s; "
         f"gencode: {' '.join(res.gencode) or 'none (CPU)'}")
     _say_each("[configure] note: ", res.notes)
@@ -239,7 +240,9 @@ def _produce_compile(n: StepInputs) -> dict[str, Any]:
     say(f"[compile] {repro}")
     res = compile.compile_mxnet(paths.build_dir, n.options.jobs, paths.logs,
                                 env={**(n.cuda_root.env if n.cuda_root else {}),
-                                     **reproducible.compile_env(paths.src)},
+                                     **reproducible.compile_env(paths.src),
+                                     # the tree's and commit's own cache partition (issue 41 item 4)
+                                     **launcher.cache_env(paths.src)},
                                 progress=LIVE, launcher=n.compiler_launcher,
                                 # the sandbox's binds: the harness's own options, never the cache's
                                 src=paths.src, inputs=list(_opencv_root(n.options).values())).to_json()

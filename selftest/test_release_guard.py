@@ -228,8 +228,10 @@ def test_credentials_in_the_verify_run_are_refused(pytester, release_repo, gh_st
 # The publish step and its report
 # --------------------------------------------------------------------------------------------
 @pytest.fixture
-def report_key(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "key" / "report.key"
+def report_key(tmp_path_factory, monkeypatch) -> Path:
+    # beside the test's dir, not in it: the wheel's dir (here tmp_path) is one a run's sandboxes
+    # write, where the publish step refuses a key (issue 41 item 5)
+    path = tmp_path_factory.mktemp("key") / "report.key"
     monkeypatch.setenv(KEY_ENV, str(path))
     return path
 
@@ -238,6 +240,9 @@ def _wheel(directory: Path, payload: str = "") -> Path:
     wheel = directory / "mxnet-2.0.0+cu13.bw.20260614.1-cp311-cp311-linux_x86_64.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
         zf.writestr("mxnet/__init__.py", payload)
+        # the publish step reads the version from METADATA too (issue 41 item 5)
+        zf.writestr("mxnet-2.0.0+cu13.bw.20260614.1.dist-info/METADATA",
+                    "Metadata-Version: 2.1\nName: mxnet\nVersion: 2.0.0+cu13.bw.20260614.1\n")
     return wheel
 
 
