@@ -410,19 +410,35 @@ def cache_dirs(env: dict | None = None) -> tuple[list[Path], list[Path]]:
     given = {**os.environ, **(env or {})}
     readable = [default_cache_dir()]
     writable = []
-    for var, default in (("SCCACHE_DIR", default_sccache_dir()),
-                         ("CCACHE_DIR", Path(given.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ccache")):
+    # As root the step runs as SANDBOX_UID and its writable dirs are handed over to it: the
+    # invoker's own ccache (~/.cache/ccache, ~/.ccache) must not be, so root's default is a dir of
+    # the harness cache that belongs to the sandbox uid (a compile names its own per tree and commit).
+    ccache_default = (sandbox_cache("ccache") if as_root() else
+                      Path(given.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ccache")
+    for var, default in (("SCCACHE_DIR", default_sccache_dir()), ("CCACHE_DIR", ccache_default)):
         d = Path(given.get(var) or default).expanduser()
         d.mkdir(parents=True, exist_ok=True)  # made here: a cache the sandbox made would be lost
         writable.append(d)
     old_ccache = Path.home() / ".ccache"
-    if "CCACHE_DIR" not in given and old_ccache.is_dir():
+    if "CCACHE_DIR" not in given and old_ccache.is_dir() and not as_root():
         writable.append(old_ccache)
     return readable, writable
 
 
+def sandbox_cache(name: str) -> Path:
+    """As root: the sandbox uid's own cache ``name`` (pip, uv, ccache) in the harness cache. The
+    invoker's caches are root's: handed to the sandbox uid they would change owner, and any later
+    tree's step could write what root's own pip reads next."""
+    from .cuda_root import default_cache_dir
+    d = default_cache_dir() / "sandbox-uid-caches" / name
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
 def installer_caches() -> list[Path]:
     """pip's and uv's download caches, when they exist: an install from the index reuses them."""
+    if as_root():  # the sandbox uid's own (sandbox_cache), told to pip and uv by build_steps.venv
+        return [sandbox_cache("uv"), sandbox_cache("pip")]
     base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     out = [Path(os.environ["UV_CACHE_DIR"]) if os.environ.get("UV_CACHE_DIR") else base / "uv",
            Path(os.environ["PIP_CACHE_DIR"]) if os.environ.get("PIP_CACHE_DIR") else base / "pip"]

@@ -241,14 +241,19 @@ def create_venv(venv_dir: Path, python: str | None = None, *, log: Path | None =
 def pip_command(venv: Venv) -> list:
     """``pip install`` for the venv: uv's when available, else the venv's own pip."""
     uv = shutil.which("uv")
+    # as root the sandboxed installer runs as the sandbox uid, with caches of its own (never root's)
+    own = sandbox.as_root() and sandbox.enabled()
     if uv:
-        return [uv, "pip", "install", "--no-config", "--python", str(venv.python)]
+        return [uv, "pip", "install", "--no-config", "--python", str(venv.python),
+                *(["--cache-dir", str(sandbox.sandbox_cache("uv"))] if own else [])]
     cmd = [str(venv.python), "-m", "pip", "--isolated", "install", "--disable-pip-version-check", "--no-input"]
     # a host's CA bundle (a TLS-intercepting proxy) still applies, as for the CUDA wheels: it can
     # refuse a server, never offer another file
     for var, flag in (("PIP_CERT", "--cert"), ("PIP_CACHE_DIR", "--cache-dir")):
-        if os.environ.get(var):
+        if os.environ.get(var) and not (own and var == "PIP_CACHE_DIR"):
             cmd += [flag, os.environ[var]]
+    if own:
+        cmd += ["--cache-dir", str(sandbox.sandbox_cache("pip"))]
     return cmd
 
 

@@ -164,3 +164,35 @@ def test_handing_the_outputs_over_follows_no_link_and_never_the_checkout(tmp_pat
         with pytest.raises(sandbox.UsageError, match="the harness's checkout"):
             sandbox.hand_over([refused])
     assert (HARNESS_ROOT / "build_steps").stat().st_uid == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the hand-over to the sandbox's uid happens as root only")
+def test_as_root_the_invokers_own_caches_are_never_handed_to_the_sandbox(tmp_path, monkeypatch):
+    """Found merging issue 41's sandbox: as root, the install and configure sandboxes were given the
+    invoker's ~/.cache/pip, ~/.cache/uv and ~/.cache/ccache writable, and the hand-over made them
+    nobody's (root's own pip then disabled its cache: "not owned ... by the current user"), and
+    any later tree's sandboxed step could write what root's own pip reads next. As root the
+    sandbox's installers and compiler caches are dirs of the harness cache, the sandbox uid's."""
+    from build_steps.venv import pip_command, Venv
+    home = tmp_path / "home"
+    for d in ("pip", "uv", "ccache"):
+        (home / ".cache" / d).mkdir(parents=True)
+    (home / ".ccache").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("CCACHE_DIR", raising=False)
+    monkeypatch.setenv("MXNET_HARNESS_CACHE", str(tmp_path / "harness-cache"))
+    installers = sandbox.installer_caches()
+    _readable, compilers = sandbox.cache_dirs()
+    theirs = [p for p in [*installers, *compilers] if Path(p).resolve().is_relative_to(home)]
+    assert not theirs, f"the invoker's own caches are bound writable: {theirs}"
+    assert installers and all(Path(p).is_relative_to(tmp_path / "harness-cache") for p in installers)
+    argv, _env = sandbox.wrap(["true"], {}, writable=[*installers, *compilers])
+    subprocess.run(argv, check=True, timeout=60)
+    owners = {d: (home / ".cache" / d).stat().st_uid for d in ("pip", "uv", "ccache")}
+    assert set(owners.values()) == {0}, owners
+    # pip is told where its cache is: the sandbox uid's dir, not its empty HOME's
+    venv = Venv(root=tmp_path / "v", python=tmp_path / "v/bin/python", site_packages=tmp_path / "v/site",
+                python_version="3.11", pass_env=())
+    cmd = pip_command(venv)
+    assert "--cache-dir" in cmd and Path(cmd[cmd.index("--cache-dir") + 1]) in installers
