@@ -200,8 +200,8 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
         if full is not None:
             raise StepError("compile", f"stopped at [{steps}/{total}]: {filesystem.no_space(full)}",
                             log=log, tail=tail)
-        raise StepError("compile", f"cmake --build {build_dir} --target {' '.join(targets)} failed (exit {rc})",
-                        log=log, tail=tail)
+        raise StepError("compile", f"cmake --build {build_dir} --target {' '.join(targets)} failed (exit {rc})"
+                        + failure_hint(tail, jobs), log=log, tail=tail)
     library = build_dir / library_name
     if not library.is_file():
         raise StepError("compile", f"{library} missing after the build", log=log,
@@ -220,6 +220,22 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
     return CompileResult(library=library, seconds=seconds, steps_run=steps, total_steps=total,
                          no_work=no_work, log=log, launcher=stats.to_json() if stats else None,
                          build_time=timing)
+
+
+#: a compiler ended by SIGKILL: gcc's driver ("fatal error: Killed signal terminated program cc1plus"),
+#: nvcc's, or a shell's job line ("Killed"); on a build host that is almost always the OOM killer
+_KILLED = re.compile(r"Killed signal terminated program|^\s*Killed\b|: Killed\b|signal 9\b", re.M)
+
+
+def failure_hint(tail: str, jobs: int) -> str:
+    """A sentence naming the likely cause of a compile failure the log's own words hide ("" for none):
+    a killed compiler is memory, and what to lower is --jobs (each job is one compiler in memory)."""
+    if not _KILLED.search(tail):
+        return ""
+    fewer = max(1, jobs // 2)
+    return (f". A compiler was killed (SIGKILL), most likely by the kernel's out-of-memory killer: "
+            f"{jobs} parallel jobs need more memory than this host has free. Lower --jobs "
+            f"(e.g. --jobs={fewer}) and re-run; ninja keeps the finished steps")
 
 
 def _unfinished(log: Path) -> bool:

@@ -188,15 +188,45 @@ def build_dir_refusals(src: Path, build_dir: Path, profile: Any, *, tmp: Path | 
     return problems
 
 
+def build_dir_in_tree(src: Path, build_dir: Path) -> str:
+    """The refusal of a build dir that is the tree or inside it ("" when it is outside).
+
+    CMake writes ~100 files there, and its own sources (CMakeCUDACompilerId.cu) match a tree's
+    GLOB_RECURSE: the fork compiled one into libmxnet (issue 42). Outside the tree, nothing the
+    build writes can be globbed as the tree's source."""
+    src, build_dir = Path(src).resolve(), Path(build_dir).resolve()
+    if build_dir != src and src not in build_dir.parents:
+        return ""
+    where = "is the source tree" if build_dir == src else "is inside the source tree"
+    return (f"the build dir {build_dir} {where} {src}: CMake's files there can be compiled into the "
+            f"wheel by the tree's source globs. Pass --build-dir=DIR outside the tree, or leave it "
+            f"out for the default beside it")
+
+
+def untracked_refusal(src: Path) -> str:
+    """The refusal of a release tree with untracked files git does not ignore ("" when none)."""
+    # sources first, then headers: what a glob compiles
+    found = sorted(source.untracked_paths(src),
+                   key=lambda p: 0 if p.endswith(SOURCE_SUFFIXES) else 1 if p.endswith((".h", ".cuh")) else 2)
+    if not found:
+        return ""
+    shown = ", ".join(found[:5]) + (f", +{len(found) - 5} more" if len(found) > 5 else "")
+    return (f"{src} has {len(found)} untracked file{'s' if len(found) != 1 else ''} that git does not "
+            f"ignore ({shown}): the tree's CMake globs may compile them into a wheel stamped with the "
+            f"commit. Remove them (`git -C {src} clean -n` lists them), commit them or add them to "
+            ".gitignore, or pass --allow-untracked for a development build (the run then cannot publish)")
+
+
 def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bool,
              allow_dirty: bool, build_dir: Path | None = None, cache: Path | None = None,
-             cuda_wheels: bool = False, compiler_cache: bool = False) -> list[str]:
+             cuda_wheels: bool = False, compiler_cache: bool = False,
+             allow_untracked: bool = False) -> list[str]:
     """Every reason not to start this build, as sentences naming the fix (empty: go ahead).
 
     ``arch``: the run's archs. One chosen by an MXNET_CUDA_ARCH override or --cuda-arch=native is a
     declared development build (its gate fails and it cannot publish), so the release-matrix
     refusal does not apply; nvcc is asked about the list that is built.
-    ``build_dir``: checked for writability and free space with TMPDIR and ``cache`` (the harness
+    ``build_dir``: refused in the tree (build_dir_in_tree); checked for writability and free space with TMPDIR and ``cache`` (the harness
     cache, holding the CUDA wheels of a ``cuda_wheels`` build and the objects of a
     ``compiler_cache`` one) (build_dir_refusals)."""
     problems = []
@@ -205,9 +235,16 @@ def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bo
     missing = source.missing_submodules(src, {**profile.configure_flags, **cmake_defines})
     if missing:
         problems.append(source.missing_text(src, missing))
-    if build_dir is not None:
+    in_tree = build_dir_in_tree(src, build_dir) if build_dir is not None else ""
+    if in_tree:
+        problems.append(in_tree)
+    elif build_dir is not None:
         problems += build_dir_refusals(src, build_dir, profile, cache=cache, cuda_wheels=cuda_wheels,
                                        compiler_cache=compiler_cache)
+    if release and not allow_untracked:
+        untracked = untracked_refusal(src)
+        if untracked:
+            problems.append(untracked)
     if release and not allow_dirty:
         # a submodule whose only change is its commit: judged by mismatch_refusals, with both commits
         changed = [line for line in source.dirty_tracked_paths(src)

@@ -67,6 +67,9 @@ def _run_options(parser: pytest.Parser) -> None:
                      "a one-arch build; CPU operators run slower): a development build that cannot publish")
     g.addoption("--allow-dirty", action="store_true",
                 help="build a tree with uncommitted tracked changes (development only: the run cannot publish)")
+    g.addoption("--allow-untracked", action="store_true",
+                help="build a tree with untracked files that are not ignored (development only: the run "
+                     "cannot publish; a CMake glob may compile them into the wheel)")
     g.addoption("--fresh", action="store_true",
                 help="delete the build dir and configure anew (e.g. after changing the CUDA compiler or toolkit)")
     g.addoption("--compiler-launcher", choices=("auto", "sccache", "ccache", "none"), default="auto",

@@ -322,12 +322,11 @@ def _build_provenance(audit: Audit, options: Any, lib_path: Path | None,
     """The CMake cache, git state and commit stamps, when --cmake-cache / --mxnet-src name them;
     ``strings`` finds the stamp in the library (ELF .rodata, or Mach-O __cstring)."""
     profile = options.profile
-    # Build provenance: the cache names the build dir; --mxnet-src/<profile.build_dir> otherwise.
+    # Build provenance: the cache names the build dir; the tree's default build dir otherwise.
     cache_path = options.cmake_cache
     build_dir = None
     if cache_path is None and options.mxnet_src is not None:
-        bd = options.build_dir or (options.mxnet_src / profile.build_dir)
-        bd = bd if bd.is_absolute() else options.mxnet_src / bd
+        bd = options.build_dir or profile.default_build_dir(options.mxnet_src)
         if (bd / "CMakeCache.txt").is_file():
             cache_path = bd / "CMakeCache.txt"
         build_dir = bd
