@@ -149,7 +149,7 @@ def build_dir_refusals(src: Path, build_dir: Path, profile: Any, *, tmp: Path | 
     why = filesystem.writable(build_dir)
     if why:
         return [f"the build dir {build_dir} cannot be written ({why}): pass --build-dir=DIR on a "
-                "writable filesystem (the default build dir is inside the source tree)"]
+                "writable filesystem (the default build dir is beside the source tree)"]
     count, needs = space_needs(src, profile, build_dir, tmp=tmp, cache=cache, cuda_wheels=cuda_wheels,
                                compiler_cache=compiler_cache)
     by_fs: dict[int, list[SpaceNeed]] = {}

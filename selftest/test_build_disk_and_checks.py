@@ -224,7 +224,7 @@ def test_a_committed_submodule_without_what_the_build_reads_is_refused(gates, sa
     _say_lines(f"submodule {said.split(':')[1].strip()[:20]}", out)
     assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
     assert "lacks submodules the build needs" in out and said in out, out[-3000:]
-    assert not any(src.glob("build*/CMakeCache.txt")), "nothing may be configured after the refusal"
+    assert not any(src.glob("build*/CMakeCache.txt")) and not any(src.parent.glob("src-build*/CMakeCache.txt")), "nothing may be configured after the refusal"
 
 
 def test_an_old_nvcc_is_named_with_its_version_and_the_minimum_first(tmp_path):

