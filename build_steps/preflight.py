@@ -20,6 +20,7 @@ from typing import Any
 
 from . import filesystem, source
 from .cuda_root import find_nvcc_home, wheels_held
+from .deterministic_compile import NVCC_UNQUOTABLE
 from .errors import HarnessError
 from .arch import Arch, ArchSpec, missing_release_archs
 
@@ -203,6 +204,26 @@ def build_dir_in_tree(src: Path, build_dir: Path) -> str:
             f"out for the default beside it")
 
 
+def path_refusals(places: list[tuple[str, Path, str]], cuda: bool) -> list[str]:
+    """One line for each path the build cannot carry: ``places`` is (what, path, what moves it).
+
+    A newline breaks build.ninja (ninja's lexer stops on it, without naming the path) and every
+    log line; a CUDA build also hands the tree and build dir to nvcc's host-compiler command line
+    inside double quotes (deterministic_compile._for_nvcc), which cannot carry a quote, a backslash,
+    ``$`` or a backtick. Spaces work."""
+    problems = []
+    for what, path, moved_by in places:
+        text = str(path)
+        if "\n" in text or "\r" in text:
+            problems.append(f"{what} {text!r} has a newline, which ninja cannot write into build.ninja: "
+                            f"{moved_by} to a path without one")
+        elif cuda and what in ("the source tree", "the build dir") and any(c in text for c in NVCC_UNQUOTABLE):
+            bad = " ".join(sorted({c for c in text if c in NVCC_UNQUOTABLE}))
+            problems.append(f"{what} {text!r} has {bad}, which nvcc's host-compiler command line cannot "
+                            f"carry: {moved_by} to a path without it")
+    return problems
+
+
 def untracked_refusal(src: Path) -> str:
     """The refusal of a release tree with untracked files git does not ignore ("" when none)."""
     # sources first, then headers: what a glob compiles
@@ -235,6 +256,14 @@ def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bo
     missing = source.missing_submodules(src, {**profile.configure_flags, **cmake_defines})
     if missing:
         problems.append(source.missing_text(src, missing))
+    places = [("the source tree", Path(src), "move or clone it"), ("TMPDIR", Path(tempfile.gettempdir()), "set TMPDIR")]
+    if build_dir is not None:
+        places.append(("the build dir", Path(build_dir), "pass --build-dir=DIR"))
+    if cache is not None:
+        places.append(("the harness cache", Path(cache), "set MXNET_HARNESS_CACHE"))
+    bad_paths = path_refusals(places, profile.is_cuda)
+    if bad_paths:  # nothing else can be said of a path the build cannot carry
+        return problems + bad_paths
     in_tree = build_dir_in_tree(src, build_dir) if build_dir is not None else ""
     if in_tree:
         problems.append(in_tree)

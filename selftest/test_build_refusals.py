@@ -427,3 +427,42 @@ def test_a_relative_build_dir_is_the_current_directorys_and_an_empty_one_is_an_e
     assert make_options(_raw(build_dir="out/b")).build_dir == tmp_path / "out" / "b"
     with pytest.raises(UsageError, match="--build-dir is empty"):
         make_options(_raw(build_dir=""))
+
+
+# --- paths (issue 42 item 6) -----------------------------------------------------------------------
+
+@pytest.mark.skipif(not HAS_NVCC, reason="a real nvcc compiles the .cu")
+def test_a_cu_compile_in_a_path_with_a_space_maps_the_path(tmp_path):
+    """nvcc hands -Xcompiler's value to the host compiler through a command line it splits at spaces:
+    the prefix map of a tree under "my builds/" made gcc see two input files. A real nvcc compile
+    through the launcher's flags, in such a path, must work and map the path away."""
+    from build_steps import deterministic_compile
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    src, build = tmp_path / "my trees" / "mxnet", tmp_path / "my builds" / "mxnet-build"
+    (src / "src").mkdir(parents=True)
+    build.mkdir(parents=True)
+    (src / "src" / "k.cu").write_text('#include <cstdio>\n__global__ void k() {}\n'
+                                      'void where() { std::puts(__FILE__); k<<<1, 1>>>(); }\n')
+    argv = ["--lang=CUDA", f"--src={src}", f"--build={build}", nvcc, "-arch=sm_90", "-c",
+            str(src / "src" / "k.cu"), "-o", str(build / "k.o")]
+    proc = subprocess.run(deterministic_compile.command(argv, str(build)), cwd=build, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = (build / "k.o").read_bytes()
+    assert b"/mxnet-src/src/k.cu" in data and str(src).encode() not in data
+
+
+@pytest.mark.parametrize("place", ["build", "TMPDIR"])
+def test_a_newline_in_a_path_is_refused_up_front_in_one_line(gates, sample_tree, tmp_path, monkeypatch, place):
+    src = sample_tree()
+    odd = tmp_path / "new\nline"
+    odd.mkdir()
+    args = [f"--build-dir={odd / 'b'}"] if place == "build" else []
+    if place == "TMPDIR":
+        monkeypatch.setenv("TMPDIR", str(odd))
+    result = gates("-m", "release and build", "-k", "toggles", f"--mxnet-src={src}", "--flavor=cpu", *args)
+    out = _out(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    line = next((l for l in out.splitlines() if "has a newline" in l), "")
+    assert repr(str(odd)).strip("'") in line and "ninja" in line, out[-3000:]
+    assert _nothing_configured(src) and not (odd / "b" / "CMakeCache.txt").exists()
