@@ -13,7 +13,6 @@ import re
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,7 +195,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
             fh.write(f"{_FINISHED} in {seconds:.0f}s ====\n")
     if rc != 0:
         tail = log_excerpt(log, since=first_line)
-        full = filesystem.full_one([build_dir, tempfile.gettempdir(), *(server.disk() if server else ())], tail)
+        full = filesystem.full_one([build_dir, filesystem.tmpdir(), *(server.disk() if server else ())], tail)
         if full is not None:
             raise StepError("compile", f"stopped at [{steps}/{total}]: {filesystem.no_space(full)}",
                             log=log, tail=tail)

@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -130,7 +129,7 @@ def space_needs(src: Path, profile: Any, build_dir: Path, *, tmp: Path | None = 
     if cache is not None and cuda_wheels and profile.cuda is not None and not wheels_held(cache, profile.cuda):
         cache_gib += profile.cuda.wheels_space_gib
     places = [SpaceNeed("the build dir", Path(build_dir), int(build_gib * filesystem.GIB), "--build-dir=DIR"),
-              SpaceNeed("TMPDIR", Path(tmp or tempfile.gettempdir()), int(profile.tmp_space_gib * filesystem.GIB),
+              SpaceNeed("TMPDIR", Path(tmp or filesystem.tmpdir()), int(profile.tmp_space_gib * filesystem.GIB),
                         "TMPDIR=DIR")]
     if cache is not None:
         places.append(SpaceNeed("the harness cache", Path(cache), int(cache_gib * filesystem.GIB),
@@ -224,6 +223,19 @@ def path_refusals(places: list[tuple[str, Path, str]], cuda: bool) -> list[str]:
     return problems
 
 
+def cache_refusal(cache: Path, profile: Any) -> str:
+    """One line when a --cuda-from-wheels build must download into a harness cache it cannot write
+    ("" when it can, or holds the wheels already). Its default is under HOME (~/.cache): a read-only
+    HOME is moved by MXNET_HARNESS_CACHE or XDG_CACHE_HOME, not by --build-dir or TMPDIR."""
+    if profile.cuda is None or wheels_held(cache, profile.cuda):
+        return ""
+    why = filesystem.writable(cache)
+    if not why:
+        return ""
+    return (f"the harness cache {cache} cannot be written ({why}), and this --cuda-from-wheels build "
+            f"downloads the CUDA wheels there: set {filesystem.CACHE_MOVERS} to a writable directory")
+
+
 def untracked_refusal(src: Path) -> str:
     """The refusal of a release tree with untracked files git does not ignore ("" when none)."""
     # sources first, then headers: what a glob compiles
@@ -256,7 +268,7 @@ def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bo
     missing = source.missing_submodules(src, {**profile.configure_flags, **cmake_defines})
     if missing:
         problems.append(source.missing_text(src, missing))
-    places = [("the source tree", Path(src), "move or clone it"), ("TMPDIR", Path(tempfile.gettempdir()), "set TMPDIR")]
+    places = [("the source tree", Path(src), "move or clone it"), ("TMPDIR", filesystem.tmpdir(), "set TMPDIR")]
     if build_dir is not None:
         places.append(("the build dir", Path(build_dir), "pass --build-dir=DIR"))
     if cache is not None:
@@ -264,12 +276,21 @@ def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bo
     bad_paths = path_refusals(places, profile.is_cuda)
     if bad_paths:  # nothing else can be said of a path the build cannot carry
         return problems + bad_paths
+    # TMPDIR as the compilers and the sandbox will use it; a missing or unwritable one is its own
+    # line, and its space is then not measured (that would be another filesystem's)
+    tmp_refused = filesystem.tmpdir_refusal()
+    if tmp_refused:
+        problems.append(tmp_refused)
+    cache_refused = cache_refusal(cache, profile) if cache is not None and cuda_wheels else ""
+    if cache_refused:
+        problems.append(cache_refused)
     in_tree = build_dir_in_tree(src, build_dir) if build_dir is not None else ""
     if in_tree:
         problems.append(in_tree)
     elif build_dir is not None:
-        problems += build_dir_refusals(src, build_dir, profile, cache=cache, cuda_wheels=cuda_wheels,
-                                       compiler_cache=compiler_cache)
+        problems += [p for p in build_dir_refusals(src, build_dir, profile, cache=cache, cuda_wheels=cuda_wheels,
+                                                   compiler_cache=compiler_cache)
+                     if not (tmp_refused and " for TMPDIR " in p) and not (cache_refused and "harness cache" in p)]
     if release and not allow_untracked:
         untracked = untracked_refusal(src)
         if untracked:
