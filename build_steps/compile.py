@@ -223,7 +223,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
 
 #: a compiler ended by SIGKILL: gcc's driver ("fatal error: Killed signal terminated program cc1plus"),
 #: nvcc's, or a shell's job line ("Killed"); on a build host that is almost always the OOM killer
-_KILLED = re.compile(r"Killed signal terminated program|^\s*Killed\b|: Killed\b|signal 9\b", re.M)
+_KILLED = re.compile(r"Killed signal terminated program|^\s*Killed\b|: Killed\b|signal 9\b|Kill signal", re.M)
 
 
 def failure_hint(tail: str, jobs: int) -> str:
@@ -231,10 +231,12 @@ def failure_hint(tail: str, jobs: int) -> str:
     a killed compiler is memory, and what to lower is --jobs (each job is one compiler in memory)."""
     if not _KILLED.search(tail):
         return ""
-    fewer = max(1, jobs // 2)
-    return (f". A compiler was killed (SIGKILL), most likely by the kernel's out-of-memory killer: "
-            f"{jobs} parallel jobs need more memory than this host has free. Lower --jobs "
-            f"(e.g. --jobs={fewer}) and re-run; ninja keeps the finished steps")
+    said = ". A compiler was killed (SIGKILL), most likely by the kernel's out-of-memory killer: "
+    if jobs <= 1:
+        return said + ("one compile job needs more memory than this host has free. Free memory (other "
+                       "programs) or build on a larger host, and re-run; ninja keeps the finished steps")
+    return said + (f"{jobs} parallel jobs need more memory than this host has free. Lower --jobs "
+                   f"(e.g. --jobs={max(1, jobs // 2)}) and re-run; ninja keeps the finished steps")
 
 
 def _unfinished(log: Path) -> bool:

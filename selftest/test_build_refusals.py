@@ -345,6 +345,9 @@ def test_a_killed_compiler_is_named_as_memory_with_jobs_to_lower(tmp_path):
     hint = compile_step.failure_hint(log_excerpt(log), jobs=8)
     assert "killed" in hint and "memory" in hint and "--jobs=4" in hint, hint
     assert compile_step.failure_hint("error: 'foo' was not declared in this scope", jobs=8) == ""
+    nvcc_said = "nvcc error   : 'cicc' died due to signal 9 (Kill signal)"  # nvcc's words for the same
+    assert "--jobs=2" in compile_step.failure_hint(nvcc_said, jobs=4)
+    assert "--jobs" not in compile_step.failure_hint(nvcc_said, jobs=1), "one job cannot be lowered"
 
 
 # --- the tree is the commit (issue 42 item 1) ------------------------------------------------------
