@@ -221,24 +221,6 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
                          build_time=timing)
 
 
-#: a compiler ended by SIGKILL: gcc's driver ("fatal error: Killed signal terminated program cc1plus"),
-#: nvcc's, or a shell's job line ("Killed"); on a build host that is almost always the OOM killer
-_KILLED = re.compile(r"Killed signal terminated program|^\s*Killed\b|: Killed\b|signal 9\b|Kill signal", re.M)
-
-
-def failure_hint(tail: str, jobs: int) -> str:
-    """A sentence naming the likely cause of a compile failure the log's own words hide ("" for none):
-    a killed compiler is memory, and what to lower is --jobs (each job is one compiler in memory)."""
-    if not _KILLED.search(tail):
-        return ""
-    said = ". A compiler was killed (SIGKILL), most likely by the kernel's out-of-memory killer: "
-    if jobs <= 1:
-        return said + ("one compile job needs more memory than this host has free. Free memory (other "
-                       "programs) or build on a larger host, and re-run; ninja keeps the finished steps")
-    return said + (f"{jobs} parallel jobs need more memory than this host has free. Lower --jobs "
-                   f"(e.g. --jobs={max(1, jobs // 2)}) and re-run; ninja keeps the finished steps")
-
-
 def _unfinished(log: Path) -> bool:
     """Whether the last compile in this build dir stopped before the end (interrupted, failed,
     killed): its section of ``compile.log`` has no finished line."""
@@ -287,3 +269,21 @@ def _children_cpu() -> float:
     waits for ninja, ninja for each compiler, so a finished build's whole tree is in it)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+#: a compiler ended by SIGKILL: gcc's driver ("fatal error: Killed signal terminated program cc1plus"),
+#: nvcc's, or a shell's job line ("Killed"); on a build host that is almost always the OOM killer
+_KILLED = re.compile(r"Killed signal terminated program|^\s*Killed\b|: Killed\b|signal 9\b|Kill signal", re.M)
+
+
+def failure_hint(tail: str, jobs: int) -> str:
+    """A sentence naming the likely cause of a compile failure the log's own words hide ("" for none):
+    a killed compiler is memory, and what to lower is --jobs (each job is one compiler in memory)."""
+    if not _KILLED.search(tail):
+        return ""
+    said = ". A compiler was killed (SIGKILL), most likely by the kernel's out-of-memory killer: "
+    if jobs <= 1:
+        return said + ("one compile job needs more memory than this host has free. Free memory (other "
+                       "programs) or build on a larger host, and re-run; ninja keeps the finished steps")
+    return said + (f"{jobs} parallel jobs need more memory than this host has free. Lower --jobs "
+                   f"(e.g. --jobs={max(1, jobs // 2)}) and re-run; ninja keeps the finished steps")
