@@ -469,3 +469,27 @@ def test_a_newline_in_a_path_is_refused_up_front_in_one_line(gates, sample_tree,
     line = next((l for l in out.splitlines() if "has a newline" in l), "")
     assert repr(str(odd)).strip("'") in line and "ninja" in line, out[-3000:]
     assert _nothing_configured(src) and not (odd / "b" / "CMakeCache.txt").exists()
+
+
+@pytest.mark.skipif(not HAS_NVCC, reason="nvcc (CUDA 13) compiles the sample's kernel")
+def test_the_sample_tree_builds_its_cuda_kernel_in_paths_with_spaces(gates, tmp_path):
+    """The tree and its default build dir (beside it) both under "my trees/": configure, and every
+    .cu compile through the reproducible-compile launcher, work."""
+    from selftest.fixtures_build import copy_sample_tree
+    src = copy_sample_tree(tmp_path / "my trees" / "src")
+    result = gates("-m", "release and build", "-k", "compile_produced_an_elf_libmxnet", f"--mxnet-src={src}",
+                   "--cuda-from-wheels", "--jobs=2", "--compiler-launcher=none")  # every object compiled here
+    out = _out(result)
+    assert result.ret == 0, out[-4000:]
+    build = default_build(src)
+    assert " " in str(build) and any(build.rglob("*.cu.o")), "the .cu must be compiled in the spaced build dir"
+
+
+def test_a_cuda_build_refuses_a_tree_path_nvcc_cannot_carry():
+    from build_steps import preflight
+    odd = [("the build dir", Path('/srv/the "odd" build'), "pass --build-dir=DIR")]
+    said = preflight.path_refusals(odd, cuda=True)
+    assert len(said) == 1 and 'has "' in said[0] and "nvcc" in said[0] and "pass --build-dir=DIR" in said[0], said
+    assert preflight.path_refusals(odd, cuda=False) == [], "a CPU build hands no path to nvcc"
+    assert preflight.path_refusals([("the build dir", Path("/srv/my builds/b"), "pass --build-dir=DIR")],
+                                   cuda=True) == [], "spaces work"
