@@ -14,7 +14,6 @@ import resource
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,12 +209,12 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
             fh.write(f"{_FINISHED} in {seconds:.0f}s ====\n")
     if rc != 0:
         tail = log_excerpt(log, since=first_line)
-        full = filesystem.full_one([build_dir, tempfile.gettempdir(), *(server.disk() if server else ())], tail)
+        full = filesystem.full_one([build_dir, filesystem.tmpdir(), *(server.disk() if server else ())], tail)
         if full is not None:
             raise StepError("compile", f"stopped at [{steps}/{total}]: {filesystem.no_space(full)}",
                             log=log, tail=tail)
-        raise StepError("compile", f"cmake --build {build_dir} --target {' '.join(targets)} failed (exit {rc})",
-                        log=log, tail=tail)
+        raise StepError("compile", f"cmake --build {build_dir} --target {' '.join(targets)} failed (exit {rc})"
+                        + failure_hint(tail, jobs), log=log, tail=tail)
     library = build_dir / library_name
     if not library.is_file():
         raise StepError("compile", f"{library} missing after the build", log=log,
@@ -276,3 +275,21 @@ def _children_cpu() -> float:
     waits for ninja, ninja for each compiler, so a finished build's whole tree is in it)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+#: a compiler ended by SIGKILL: gcc's driver ("fatal error: Killed signal terminated program cc1plus"),
+#: nvcc's, or a shell's job line ("Killed"); on a build host that is almost always the OOM killer
+_KILLED = re.compile(r"Killed signal terminated program|^\s*Killed\b|: Killed\b|signal 9\b|Kill signal", re.M)
+
+
+def failure_hint(tail: str, jobs: int) -> str:
+    """A sentence naming the likely cause of a compile failure the log's own words hide ("" for none):
+    a killed compiler is memory, and what to lower is --jobs (each job is one compiler in memory)."""
+    if not _KILLED.search(tail):
+        return ""
+    said = ". A compiler was killed (SIGKILL), most likely by the kernel's out-of-memory killer: "
+    if jobs <= 1:
+        return said + ("one compile job needs more memory than this host has free. Free memory (other "
+                       "programs) or build on a larger host, and re-run; ninja keeps the finished steps")
+    return said + (f"{jobs} parallel jobs need more memory than this host has free. Lower --jobs "
+                   f"(e.g. --jobs={max(1, jobs // 2)}) and re-run; ninja keeps the finished steps")

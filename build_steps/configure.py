@@ -96,6 +96,10 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
     log_dir.mkdir(parents=True, exist_ok=True)
     build_dir.mkdir(parents=True, exist_ok=True)
     cache_file = build_dir / "CMakeCache.txt"
+    unfinished = unfinished_configure(build_dir)
+    if unfinished:
+        cache_file.unlink()
+        shutil.rmtree(build_dir / "CMakeFiles", ignore_errors=True)  # the stale CMakeError.log with it
     first_time = not cache_file.exists()
     cmd = configure_command(src, build_dir, profile, arch, first_time, extra_defs, overrides)
     log = log_dir / "configure.log"
@@ -112,15 +116,19 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
     record_step(build_dir, "configure", "first-time" if first_time else "refresh")
     if rc != 0:
         tail = log_excerpt(log)
-        if filesystem.disk_was_full(build_dir, tail, _try_compile_output(build_dir)):
+        # the try-compiles write to the build dir and, through gcc, to TMPDIR: blame the one that filled
+        full = filesystem.full_one([build_dir, filesystem.tmpdir(env)], tail, _try_compile_output(build_dir))
+        if full is not None:
             # A try-compile that could not write its object makes CMake blame the compiler
             # ("The Fortran compiler is not able to compile a simple test program").
-            raise StepError("configure", f"CMake configure of {src} failed: {filesystem.no_space(build_dir)}",
+            raise StepError("configure", f"CMake configure of {src} failed: {filesystem.no_space(full)}",
                             log=log, tail=tail)
         raise StepError("configure", f"CMake configure of {src} into {build_dir} failed "
                         f"(exit {rc})", log=log, tail=tail)
     result = ConfigureResult(build_dir=build_dir, first_time=first_time, seconds=seconds, log=log,
                              cache=read_cache(cache_file))
+    if unfinished:
+        result.notes.append(unfinished)
     result.gencode = emitted_gencode(log, build_dir)
     verify_cache(result, profile, arch.built, expected_features(profile, overrides))
     return result
@@ -176,6 +184,20 @@ def expected_features(profile, overrides: dict) -> dict:
 #: the CUDA compiler of an existing cache (or silently wipes it), and a cache pointing at another
 #: toolkit root links libraries from there: either way the build is not the one this run asks for.
 _TOOLCHAIN_KEYS = ("CMAKE_CUDA_COMPILER", "CUDAToolkit_ROOT")
+
+
+def unfinished_configure(build_dir: Path) -> str:
+    """A note when ``build_dir``'s last configure did not finish its compiler checks ("" otherwise).
+
+    A configure whose try-compiles failed (a full TMPDIR or disk) leaves CMAKE_EXECUTABLE_FORMAT=
+    Unknown in the cache and a CMakeError.log; a refresh keeps both, and the build never recovers.
+    Such a cache is configured afresh (measured on the sample tree with a full TMPDIR: issue 42)."""
+    cache_file = Path(build_dir) / "CMakeCache.txt"
+    if not cache_file.is_file() or read_cache(cache_file).get("CMAKE_EXECUTABLE_FORMAT") != "Unknown":
+        return ""
+    return (f"the last configure of {build_dir} did not finish its compiler checks (its cache says "
+            "CMAKE_EXECUTABLE_FORMAT=Unknown: a full disk or TMPDIR?): configured afresh, its CMakeCache.txt "
+            "and CMakeFiles/ deleted")
 
 
 def check_build_dir(build_dir: Path, src: Path, extra_defs: dict, overrides: dict) -> None:

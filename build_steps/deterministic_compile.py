@@ -70,6 +70,23 @@ def prefix_maps(src: str, build: str) -> list:
                   if os.path.realpath(root) != root])
 
 
+#: what nvcc's host-compiler command line cannot carry inside quotes (preflight refuses such paths)
+NVCC_UNQUOTABLE = ('"', "\\", "$", "`", "\n")
+
+
+def _for_nvcc(flag: str) -> str:
+    """A host flag as nvcc must be given it: nvcc runs the host compiler through a command line
+    that it splits at spaces, so ``-ffile-prefix-map=/my trees/mxnet=/mxnet-src`` reached gcc as
+    two arguments ("cannot specify -o with multiple files"); the path is double-quoted there
+    (measured with nvcc 13.0: the object then carries /mxnet-src). A flag without whitespace is
+    left as it was, so existing build dirs keep their commands."""
+    if not any(c.isspace() for c in flag) or "=" not in flag:
+        return flag
+    option, _, rest = flag.partition("=")
+    path, sep, to = rest.rpartition("=")
+    return f'{option}="{path}"{sep}{to}' if sep else f'{option}="{rest}"'
+
+
 def added_flags(lang: str, args: list, src: str, build: str, objdir_temps: bool = True) -> list:
     """What the compile of ``args`` (the compiler's own arguments) gets added."""
     source = source_of(args)
@@ -78,7 +95,7 @@ def added_flags(lang: str, args: list, src: str, build: str, objdir_temps: bool 
         host.append(f"-frandom-seed={seed(relative_name(source, src, build))}")
     if lang != "CUDA":
         return host
-    out = [f"-Xcompiler={flag}" for flag in host if "," not in flag]  # nvcc splits -Xcompiler at commas
+    out = [f"-Xcompiler={_for_nvcc(flag)}" for flag in host if "," not in flag]  # nvcc splits -Xcompiler at commas
     if source is not None and "-c" in args:
         out += (["--objdir-as-tempdir"] if objdir_temps else []) + [
             f"--frandom-seed={seed(relative_name(source, src, build))}"]

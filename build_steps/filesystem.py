@@ -78,10 +78,40 @@ def forget_places() -> None:
     _PLACES.clear()
 
 
+def tmpdir(env: dict | None = None) -> Path:
+    """The TMPDIR the sandbox and the compilers use: ``TMPDIR`` as set (in ``env``, else this
+    process's environment), else tempfile's. Not ``tempfile.gettempdir()`` alone: it silently skips
+    a TMPDIR it cannot write and answers /tmp, so a full or missing TMPDIR was measured as /tmp
+    and a full one blamed on the build dir (issue 42)."""
+    given = (env if env is not None and "TMPDIR" in env else os.environ).get("TMPDIR")
+    return Path(given) if given else Path(tempfile.gettempdir())
+
+
+def tmpdir_refusal() -> str:
+    """One line when TMPDIR is missing or cannot be written ("" when it can)."""
+    path = tmpdir()
+    if not path.is_dir():
+        return (f"TMPDIR={path} does not exist (or is not a directory): the compilers and the sandbox "
+                "write their temporaries there. Create it, or set TMPDIR to a writable directory (unset: /tmp)")
+    why = writable(path)
+    if why:
+        return (f"TMPDIR={path} cannot be written ({why}): the compilers and the sandbox write their "
+                "temporaries there. Set TMPDIR to a writable directory with free space (unset: /tmp)")
+    return ""
+
+
+#: the variables that move the user's cache directory (~/.cache: the harness cache, sccache's, pip's)
+CACHE_MOVERS = "MXNET_HARNESS_CACHE=DIR (or XDG_CACHE_HOME=DIR for every cache under ~/.cache)"
+
+
+def user_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+
+
 def moved_by(path: Path) -> str:
     """The option or variable that moves ``path`` (the innermost registered place it is under)."""
     path = Path(path).absolute()
-    places = {**_PLACES, Path(tempfile.gettempdir()).absolute(): "TMPDIR"}
+    places = {user_cache().absolute(): "XDG_CACHE_HOME", **_PLACES, tmpdir().absolute(): "TMPDIR"}
     under = [p for p in places if path == p or p in path.parents]
     return places[max(under, key=lambda p: len(p.parts))] if under else "--build-dir=DIR"
 
@@ -91,6 +121,8 @@ def advice_for(path: Path) -> str:
     how = moved_by(path)
     if how.startswith("--"):
         return f"Free space there, or pass {how} on a larger writable filesystem"
+    if how == "MXNET_HARNESS_CACHE":
+        return f"Free space there, or set {CACHE_MOVERS} on a larger writable filesystem"
     return f"Free space there, or set {how}=DIR on a larger writable filesystem"
 
 

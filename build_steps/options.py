@@ -56,6 +56,8 @@ class RunOptions:
     #: --cmake-define KEY=VALUE, in order (a later one of the same key wins)
     cmake_defines: dict = field(default_factory=dict)
     allow_dirty: bool = False
+    #: --allow-untracked: a release run builds a tree with untracked, not ignored files (a development setting)
+    allow_untracked: bool = False
     fresh: bool = False
     #: --glibc-floor: symbol-version family -> version, replacing the profile's floor
     glibc_floor: dict | None = None
@@ -170,6 +172,8 @@ def flavor_for_wheel(filename: str) -> str | None:
 def make_options(raw: dict) -> RunOptions:
     """Validate the raw option values (as given on the command line) into RunOptions."""
     wheel = check_wheel_path(raw["wheel"]) if raw.get("wheel") else None
+    if wheel is not None:
+        _refuse_build_options(raw)
     # No --flavor: a macosx_* wheel is the macOS flavor's; anything else the CUDA release's.
     profile = get_profile(raw.get("flavor") or (wheel and flavor_for_wheel(wheel.name)) or "cuda")
     if profile.macho is not None and wheel is None:
@@ -203,9 +207,10 @@ def make_options(raw: dict) -> RunOptions:
             raise UsageError(f"--cmake-cache {raw['cmake_cache']}: no such file; pass <build>/CMakeCache.txt")
         cmake_cache = cmake_cache.resolve()
 
-    jobs = raw.get("jobs") or os.cpu_count() or 1
-    if int(jobs) < 1:
-        raise UsageError(f"--jobs {jobs}: must be a positive number")
+    jobs = raw.get("jobs")
+    if jobs is not None and int(jobs) < 1:  # 0 is not "all cores": that is leaving --jobs out
+        raise UsageError(f"--jobs {jobs}: must be a positive number (leave it out for all cores)")
+    jobs = jobs or os.cpu_count() or 1
 
     prov_json = raw.get("provenance_json")
     if prov_json:
@@ -221,7 +226,7 @@ def make_options(raw: dict) -> RunOptions:
         cmake_cache=cmake_cache,
         mxnet_src=_existing_dir("--mxnet-src", raw.get("mxnet_src")),
         provenance_json=prov_json,
-        build_dir=Path(raw["build_dir"]).expanduser() if raw.get("build_dir") else None,
+        build_dir=_build_dir(raw.get("build_dir")),
         jobs=int(jobs),
         wheel_version=wheel_version,
         build_python=raw.get("build_python"),
@@ -239,6 +244,7 @@ def make_options(raw: dict) -> RunOptions:
         remote=raw.get("remote") or "origin",
         cmake_defines=cmake_defines,
         allow_dirty=bool(raw.get("allow_dirty")),
+        allow_untracked=bool(raw.get("allow_untracked")),
         fresh=bool(raw.get("fresh")),
         compiler_launcher=raw.get("compiler_launcher") or "auto",
         glibc_floor=parse_floor(raw["glibc_floor"]) if raw.get("glibc_floor") else None,
@@ -248,6 +254,37 @@ def make_options(raw: dict) -> RunOptions:
         development_settings=used_options(raw),
         no_sandbox=bool(raw.get("no_sandbox")),
     )
+
+
+#: (dest, as written, the value that means "not given") of the options that only a build reads
+BUILD_OPTIONS = (("jobs", "--jobs", None), ("build_dir", "--build-dir", None),
+                 ("cuda_from_wheels", "--cuda-from-wheels", False), ("cuda_arch", "--cuda-arch", None),
+                 ("fresh", "--fresh", False), ("compiler_launcher", "--compiler-launcher", "auto"),
+                 ("allow_untracked", "--allow-untracked", False))
+
+
+def _refuse_build_options(raw: dict) -> None:
+    """With --wheel nothing is built: a build option would be silently ignored, so it is refused
+    (as --fast-compile and --cuda-arch=native are, each with its own sentence)."""
+    if raw.get("fast_compile") or str(raw.get("cuda_arch") or "").strip().lower() == "native":
+        return
+    for dest, option, unset in BUILD_OPTIONS:
+        value = raw.get(dest)
+        if value is not None and value != unset and value is not False:
+            raise UsageError(f"{option} {value if value is not True else ''}".rstrip()
+                             + f": a build option; with --wheel nothing is built. Drop it, or drop "
+                             "--wheel to build from --mxnet-src")
+
+
+def _build_dir(value: str | None) -> Path | None:
+    """``--build-dir``: relative to the current directory, as every path a shell passes is; an empty
+    value is a mistake (an unset variable), not "the default"."""
+    if value is None:
+        return None
+    if not str(value).strip():
+        raise UsageError("--build-dir is empty (an unset variable?): pass a directory outside the source "
+                         "tree, or leave the option out for the default beside it")
+    return Path(value).expanduser().resolve()
 
 
 def _opencv_prefix(value: str | None) -> Path | None:

@@ -13,13 +13,13 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import filesystem, source
 from .cuda_root import find_nvcc_home, wheels_held
+from .deterministic_compile import NVCC_UNQUOTABLE
 from .errors import HarnessError
 from .arch import Arch, ArchSpec, missing_release_archs
 
@@ -129,7 +129,7 @@ def space_needs(src: Path, profile: Any, build_dir: Path, *, tmp: Path | None = 
     if cache is not None and cuda_wheels and profile.cuda is not None and not wheels_held(cache, profile.cuda):
         cache_gib += profile.cuda.wheels_space_gib
     places = [SpaceNeed("the build dir", Path(build_dir), int(build_gib * filesystem.GIB), "--build-dir=DIR"),
-              SpaceNeed("TMPDIR", Path(tmp or tempfile.gettempdir()), int(profile.tmp_space_gib * filesystem.GIB),
+              SpaceNeed("TMPDIR", Path(tmp or filesystem.tmpdir()), int(profile.tmp_space_gib * filesystem.GIB),
                         "TMPDIR=DIR")]
     if cache is not None:
         places.append(SpaceNeed("the harness cache", Path(cache), int(cache_gib * filesystem.GIB),
@@ -149,7 +149,7 @@ def build_dir_refusals(src: Path, build_dir: Path, profile: Any, *, tmp: Path | 
     why = filesystem.writable(build_dir)
     if why:
         return [f"the build dir {build_dir} cannot be written ({why}): pass --build-dir=DIR on a "
-                "writable filesystem (the default build dir is inside the source tree)"]
+                "writable filesystem (the default build dir is beside the source tree)"]
     count, needs = space_needs(src, profile, build_dir, tmp=tmp, cache=cache, cuda_wheels=cuda_wheels,
                                compiler_cache=compiler_cache)
     by_fs: dict[int, list[SpaceNeed]] = {}
@@ -188,15 +188,78 @@ def build_dir_refusals(src: Path, build_dir: Path, profile: Any, *, tmp: Path | 
     return problems
 
 
+def build_dir_in_tree(src: Path, build_dir: Path) -> str:
+    """The refusal of a build dir that is the tree or inside it ("" when it is outside).
+
+    CMake writes ~100 files there, and its own sources (CMakeCUDACompilerId.cu) match a tree's
+    GLOB_RECURSE: the fork compiled one into libmxnet (issue 42). Outside the tree, nothing the
+    build writes can be globbed as the tree's source."""
+    src, build_dir = Path(src).resolve(), Path(build_dir).resolve()
+    if build_dir != src and src not in build_dir.parents:
+        return ""
+    where = "is the source tree" if build_dir == src else "is inside the source tree"
+    return (f"the build dir {build_dir} {where} {src}: CMake's files there can be compiled into the "
+            f"wheel by the tree's source globs. Pass --build-dir=DIR outside the tree, or leave it "
+            f"out for the default beside it")
+
+
+def path_refusals(places: list[tuple[str, Path, str]], cuda: bool) -> list[str]:
+    """One line for each path the build cannot carry: ``places`` is (what, path, what moves it).
+
+    A newline breaks build.ninja (ninja's lexer stops on it, without naming the path) and every
+    log line; a CUDA build also hands the tree and build dir to nvcc's host-compiler command line
+    inside double quotes (deterministic_compile._for_nvcc), which cannot carry a quote, a backslash,
+    ``$`` or a backtick. Spaces work."""
+    problems = []
+    for what, path, moved_by in places:
+        text = str(path)
+        if "\n" in text or "\r" in text:
+            problems.append(f"{what} {text!r} has a newline, which ninja cannot write into build.ninja: "
+                            f"{moved_by} to a path without one")
+        elif cuda and what in ("the source tree", "the build dir") and any(c in text for c in NVCC_UNQUOTABLE):
+            bad = " ".join(sorted({c for c in text if c in NVCC_UNQUOTABLE}))
+            problems.append(f"{what} {text!r} has {bad}, which nvcc's host-compiler command line cannot "
+                            f"carry: {moved_by} to a path without it")
+    return problems
+
+
+def cache_refusal(cache: Path, profile: Any) -> str:
+    """One line when a --cuda-from-wheels build must download into a harness cache it cannot write
+    ("" when it can, or holds the wheels already). Its default is under HOME (~/.cache): a read-only
+    HOME is moved by MXNET_HARNESS_CACHE or XDG_CACHE_HOME, not by --build-dir or TMPDIR."""
+    if profile.cuda is None or wheels_held(cache, profile.cuda):
+        return ""
+    why = filesystem.writable(cache)
+    if not why:
+        return ""
+    return (f"the harness cache {cache} cannot be written ({why}), and this --cuda-from-wheels build "
+            f"downloads the CUDA wheels there: set {filesystem.CACHE_MOVERS} to a writable directory")
+
+
+def untracked_refusal(src: Path) -> str:
+    """The refusal of a release tree with untracked files git does not ignore ("" when none)."""
+    # sources first, then headers: what a glob compiles
+    found = sorted(source.untracked_paths(src),
+                   key=lambda p: 0 if p.endswith(SOURCE_SUFFIXES) else 1 if p.endswith((".h", ".cuh")) else 2)
+    if not found:
+        return ""
+    shown = ", ".join(found[:5]) + (f", +{len(found) - 5} more" if len(found) > 5 else "")
+    return (f"{src} has {len(found)} untracked file{'s' if len(found) != 1 else ''} that git does not "
+            f"ignore ({shown}): the tree's CMake globs may compile them into a wheel stamped with the "
+            f"commit. Remove them (`git -C {src} clean -n` lists them), commit them or add them to "
+            ".gitignore, or pass --allow-untracked for a development build (the run then cannot publish)")
+
+
 def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bool,
              allow_dirty: bool, build_dir: Path | None = None, cache: Path | None = None,
-             cuda_wheels: bool = False, compiler_cache: bool = False) -> list[str]:
+             cuda_wheels: bool = False, compiler_cache: bool = False,
+             allow_untracked: bool = False) -> list[str]:
     """Every reason not to start this build, as sentences naming the fix (empty: go ahead).
 
     ``arch``: the run's archs. One chosen by an MXNET_CUDA_ARCH override or --cuda-arch=native is a
     declared development build (its gate fails and it cannot publish), so the release-matrix
     refusal does not apply; nvcc is asked about the list that is built.
-    ``build_dir``: checked for writability and free space with TMPDIR and ``cache`` (the harness
+    ``build_dir``: refused in the tree (build_dir_in_tree); checked for writability and free space with TMPDIR and ``cache`` (the harness
     cache, holding the CUDA wheels of a ``cuda_wheels`` build and the objects of a
     ``compiler_cache`` one) (build_dir_refusals)."""
     problems = []
@@ -205,9 +268,33 @@ def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bo
     missing = source.missing_submodules(src, {**profile.configure_flags, **cmake_defines})
     if missing:
         problems.append(source.missing_text(src, missing))
+    places = [("the source tree", Path(src), "move or clone it"), ("TMPDIR", filesystem.tmpdir(), "set TMPDIR")]
     if build_dir is not None:
-        problems += build_dir_refusals(src, build_dir, profile, cache=cache, cuda_wheels=cuda_wheels,
-                                       compiler_cache=compiler_cache)
+        places.append(("the build dir", Path(build_dir), "pass --build-dir=DIR"))
+    if cache is not None:
+        places.append(("the harness cache", Path(cache), "set MXNET_HARNESS_CACHE"))
+    bad_paths = path_refusals(places, profile.is_cuda)
+    if bad_paths:  # nothing else can be said of a path the build cannot carry
+        return problems + bad_paths
+    # TMPDIR as the compilers and the sandbox will use it; a missing or unwritable one is its own
+    # line, and its space is then not measured (that would be another filesystem's)
+    tmp_refused = filesystem.tmpdir_refusal()
+    if tmp_refused:
+        problems.append(tmp_refused)
+    cache_refused = cache_refusal(cache, profile) if cache is not None and cuda_wheels else ""
+    if cache_refused:
+        problems.append(cache_refused)
+    in_tree = build_dir_in_tree(src, build_dir) if build_dir is not None else ""
+    if in_tree:
+        problems.append(in_tree)
+    elif build_dir is not None:
+        problems += [p for p in build_dir_refusals(src, build_dir, profile, cache=cache, cuda_wheels=cuda_wheels,
+                                                   compiler_cache=compiler_cache)
+                     if not (tmp_refused and " for TMPDIR " in p) and not (cache_refused and "harness cache" in p)]
+    if release and not allow_untracked:
+        untracked = untracked_refusal(src)
+        if untracked:
+            problems.append(untracked)
     if release and not allow_dirty:
         # a submodule whose only change is its commit: judged by mismatch_refusals, with both commits
         changed = [line for line in source.dirty_tracked_paths(src)

@@ -81,6 +81,7 @@ class Profile:
     hard_requirements: tuple[str, ...]
     #: requirements that must NOT be hard (name -> reason)
     forbidden_hard: dict[str, str]
+    #: the default build dir's suffix: ``<tree>-<build_dir>`` beside the tree (default_build_dir)
     build_dir: str
     version_prefix: str
     #: full first-time configure flags (the fork's release set)
@@ -130,6 +131,13 @@ class Profile:
     @property
     def is_cuda(self) -> bool:
         return bool(self.features.get("USE_CUDA"))
+
+    def default_build_dir(self, src: Path) -> Path:
+        """The build dir when --build-dir is not given: beside the tree, never in it (``~/mxnet`` ->
+        ``~/mxnet-build``). A build dir in the tree writes files its CMake globs can pick up (CMake's
+        own CMakeCUDACompilerId.cu matched the fork's GLOB_RECURSE src/*.cu: issue 42)."""
+        src = Path(src)
+        return src.parent / f"{src.name}-{self.build_dir}"
 
     def default_version(self, when: datetime | None = None) -> str:
         return release_version(self.version_prefix, when)

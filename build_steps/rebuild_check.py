@@ -174,10 +174,13 @@ def main(argv=None) -> int:
         except WheelNameError as exc:
             raise UsageError(f"--wheel {args.wheel}: {exc}") from None
         tree = args.mxnet_src.resolve()
-        build_dir = (args.build_dir or Path(tempfile.mkdtemp(prefix="build-rebuild-", dir=tree))).resolve()
+        # beside the tree, as every build dir is (preflight refuses one inside it)
+        build_dir = (args.build_dir or Path(tempfile.mkdtemp(prefix=f"{tree.name}-build-rebuild-",
+                                                             dir=tree.parent))).resolve()
         original = args.original_build_dir
         if original is None:
-            guesses = [p for p in tree.glob("build*") if (p / ".ninja_log").is_file() and p.resolve() != build_dir]
+            guesses = [p for p in [*tree.parent.glob(f"{tree.name}-build*"), *tree.glob("build*")]
+                       if (p / ".ninja_log").is_file() and p.resolve() != build_dir]
             original = guesses[0] if len(guesses) == 1 else None
         out = check(wheel, tree, build_dir, original.resolve() if original else None, extra,
                     args.allow_dirty)

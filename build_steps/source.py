@@ -369,3 +369,27 @@ def dirty_tracked_paths(root: Path) -> list[str]:
     said = {d.split(" ", 1)[1] for d in dirty}
     dirty += [f".M {p}" for p in gitops.dirty_submodules(root) if p not in said]
     return dirty
+
+
+#: what the harness itself writes into a tree (the wheel's place, build_steps' BuildPaths.dist):
+#: never a source, so never counted as the tree's untracked files
+HARNESS_OUTPUTS = ("dist/",)
+
+
+def untracked_paths(root: Path, prefix: str = "") -> list[str]:
+    """Untracked files that git does not ignore, in the tree and (recursively) in each submodule
+    with git metadata of its own, relative to the tree; the harness's own dist/ is left out.
+
+    A release is built from its commit, but a CMake glob compiles whatever matches: an untracked
+    .cc under the fork's src/ went into a release stamped with the clean commit (issue 42)."""
+    root = Path(root)
+    out = gitops.run(root, "ls-files", "--others", "--exclude-standard", "-z", "--", ".")
+    if out.returncode != 0:
+        return []
+    found = [prefix + p for p in out.stdout.split("\0") if p]
+    if not prefix:
+        found = [p for p in found if not p.startswith(HARNESS_OUTPUTS)]
+    for sub in submodule_paths(root) if (root / ".gitmodules").is_file() else ():
+        if (root / sub / ".git").exists():
+            found += untracked_paths(root / sub, f"{prefix}{sub}/")
+    return found

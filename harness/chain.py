@@ -50,7 +50,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                                      release=is_release_run(config), allow_dirty=options.allow_dirty,
                                      build_dir=BuildPaths(options, root).build_dir, cache=default_cache_dir(),
                                      cuda_wheels=options.cuda_from_wheels,
-                                     compiler_cache=launcher.choose(options.compiler_launcher).name == "sccache")
+                                     compiler_cache=launcher.choose(options.compiler_launcher).name == "sccache",
+                                     allow_untracked=options.allow_untracked)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     if refused:

@@ -41,7 +41,7 @@ def _run_options(parser: pytest.Parser) -> None:
                 "'native': SASS for this host's GPUs only (nvidia-smi or the CUDA driver), a development build "
                 "that cannot publish; a usage error on a host without a GPU")
     g.addoption("--provenance-json", metavar="PATH", help="write the provenance report as JSON here")
-    g.addoption("--build-dir", metavar="DIR", help="CMake build tree (default: build, or build-cpu for --flavor cpu, inside --mxnet-src)")
+    g.addoption("--build-dir", metavar="DIR", help="CMake build tree, outside --mxnet-src (default: <mxnet-src>-build, or <mxnet-src>-build-cpu for --flavor cpu, beside the tree)")
     g.addoption("--jobs", type=int, metavar="N", help="parallel compile jobs (default: all cores)")
     g.addoption("--wheel-version", metavar="V", help="version to build (default 2.0.0+cu13.bw.<UTC date> / 2.0.0+cpu.linux.<date>)")
     g.addoption("--build-python", metavar="PY", help="interpreter for python -m build and the venv (default: this one)")
@@ -67,6 +67,9 @@ def _run_options(parser: pytest.Parser) -> None:
                      "a one-arch build; CPU operators run slower): a development build that cannot publish")
     g.addoption("--allow-dirty", action="store_true",
                 help="build a tree with uncommitted tracked changes (development only: the run cannot publish)")
+    g.addoption("--allow-untracked", action="store_true",
+                help="build a tree with untracked files that are not ignored (development only: the run "
+                     "cannot publish; a CMake glob may compile them into the wheel)")
     g.addoption("--fresh", action="store_true",
                 help="delete the build dir and configure anew (e.g. after changing the CUDA compiler or toolkit)")
     g.addoption("--compiler-launcher", choices=("auto", "sccache", "ccache", "none"), default="auto",

@@ -35,11 +35,13 @@ def build_dir_of(config: pytest.Config) -> Path | None:
     return BuildPaths(options, src).build_dir
 
 
-def _can_hold_lock(build_dir: Path) -> bool:
+def _can_hold_lock(config: pytest.Config, build_dir: Path) -> bool:
     """Whether the lock inside the build dir can be made (where the build dir is, or would be
     made): a build dir that cannot be written (a read-only tree's default one) is preflight's
-    refusal, in its words, not the lock's."""
-    return filesystem.writable(build_dir) is None
+    refusal, in its words, not the lock's; so is one in the source tree, which gets no lock file."""
+    from build_steps.preflight import build_dir_in_tree
+    src = source.resolve_source(harness_options(config).mxnet_src, Path(config.invocation_params.dir))
+    return filesystem.writable(build_dir) is None and not build_dir_in_tree(src, build_dir)
 
 
 def _register_places(config: pytest.Config, build_dir: Path | None) -> None:
@@ -63,7 +65,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     options = harness_options(config)
     wanted: list[tuple[Path, str, str, bool]] = []
-    if build_dir is not None and _can_hold_lock(build_dir):
+    if build_dir is not None and _can_hold_lock(config, build_dir):
         wanted.append((build_dir, "build dir",
                        "Two runs on one build dir configure and compile over each other. Wait for it to "
                        "finish (or stop it), or give this run its own --build-dir=DIR", True))

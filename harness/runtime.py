@@ -6,7 +6,6 @@ build chain made; removed by the last worker at session end unless ``--keep-venv
 from __future__ import annotations
 
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -67,7 +66,7 @@ def release_venv(options: RunOptions, wheel_path: Path, wheel_pin: WheelPin, sha
                 return _make()
             except StepError as exc:
                 # pip's "No space left on device" names the venv dir, or its TMPDIR (unpacked wheels)
-                full = filesystem.full_one([root, tempfile.gettempdir()], exc.tail, log_tail(log))
+                full = filesystem.full_one([root, filesystem.tmpdir()], exc.tail, log_tail(log))
                 if full is None:
                     raise
                 # a full disk is the host's fault: the wheel is not judged

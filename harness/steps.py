@@ -73,8 +73,8 @@ class BuildPaths:
 
     def __init__(self, options: RunOptions, src: Path) -> None:
         self.src = src
-        bd = options.build_dir or Path(options.profile.build_dir)
-        self.build_dir = (bd if bd.is_absolute() else src / bd).resolve()
+        # --build-dir is absolute (make_options resolves it against the current directory)
+        self.build_dir = (options.build_dir or options.profile.default_build_dir(src)).resolve()
         self.logs = self.build_dir / "harness-logs"
         self.staging = self.build_dir / "harness-wheel"
         self.package_tree = self.build_dir / "harness-package"

@@ -59,6 +59,12 @@ def slow_compile_edit(seconds: float):
     return edit
 
 
+def default_build(src: Path, flavor: str = "cuda") -> Path:
+    """The build dir a run of ``flavor`` uses for ``src`` without --build-dir (beside the tree)."""
+    from build_steps.profile_data import get_profile
+    return get_profile(flavor).default_build_dir(Path(src))
+
+
 def step_counts(build_dir: Path) -> Counter:
     """How often each step ran in ``build_dir`` (configure/compile lines of .harness-steps.log)."""
     log = Path(build_dir) / ".harness-steps.log"

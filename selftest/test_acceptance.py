@@ -120,7 +120,7 @@ def sample_run(tmp_path_factory):
     function-scoped pytester; a run that builds is a release run):
     the build chain makes the wheel, the shards run in its venv, spread over two xdist workers
     whose rows reach the controller's table."""
-    from selftest.fixtures_build import copy_sample_tree
+    from selftest.fixtures_build import copy_sample_tree, default_build
     work = tmp_path_factory.mktemp("acceptance")
     src = copy_sample_tree(work / "src")
     acc_dir, report = work / "acc", work / "report.json"
@@ -130,7 +130,7 @@ def sample_run(tmp_path_factory):
          "-p", "no:cacheprovider", str(HARNESS_ROOT / "tests"), "-m", "release and acceptance", f"--mxnet-src={src}",
          "--flavor=cpu", "--jobs=2", "-n", "2", f"--basetemp={work / 'bt'}", f"--provenance-json={report}",
          *_shard_args(acc_dir)], capture_output=True, text=True, cwd=str(work), env=env, timeout=900)
-    wheel = next((src / "build-cpu" / "harness-wheel").glob("mxnet-*.whl"), None)
+    wheel = next((default_build(src, 'cpu') / "harness-wheel").glob("mxnet-*.whl"), None)
     return {"out": proc.stdout + proc.stderr, "rc": proc.returncode, "src": src, "acc": acc_dir,
             "report": report, "wheel": wheel}
 

@@ -224,7 +224,7 @@ def test_a_committed_submodule_without_what_the_build_reads_is_refused(gates, sa
     _say_lines(f"submodule {said.split(':')[1].strip()[:20]}", out)
     assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
     assert "lacks submodules the build needs" in out and said in out, out[-3000:]
-    assert not any(src.glob("build*/CMakeCache.txt")), "nothing may be configured after the refusal"
+    assert not any(src.glob("build*/CMakeCache.txt")) and not any(src.parent.glob("src-build*/CMakeCache.txt")), "nothing may be configured after the refusal"
 
 
 def test_an_old_nvcc_is_named_with_its_version_and_the_minimum_first(tmp_path):
@@ -348,3 +348,74 @@ def test_a_full_venv_dir_at_the_install_names_the_venv_dir(sample_tree, tmp_path
     assert said, out[-3000:]
     assert f"no space left on {small} (tmpfs)" in said[0] and "pass --venv-dir=DIR" in said[0], said
     assert "Traceback" not in out and "install FAILED" in out, out[-3000:]
+
+
+# --- TMPDIR and HOME (issue 42 item 5) -------------------------------------------------------------
+
+@MOUNTS
+@pytest.mark.parametrize("fault", ["missing", "read-only", "full"])
+def test_a_missing_read_only_or_full_tmpdir_is_refused_before_configure_in_one_line(sample_tree, small_fs,
+                                                                                     tmp_path, fault):
+    """Python's tempfile silently skips a TMPDIR it cannot write (and /tmp was measured instead);
+    the sandbox and the compilers use TMPDIR as set. The check looks where they will write."""
+    src = sample_tree()
+    if fault == "missing":
+        tmp = tmp_path / "no-such-tmp"
+    else:
+        tmp = small_fs(8)
+        small_fs.fill(tmp, 0)
+    cmd = _harness(tmp_path, "-m", "release and build", "-k", "toggles", f"--mxnet-src={src}", "--flavor=cpu")
+    if fault == "read-only":
+        small_fs.fill(tmp, 4096)  # room enough: only the mount says no
+        cmd = _in_namespace(f"mount -o remount,ro {shlex.quote(str(tmp))}", cmd)
+    rc, out = _run(cmd, tmp_path, env={"TMPDIR": str(tmp)})
+    _say_lines(f"TMPDIR {fault}", out)
+    assert rc == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    said = [line for line in out.splitlines() if str(tmp) in line]
+    assert len(said) == 1 and "TMPDIR" in said[0], out[-3000:]
+    assert {"missing": "does not exist", "read-only": "read-only file system",
+            "full": "free on"}[fault] in said[0], said
+    assert "Traceback" not in out and not (src.parent / "src-build-cpu" / "CMakeCache.txt").exists(), out[-3000:]
+
+
+@MOUNTS
+def test_a_configure_killed_by_a_full_tmpdir_blames_tmpdir_and_is_configured_afresh_next_time(sample_tree,
+                                                                                             small_fs, tmp_path):
+    """A full TMPDIR fails CMake's try-compiles: the cache keeps CMAKE_EXECUTABLE_FORMAT=Unknown, and a
+    refresh would keep it. The failure names TMPDIR's filesystem, and the next configure starts afresh."""
+    src = sample_tree()
+    tmp = small_fs(8)
+    small_fs.fill(tmp, 0)
+    build = tmp_path / "build"
+    env = {"TMPDIR": str(tmp)}
+    with pytest.raises(StepError) as caught:  # as the chain runs the step (harness.steps.guarded)
+        guarded("configure", lambda: configure_step.configure(src, build, CPU, Arch(), build / "harness-logs",
+                                                              env=env), build)()
+    first = str(caught.value).splitlines()[0]
+    assert f"no space left on {tmp} (tmpfs)" in first and "set TMPDIR=DIR" in first, first
+    (tmp / "filler").unlink()
+    result = configure_step.configure(src, build, CPU, Arch(), build / "harness-logs", env=env)
+    assert result.first_time, "the half-made cache must not be refreshed"
+    assert any("did not finish" in n and "afresh" in n for n in result.notes), result.notes
+    assert result.cache["CMAKE_EXECUTABLE_FORMAT"] == "ELF"
+
+
+@MOUNTS
+def test_a_read_only_home_is_refused_naming_the_variables_that_move_the_cache(sample_tree, tmp_path):
+    """~/.cache holds the CUDA wheels a --cuda-from-wheels build downloads: a read-only HOME is
+    moved by MXNET_HARNESS_CACHE or XDG_CACHE_HOME, not by --build-dir or TMPDIR."""
+    src = sample_tree()
+    home = tmp_path / "home"
+    home.mkdir()
+    cmd = _in_namespace(f"mount --bind -o ro {shlex.quote(str(home))} {shlex.quote(str(home))}",
+                        _harness(tmp_path, "-m", "release and build", "-k", "toggles", f"--mxnet-src={src}",
+                                 "--cuda-from-wheels"))
+    env = {k: v for k, v in os.environ.items() if k not in ("MXNET_HARNESS_CACHE", "XDG_CACHE_HOME")}
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300, env={**env, "HOME": str(home)})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    said = [line for line in out.splitlines() if str(home) in line]
+    assert len(said) == 1 and "read-only file system" in said[0], out[-3000:]
+    assert "MXNET_HARNESS_CACHE=DIR" in said[0] and "XDG_CACHE_HOME=DIR" in said[0], said
+    assert "--build-dir" not in said[0] and "TMPDIR" not in said[0], said
+    assert "Traceback" not in out and not (src.parent / "src-build" / "CMakeCache.txt").exists(), out[-3000:]

@@ -30,7 +30,7 @@ from build_steps.profile_data import PROFILES
 from build_steps.arch import Arch
 from harness.steps import guarded
 from selftest.conftest import HARNESS_ROOT
-from selftest.fixtures_build import slow_compile_edit
+from selftest.fixtures_build import default_build, slow_compile_edit
 from selftest.fixtures_realtree import git
 
 CPU = PROFILES["cpu"]
@@ -127,12 +127,12 @@ def test_second_run_on_a_build_dir_is_refused_naming_the_first(sample_tree, tmp_
         _say_lines("second run on one build dir", out)
         print(f"second run refused in {took:.1f}s")
         assert second.returncode == pytest.ExitCode.USAGE_ERROR, out[-3000:]
-        assert f"build dir {src / 'build-cpu'} is in use by another harness run (pid {first.pid}, started " \
+        assert f"build dir {default_build(src, 'cpu')} is in use by another harness run (pid {first.pid}, started " \
             in out and "--build-dir=DIR" in out, out[-3000:]
         assert took < 60, f"the refusal took {took:.0f}s"
         assert not _marked(mark + "-2"), "the refused run left a process behind"
         # the second run changed nothing: one configure and one compile, both the first run's
-        steps = (src / "build-cpu" / ".harness-steps.log").read_text().splitlines()
+        steps = (default_build(src, 'cpu') / ".harness-steps.log").read_text().splitlines()
         assert [l.split()[2] for l in steps] == ["configure", "compile"], steps
         assert all(f"pid={first.pid} " in l for l in steps), steps
         assert "sleep" in _marked(mark).values() and first.poll() is None, "the first run was disturbed"
@@ -232,7 +232,7 @@ def test_the_builds_own_sccache_server_counts_this_build_alone_and_goes_with_it(
     figures = []
     for phase in ("cold", "warm"):
         if phase == "warm":
-            shutil.rmtree(src / "build-cpu")
+            shutil.rmtree(default_build(src, 'cpu'))
         proc = subprocess.run(_harness(tmp_path, "-m", "release and (build or provenance)", "-k", "not install",
                                        f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2",
                                        "--compiler-launcher=sccache"),
@@ -255,14 +255,15 @@ def test_the_builds_own_sccache_server_counts_this_build_alone_and_goes_with_it(
 
 @MOUNTS
 def test_read_only_tree_with_the_default_build_dir_is_refused_naming_build_dir(sample_tree, tmp_path):
-    src = sample_tree()
-    cmd = _in_namespace(f"mount --bind -o ro {shlex.quote(str(src))} {shlex.quote(str(src))}",
+    src = sample_tree("ro/src")  # the default build dir is beside the tree: its parent is read-only too
+    ro = src.parent
+    cmd = _in_namespace(f"mount --bind -o ro {shlex.quote(str(ro))} {shlex.quote(str(ro))}",
                         _harness(tmp_path, "-m", "release", f"--mxnet-src={src}", "--flavor=cpu"))
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
     out = proc.stdout + proc.stderr
     _say_lines("read-only tree, default build dir", out)
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR, out[-3000:]
-    assert f"the build dir {src / 'build-cpu'} cannot be written (read-only file system" in out, out[-3000:]
+    assert f"the build dir {default_build(src, 'cpu')} cannot be written (read-only file system" in out, out[-3000:]
     assert "--build-dir=DIR" in out and "Traceback" not in out and "Errno 30" not in out, out[-3000:]
     assert len(out.splitlines()) < 15, out
 
@@ -299,7 +300,7 @@ def test_emptied_vendored_submodule_is_refused_before_configure(gates, fork_copy
     assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
     assert "lacks submodules the build needs" in out and "3rdparty/tvm: empty or missing" in out, out[-3000:]
     assert "uncommitted changes to tracked files (3rdparty/tvm" not in out, "the symptom, not the cause"
-    assert not (root / "build-cpu").exists(), "nothing may be configured after the refusal"
+    assert not (default_build(root, 'cpu')).exists(), "nothing may be configured after the refusal"
 
 
 # --- 4. interrupts are interrupts everywhere ------------------------------------------------------

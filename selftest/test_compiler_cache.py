@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from selftest.fixtures_build import default_build
+
 from build_steps import launcher as compiler_cache
 from build_steps import processes
 from build_steps.errors import UsageError
@@ -135,7 +137,7 @@ def test_rebuild_after_deleting_the_build_dir_is_served_from_the_cache(gates, sa
     cold_hits, cold_misses = int(m.group(3)), int(m.group(4))
     assert cold_misses > 0 and cold_hits == 0, m.group(0)
 
-    shutil.rmtree(src / "build-cpu")
+    shutil.rmtree(default_build(src, 'cpu'))
     report = tmp_path / "report.json"
     second = gates(*args, f"--provenance-json={report}")
     out2 = _out(second)
@@ -165,7 +167,7 @@ def test_launcher_none_compiles_through_no_cache_although_the_tree_would_pick_cc
     assert "compiler launcher: none" in out, out[-3000:]
     assert not SUMMARY.search(out)
     # CMake's Ninja generator writes the launcher as the first word of the compile rules
-    rules = (src / "build-cpu" / "CMakeFiles" / "rules.ninja").read_text()
+    rules = (default_build(src, 'cpu') / "CMakeFiles" / "rules.ninja").read_text()
     commands = [m.group(1) for m in re.finditer(r"^\s*command = (\S+)", rules, re.M)]
     wrapped = [c for c in commands if Path(c).name in ("ccache", "sccache")]
     assert commands and not wrapped, f"rules.ninja still compiles through {sorted(set(wrapped))}"

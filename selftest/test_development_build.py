@@ -23,7 +23,7 @@ from build_steps.arch import Arch, parse_cuda_arch
 from build_steps.fast_compile import fast_compile_defines
 from build_steps.readers import ninja_log
 from selftest.conftest import HARNESS_ROOT, run_gates
-from selftest.fixtures_build import copy_sample_tree
+from selftest.fixtures_build import copy_sample_tree, default_build
 from selftest.fixtures_publish import make_release_repo
 
 NO_GPU = pytest.mark.skipif(bool(host_gpus()), reason="this host has a GPU: native resolves instead of refusing")
@@ -43,7 +43,7 @@ def test_native_arch_without_a_gpu_is_a_usage_error_before_configure(gates, samp
     assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
     assert "--cuda-arch=native: this host has no NVIDIA GPU" in out, out[-3000:]
     assert "--cmake-define=MXNET_CUDA_ARCH=" in out, "the message names the way to a one-arch build"
-    assert not any(src.glob("build*/CMakeCache.txt")), "nothing may be configured"
+    assert not any(src.glob("build*/CMakeCache.txt")) and not any(src.parent.glob("src-build*/CMakeCache.txt")), "nothing may be configured"
 
 
 def _raw(**kw) -> dict:
@@ -102,7 +102,7 @@ def test_fast_compile_builds_at_O0_fails_the_override_gate_and_cannot_publish(py
     assert "publish refused" in out and repo.local_tags() == [] and gh_standin.calls() == []
     assert not list((repo.repo / "dist").glob("*.whl")), "a development build must not reach dist/"
     # the flags reached the compile lines, last (so they win over the fork's own -O3)
-    build = repo.repo / "build-cpu"
+    build = default_build(repo.repo, 'cpu')
     lines = subprocess.run(["ninja", "-C", str(build), "-t", "commands", "mxnet"], capture_output=True,
                            text=True, check=True).stdout.splitlines()
     cxx = [line for line in lines if " -c " in line and line.split()[-1].endswith((".cc", ".cpp"))]

@@ -40,6 +40,7 @@ SETTINGS = [
     pytest.param({"pass_env": ["MXNET_ENGINE_TYPE"]}, "--pass-env=MXNET_ENGINE_TYPE", id="pass-env"),
     pytest.param({"shards_file": SHARDS}, f"--shards-file={SHARDS}", id="shards-file"),
     pytest.param({"no_sandbox": True}, "--no-sandbox", id="no-sandbox"),
+    pytest.param({"allow_untracked": True}, "--allow-untracked", id="allow-untracked"),
     pytest.param({"shard_split": ["gpu_operator:1/2"]}, "--shard-split=gpu_operator:1/2", id="shard-split"),
     pytest.param({"cmake_defines": ["CMAKE_CXX_FLAGS_RELEASE=-O0"]}, "CMAKE_CXX_FLAGS_RELEASE=-O0", id="cxx-flags"),
     pytest.param({"cmake_defines": ["CMAKE_C_FLAGS=-g"]}, "CMAKE_C_FLAGS=-g", id="c-flags"),

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from selftest.fixtures_build import default_build
+
 from build_steps.bundle import bundle_closure, opencv_config_dir
 from build_steps.profile_data import PROFILES
 from build_steps.readers.elf import read_dynamic
@@ -85,13 +87,13 @@ def test_sample_tree_built_against_the_prefix_bundles_it_and_round_trips(
               f"--provenance-json={report}")
     out = r.stdout.str() + r.stderr.str()
     assert r.ret == 0, out[-6000:]
-    cache = (src / "build-cpu" / "CMakeCache.txt").read_text()
+    cache = (default_build(src, 'cpu') / "CMakeCache.txt").read_text()
     assert f"OPENCV_ROOT:PATH={opencv_config_dir(prefix)}" in cache
     assert f"OpenCV_DIR:PATH={opencv_config_dir(prefix)}" in cache, "configure must take OpenCV from the prefix"
     assert f"resolved from --opencv-prefix {prefix}" in out
     for gate in ("test_png_rgb_roundtrip", "test_png_grayscale_roundtrip"):
         assert f"PASSED   tests/test_opencv_roundtrip.py::{gate}" in out, out[-4000:]
-    lib_dir = src / "build-cpu" / "harness-package" / "python" / "mxnet" / "lib"  # staged in the build dir
+    lib_dir = default_build(src, 'cpu') / "harness-package" / "python" / "mxnet" / "lib"  # staged in the build dir
     names = {f.name for f in lib_dir.iterdir()}
     stems = {re.sub(r"-[0-9a-f]{8}\.so.*$", "", n) for n in names}  # grafted: <stem>-<hash8>.so.N
     assert {n.split(".so")[0] for n in OPENCV_LIBS} | {"libblas"} <= stems, sorted(names)

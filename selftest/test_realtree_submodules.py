@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from selftest.fixtures_build import default_build
+
 from build_steps import source
 from build_steps.errors import UsageError
 from build_steps.profile_data import PROFILES
@@ -146,7 +148,7 @@ def test_empty_submodule_is_refused_by_the_harness_before_configure(gates, fork_
     out = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
     assert "No SOURCES given to target: nnvm" in out, out[-3000:]
-    assert not (root / "build-cpu" / "CMakeCache.txt").exists(), "nothing may be configured after the refusal"
+    assert not (default_build(root, 'cpu') / "CMakeCache.txt").exists(), "nothing may be configured after the refusal"
 
 
 @pytest.mark.slow
@@ -185,7 +187,7 @@ def test_release_refuses_a_submodule_at_another_commit_naming_both_and_the_fix(g
     assert result.ret == 4, out[-3000:]
     assert f"3rdparty/onednn is at {actual[:12]}, the superproject pins {pinned[:12]}" in out, out[-3000:]
     assert "--allow-dirty" in out and source.FIX in out and refusal.splitlines()[0][:60] in out
-    assert not (root / "build-cpu").exists(), "nothing may be configured after the refusal"
+    assert not (default_build(root, 'cpu')).exists(), "nothing may be configured after the refusal"
 
 
 def test_the_known_substitute_for_the_unpublished_pin_is_accepted_and_nothing_else():

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import rebuild_check
-from selftest.fixtures_build import copy_sample_tree
+from selftest.fixtures_build import copy_sample_tree, default_build
 
 REQUIRES_NVCC = pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
                                    reason="nvcc (CUDA 13) is needed to compile the sample's .cu")
@@ -51,7 +51,7 @@ def test_the_sample_tree_in_two_directories_with_two_tmpdirs_gives_one_wheel_sha
                        "--wheel-version=2.0.0+cu13.bw.20261130")
         out = _out(result)
         assert re.search(r"reproducible compile: yes .*SOURCE_DATE_EPOCH=\d+", out), out[-4000:]
-        build = next(p for p in src.iterdir() if (p / "harness-wheel").is_dir())
+        build = default_build(src)
         assert (build / "CMakeFiles").is_dir() and any(build.rglob("kernel.cu.o")), "the .cu must be compiled"
         shas.append(_sha(_staged_wheel(build)))
         trees.append(src)
@@ -64,13 +64,13 @@ def test_rebuild_check_passes_on_a_rebuild_and_names_the_tampered_object(gates, 
     src = copy_sample_tree(tmp_path / "mxnet", date=DATE)
     version = "2.0.0+cpu.linux.20261130"
     first = gates(*BUILD, f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", f"--wheel-version={version}")
-    original = src / "build-cpu"
+    original = default_build(src, 'cpu')
     wheel = _staged_wheel(original)
     assert "reproducible compile: yes" in _out(first), _out(first)[-3000:]
 
     def check(build: str, *more):
         return subprocess.run([sys.executable, "-m", "harness.cli", "rebuild-check", f"--wheel={wheel}",
-                               f"--mxnet-src={src}", f"--build-dir={src / build}",
+                               f"--mxnet-src={src}", f"--build-dir={tmp_path / build}",
                                f"--original-build-dir={original}", "--flavor=cpu", "--jobs=2", *more],
                               capture_output=True, text=True, cwd=tmp_path)
     same = check("build-again")

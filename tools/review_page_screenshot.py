@@ -8,7 +8,7 @@ chromedriver (Debian's chromium + chromium-driver, or google-chrome + chromedriv
 selenium (the harness's selftest extras). The docs' sample is the README main job's page:
 
     .venv/bin/python -m pytest -m "release and not gpu and not runtime" --mxnet-src=selftest/sample_mxnet --cuda-from-wheels
-    .venv/bin/python -m tools.review_page_screenshot selftest/sample_mxnet/build/harness-logs/review.html
+    .venv/bin/python -m tools.review_page_screenshot selftest/sample_mxnet-build/harness-logs/review.html
 
 Exit 4 on a usage error (no page, no browser), 1 when the browser fails.
 """

@@ -322,12 +322,14 @@ def _build_provenance(audit: Audit, options: Any, lib_path: Path | None,
     """The CMake cache, git state and commit stamps, when --cmake-cache / --mxnet-src name them;
     ``strings`` finds the stamp in the library (ELF .rodata, or Mach-O __cstring)."""
     profile = options.profile
-    # Build provenance: the cache names the build dir; --mxnet-src/<profile.build_dir> otherwise.
+    # Build provenance: the cache names the build dir; the tree's build dir otherwise.
     cache_path = options.cmake_cache
     build_dir = None
     if cache_path is None and options.mxnet_src is not None:
-        bd = options.build_dir or (options.mxnet_src / profile.build_dir)
-        bd = bd if bd.is_absolute() else options.mxnet_src / bd
+        # the harness's build dir beside the tree, else one in it (an older harness's, the fork's own script's)
+        places = [options.build_dir] if options.build_dir else [profile.default_build_dir(options.mxnet_src),
+                                                                options.mxnet_src / profile.build_dir]
+        bd = next((p for p in places if (p / "CMakeCache.txt").is_file()), places[0])
         if (bd / "CMakeCache.txt").is_file():
             cache_path = bd / "CMakeCache.txt"
         build_dir = bd
