@@ -43,12 +43,13 @@ def _extract_once(wheel_pin: WheelPin, shared_dir: Path) -> ExtractedWheel:
     return shared_product(shared_dir, "extracted-wheel", extract)
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     """``--wheel``: extract it now, before any gate. What only the inflated bytes tell (a CRC-32
     that pip refuses, a deflate stream that is broken or longer than declared) is then bad input,
     one line and exit 4, like what the headers tell (build_steps.options.check_wheel_path), instead
-    of an error at the first gate. A built wheel is extracted when a gate first needs it."""
+    of an error at the first gate. A built wheel is extracted when a gate first needs it.
+    tryfirst: before xdist starts its workers, which a refused wheel does not need."""
     run = the_run(session.config)
     if run.mode != "audit" or run.is_worker or session.config.option.collectonly:
         return

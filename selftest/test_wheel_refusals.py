@@ -125,3 +125,14 @@ def test_the_tools_made_what_each_case_says(tmp_path):
     with zipfile.ZipFile(bad_crc(tmp_path / "c")) as zf:
         assert zf.testzip() == "mxnet/__init__.py"
     assert shutil.which("zip")
+
+
+def test_refusal_under_xdist_is_said_once_by_the_controller(gates, tmp_path):
+    # The extraction that finds a bad CRC runs in the controller when the session starts: one line
+    # and exit 4 with -n 2 as serially, no worker reporting it again.
+    wheel = bad_crc(tmp_path)
+    result = gates("-m", "provenance", f"--wheel={wheel}", "--flavor=cpu", "-n", "2")
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == 4, text
+    assert text.count("is corrupt (CRC-32 mismatch") == 1 and "Traceback" not in text, text
+    assert "[gw0]" not in text and "[gw1]" not in text, text
