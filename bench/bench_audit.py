@@ -24,7 +24,7 @@ Ratios measured (docs/bench_audit_*.txt). On a quiet machine, with the synthetic
 pytest / unzip = 0.72 with the wheel pin (2026-12-03b) and 0.57 before it (2026-12-03). Issue 32
 measured the real mxnet-cu112 1.9.1 wheel on 2 shared cores. Under load 13: pytest / unzip = 0.68
 and 0.82. Under load 5-6: 0.54. This tree / the base commit = 0.85, 0.72 and 0.89 (alternated with
---baseline-tree). Issue 43, the real wheel at load ~10: 0.88 (the 0.4 goal missed; the profile and why are in
+--baseline-tree). Issue 43, the real wheel at load ~10 and 4.6-8.5: 0.88 and 0.82 (the 0.4 goal missed; the profile and why are in
 docs/bench_audit_2026-12-06-issue43.txt). The quiet-machine ratio on the real wheel has not been measured.
 """
 from __future__ import annotations
