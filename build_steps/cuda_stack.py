@@ -100,3 +100,57 @@ def cublas_probe_args(profile: Any) -> list[str]:
         if value:
             args += [flag, value]
     return args
+
+
+def _cublas_facts(pre: dict[str, Any]) -> str:
+    drv = pre.get("driver") or {}
+    return (f"cuBLAS {pre.get('full_version') or pre.get('version') or 'unknown'} from "
+            f"{pre.get('loaded_from') or pre.get('lib') or 'nowhere'}, driver {drv.get('kernel_module') or 'unknown'}")
+
+
+def cublas_not_judged(pre: dict[str, Any]) -> str | None:
+    """Why this host cannot judge the wheel's cuBLAS promise, in one line; None when it can.
+
+    ``pre`` is the cuBLAS probe's preflight (tests/probes/cublas_probe.py): the cuBLAS the venv
+    loads, the driver, and the profile's stack. Two things make the verdict about the host, not the
+    wheel (issue 40): a driver below the one the wheel's pinned cuBLAS needs (R580 under a wheel
+    pinning nvidia-cublas>=13.5, which needs R590: the large-GEMM trap is the driver's, and a user of
+    the wheel is told to upgrade it), and a venv whose cuBLAS is not the pinned one (a development
+    option such as --no-deps with an unpinned --extra-requirement put another there). An unknown
+    driver or version is judged by the gates, which say what they could not read."""
+    stack = pre.get("stack") or {}
+    requirement = stack.get("cublas_requirement") or ""
+    pin_driver = stack.get("pin_driver")
+    driver = (pre.get("driver") or {}).get("driver_major")
+    version = pre.get("full_version")
+    if isinstance(driver, int) and isinstance(pin_driver, int) and driver < pin_driver:
+        return (f"not judged: driver {driver} is below the wheel's floor (R{pin_driver}, which "
+                f"{requirement or 'its pinned cuBLAS'} needs); its cuBLAS promises (syrk, large GEMM) can "
+                f"only be judged on an R{pin_driver}+ host [{_cublas_facts(pre)}]")
+    if requirement and version:
+        from packaging.version import InvalidVersion, Version
+        try:
+            inside = Requirement(requirement).specifier.contains(Version(str(version)), prereleases=True)
+        except InvalidVersion:
+            inside = True  # not a version packaging reads: the gates say what they found
+        if not inside:
+            return (f"not judged: the venv's cuBLAS {version} is not the wheel's {requirement} (a development "
+                    "option put it there: --no-deps with an unpinned --extra-requirement, or --find-links "
+                    f"without the pinned wheel); install the pinned cuBLAS to judge it [{_cublas_facts(pre)}]")
+    return None
+
+
+def blas_failure_reason(pre: dict[str, Any], result: dict[str, Any]) -> str:
+    """A failed syrk/GEMM check in words: never empty (issue 40: "gemm N=1024 failed: " and nothing
+    more on the H100 host). The probe's own error text, else its exit status and stderr's last lines,
+    else the keys it did return; always the cuBLAS and driver it ran on."""
+    what = f"{result.get('kind', '?')} N={result.get('n', '?')} failed: "
+    detail = str(result.get("error") or "").strip()
+    if not detail:
+        tail = [line for line in str(result.get("stderr_tail") or "").splitlines() if line.strip()]
+        if tail or result.get("returncode") not in (None, 0):
+            detail = (f"the probe exited {result.get('returncode')} without an error text; stderr ends: "
+                      + " | ".join(tail[-3:]))
+        else:
+            detail = f"the probe gave no error text (result keys: {', '.join(sorted(result))})"
+    return what + detail + f" [{_cublas_facts(pre)}]"

@@ -45,6 +45,32 @@ class StepError(HarnessError):
         super().__init__(text)
 
 
+#: The verdict a gate the host kept from judging is filed under (the ledger, the gate table, the page).
+NOT_JUDGED = "not judged"
+
+
+class NotJudged(HarnessError):
+    """The harness could not judge the wheel: the host, not the wheel, failed (an unreachable
+    package index, a full disk, a missing tool, a driver below what a gate needs). Never a
+    verdict about the wheel: the gate is filed "not judged" (harness.ledger), the run ends ERROR
+    with exit 3 (harness.verdicts.NOT_JUDGED_EXIT) unless a gate judged the wheel FAIL, and a
+    built wheel stays where the build put it (neither dist/ nor rejected/). A gate says it with
+    ``harness.verdicts.not_judged(reason)``."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
+class EnvironmentFault(StepError, NotJudged):
+    """A step (the venv install, the CUDA root) failed for its environment: its message names
+    the environment's fault and the fix; it stops the run as a failed build step does, said once."""
+
+    def __init__(self, step: str, message: str, log: Path | None = None, tail: str = ""):
+        StepError.__init__(self, step, message, log, tail)
+        self.reason = str(self).splitlines()[0]
+
+
 class BuildInterrupted(KeyboardInterrupt):
     """SIGINT/SIGTERM during a long step: its processes were stopped, the work done stays.
 

@@ -37,6 +37,51 @@ NEVER_BUNDLE = {
     "libquadmath.so": "libquadmath is GPL and must not be redistributed in the wheel",
 }
 
+#: Libraries a Python process commonly has loaded before ``import mxnet``, and what loads them. A
+#: wheel that bundles one under its plain SONAME gets the process's copy instead of its own: the
+#: loader matches a NEEDED against the SONAMEs of loaded objects before it searches any RUNPATH
+#: (issue 40: every runtime gate of the real fork's wheel found the host's libcrypto.so.3, loaded by
+#: ``import ssl``). The bundle step grafts every library under ``<stem>-<hash8>.so.N``
+#: (build_steps.bundle.graft); the gate tests/test_bundle_grafted.py fails a wheel that did not.
+COMMONLY_LOADED = {
+    "libcrypto": "OpenSSL, loaded by Python's _ssl and _hashlib (import ssl, hashlib, urllib, requests)",
+    "libssl": "OpenSSL, loaded by Python's _ssl (import ssl, urllib, requests)",
+    "libz": "zlib, loaded by Python's zlib module (gzip, zipfile, numpy.lib.npyio, PIL)",
+    "libbz2": "bzip2, loaded by Python's _bz2 (import bz2, tarfile, shutil.unpack_archive)",
+    "liblzma": "xz, loaded by Python's _lzma (import lzma, tarfile)",
+    "libffi": "libffi, loaded by Python's _ctypes (import ctypes, which mxnet's own base.py does)",
+    "libexpat": "expat, loaded by Python's pyexpat (xml.etree, plistlib)",
+    "libuuid": "libuuid, loaded by Python's _uuid (import uuid)",
+    "libsqlite3": "SQLite, loaded by Python's _sqlite3 (IPython's history, many tools)",
+    "libmpdec": "libmpdec, loaded by Python's _decimal (import decimal)",
+    "libreadline": "readline, loaded by the interactive interpreter and IPython",
+    "libncursesw": "ncurses, loaded with readline by the interactive interpreter",
+    "libtinfo": "terminfo, loaded with readline by the interactive interpreter",
+    "libstdc++": "the C++ runtime, loaded by every C++ extension (numpy, scipy, torch, onnxruntime)",
+    "libgcc_s": "the GCC runtime, loaded by every C++ extension and by glibc's pthread_cancel",
+    "libgomp": "GNU OpenMP, loaded by scikit-learn, torch and system OpenBLAS builds",
+    "libgfortran": "the Fortran runtime, loaded by numpy/scipy built against the system OpenBLAS",
+    "libquadmath": "loaded with libgfortran by numpy/scipy built against the system OpenBLAS",
+    "libopenblas": "OpenBLAS, loaded by numpy/scipy built against the system's",
+    "libblas": "the BLAS alternative, loaded by numpy/scipy built against the system's",
+    "liblapack": "the LAPACK alternative, loaded by numpy/scipy built against the system's",
+    "libpng16": "libpng, loaded by Pillow or matplotlib built against the system's",
+    "libjpeg": "libjpeg, loaded by Pillow built against the system's",
+    "libtiff": "libtiff, loaded by Pillow built against the system's",
+    "libwebp": "libwebp, loaded by Pillow built against the system's",
+    "libfreetype": "FreeType, loaded by Pillow or matplotlib built against the system's",
+}
+
+
+def plain_commonly_loaded(name: str) -> str | None:
+    """Why ``name`` (a bundled file name or SONAME) is a commonly loaded library under its plain,
+    ungrafted name (``libcrypto.so.3``; not ``libcrypto-1a2b3c4d.so.3``), or None."""
+    m = re.match(r"^(.+?)\.so(?:\.|$)", name)
+    if m is None or m.group(1) not in COMMONLY_LOADED:
+        return None
+    return COMMONLY_LOADED[m.group(1)]
+
+
 #: libomp/libiomp5/libgomp: the OpenMP runtimes libmxnet may link (the fork's pattern).
 OPENMP_RUNTIME_RE = re.compile(r"^lib(?:omp|iomp5|gomp)\b")
 

@@ -29,7 +29,7 @@ from typing import Callable, TypeVar
 
 from filelock import FileLock
 
-from .errors import BuildInterrupted, HarnessError
+from .errors import BuildInterrupted, HarnessError, NotJudged
 
 #: what a shared product's producer returns, and so what every process gets back
 _T = TypeVar("_T")
@@ -44,19 +44,37 @@ class ProductFailed(HarnessError):
     original error's."""
 
 
+class NotJudgedElsewhere(StepFailedElsewhere, NotJudged):
+    """The step could not judge the wheel in the process that ran it (an environment fault):
+    every process that wanted its product files its gates "not judged" too."""
+
+    def __init__(self, reason: str):
+        StepFailedElsewhere.__init__(self, reason)
+        self.reason = reason
+
+
+class ProductNotJudged(ProductFailed, NotJudged):
+    """A shared product an environment fault kept from being made (see NotJudgedElsewhere)."""
+
+    def __init__(self, reason: str):
+        ProductFailed.__init__(self, reason)
+        self.reason = reason
+
+
 def _failure(exc: BaseException) -> dict:
     first_line = (str(exc).splitlines() or [type(exc).__name__])[0]
     return {"failed": True, "error": first_line, "message": str(exc),
-            "interrupted": isinstance(exc, BuildInterrupted)}
+            "interrupted": isinstance(exc, BuildInterrupted), "not_judged": isinstance(exc, NotJudged)}
 
 
 def _step_failed(key: str, record: dict) -> HarnessError:
-    return StepFailedElsewhere(
-        f"step {key!r} already failed in this run (reported once, above): {record['error']}")
+    cls = NotJudgedElsewhere if record.get("not_judged") else StepFailedElsewhere
+    return cls(f"step {key!r} already failed in this run (reported once, above): {record['error']}")
 
 
 def _product_failed(key: str, record: dict) -> HarnessError:
-    return ProductFailed(record.get("message", record["error"]))
+    cls = ProductNotJudged if record.get("not_judged") else ProductFailed
+    return cls(record.get("message", record["error"]))
 
 
 def _raise_if_failed(key: str, record: dict, elsewhere=_step_failed) -> None:

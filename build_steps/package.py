@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import atomic, filesystem, processes, reproducible, sandbox
+from . import atomic, filesystem, processes, reproducible, sandbox, tree_links
 from .step_record import record_step
 from .errors import HarnessError, StepError, log_tail
 from .once import JsonRecord
@@ -36,17 +36,21 @@ def clean_setuptools_state(python_dir: Path) -> None:
 def stage_tree(src: Path, dest: Path) -> Path:
     """A tree the package is staged and built in, under the build dir: a fresh copy of
     ``src/python`` (which setup.py, setuptools and the staging write into), beside links to
-    every other top-level entry of ``src`` (setup.py reads ``../include``, ``../3rdparty``).
+    every other top-level entry of ``src`` (setup.py reads ``../include``, ``../3rdparty``). Symlinks
+    inside ``src/python`` are followed within ``src`` only (build_steps.tree_links).
     The source tree itself is only read; two build dirs of one tree never share a staging dir."""
     src, dest = Path(src), Path(dest)
+    ignore = shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__")
+    # The tree's own links (python/mxnet/space.py -> ../../contrib/tvmop/space.py) are followed, so the
+    # staged copy holds their content; one that leaves the tree is refused before anything changes.
+    tree_links.check_links(src / "python", src, "package", ignore)
     dest.mkdir(parents=True, exist_ok=True)
     for entry in dest.iterdir():
         if entry.is_symlink() or entry.is_file():
             entry.unlink()
         else:
             shutil.rmtree(entry)
-    shutil.copytree(src / "python", dest / "python", symlinks=True,
-                    ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
+    tree_links.copy_following_links(src / "python", dest / "python", src, "package", ignore)
     for entry in src.iterdir():
         if entry.name != "python":
             (dest / entry.name).symlink_to(entry)

@@ -25,6 +25,7 @@ from markupsafe import Markup, escape
 
 from . import gpu_reports
 from .atomic import write_atomic
+from .errors import NOT_JUDGED
 from .arch import ARCH_GPU_FAMILIES, Arch
 from .profile_data import PROFILES, only_cuda_profile
 
@@ -227,8 +228,10 @@ def verdict(gates: list, release_set: list | None, flavor: str, interrupted: boo
     ran = [g for g in gates if g.get("verdict") not in (None, "not run")]
     passed = sum(g["verdict"] == "passed" for g in ran)
     skipped = sum(g["verdict"] in ("skipped", "xfailed") for g in ran)
-    failed = len(ran) - passed - skipped
-    out = {"passed": passed, "skipped": skipped, "ran": len(ran), "failed": failed, "flavor": flavor}
+    not_judged = sum(g["verdict"] == NOT_JUDGED for g in ran)
+    failed = len(ran) - passed - skipped - not_judged
+    out = {"passed": passed, "skipped": skipped, "ran": len(ran), "failed": failed, "flavor": flavor,
+           "not_judged": not_judged}
     if selection:
         out["selection"] = selection
     set_ids = list(release_set or ())
@@ -238,6 +241,12 @@ def verdict(gates: list, release_set: list | None, flavor: str, interrupted: boo
     whole = bool(set_ids) and out["set_ran"] == len(set_ids)
     if interrupted:
         out["outcome"] = "INTERRUPTED"
+    elif not_judged and not failed:
+        # the host kept gates from judging (build_steps.errors.NotJudged): no verdict on the wheel
+        out["outcome"] = "ERROR"
+        out["headline"] = f"ERROR: not judged ({not_judged} gate(s) could not judge the wheel)"
+        out["meaning"] = ("the host failed, not the wheel (the reasons are beside the gates below): this is no "
+                          "verdict; fix the host and re-run")
     elif failed or (skipped and whole) or not passed:
         out["outcome"] = "FAIL"
     elif not whole:
@@ -250,9 +259,10 @@ def verdict(gates: list, release_set: list | None, flavor: str, interrupted: boo
         out["scope"] = f"{out['set_ran']} of the {flavor} release set's {len(set_ids)} gates ran"
         if out["outcome"] == "PARTIAL":  # a FAIL stays FAIL, with the scope beside it
             out["headline"] = f"PARTIAL: {out['set_ran']} of {len(set_ids)} gates of the release set ran"
-        out["meaning"] = (f"{len(set_ids) - out['set_ran']} gates of the release set did not run (listed below by "
-                          "marker): this is the verdict of this selection, not a release verdict; only a run "
-                          "of the whole set can say PASS or publish")
+        did_not_run = (f"{len(set_ids) - out['set_ran']} gates of the release set did not run (listed below by "
+                       "marker): this is the verdict of this selection, not a release verdict; only a run "
+                       "of the whole set can say PASS or publish")
+        out["meaning"] = f"{out['meaning']}; {did_not_run}" if out.get("meaning") else did_not_run
     return out
 
 
@@ -305,7 +315,7 @@ def _gates(review: dict, doc: dict) -> list:
     if rows is None:
         rows = [{"nodeid": n, "verdict": g.get("verdict"), "why": g.get("message", ""), "markers": []}
                 for n, g in sorted((doc.get("gates") or {}).items())]
-    order = {"failed": 0, "error": 0, "skipped": 1, "not run": 2, "xfailed": 3, "passed": 4}
+    order = {"failed": 0, "error": 0, NOT_JUDGED: 0, "skipped": 1, "not run": 2, "xfailed": 3, "passed": 4}
     return sorted(rows, key=lambda r: (order.get(r.get("verdict"), 1), r.get("nodeid", "")))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,7 +22,7 @@ from pathlib import Path
 from . import sandbox
 from .development_settings import CREDENTIAL_PATTERNS
 from .development_settings import check_pass_env as _check_pass_env
-from .errors import StepError, UsageError, log_tail
+from .errors import EnvironmentFault, StepError, UsageError, log_tail
 from .readers.wheel_name import WheelNameError, parse_wheel_name
 
 #: Variables that would let the venv find libraries or modules outside itself (never passed,
@@ -37,10 +38,22 @@ ALLOWED_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANG
                "NVIDIA_DRIVER_CAPABILITIES", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")
 ALLOWED_PREFIXES = ("LC_", "MXNET_HARNESS_", "HARNESS_")
 #: pip and uv (the venv's install, the shards' test requirements, the package build) also need
-#: their own configuration, the proxies and the CA bundle; the wheel's code never gets these.
+#: the proxies, the CA bundle and where their caches are; the wheel's code never gets these.
 PIP_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HTTP_PROXY",
            "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy")
-PIP_PREFIXES = ("PIP_", "UV_", "XDG_")
+PIP_PREFIXES = ("XDG_",)
+#: The invoker's pip and uv configuration never reaches an install (issue 42, item 2): the venv
+#: gets what a user's ``pip install`` of the wheel gets from the index the run names
+#: (--index-url, --find-links, --no-index), as the CUDA root's install does (build_steps.cuda_lock).
+#: A PIP_CONSTRAINT pinning another cuBLAS would otherwise pass the gates on versions no user
+#: installs, and a constraints file in a dir the sandbox hides would reject a good wheel.
+#: ``PIP_CONFIG_FILE=/dev/null`` turns off every pip.conf (global, user, site), ``--isolated``
+#: the rest, ``UV_NO_CONFIG`` uv's own files; the PIP_*/UV_* variables are dropped.
+INSTALLER_CONFIG_PREFIXES = ("PIP_", "UV_")
+#: Kept: where the caches are and whether uv may go online choose no version. (pip's own two
+#: become --cert and --cache-dir: --isolated ignores every PIP_* variable.)
+INSTALLER_KEPT = ("PIP_CERT", "PIP_CACHE_DIR", "UV_CACHE_DIR", "UV_OFFLINE")
+ISOLATED_INSTALLER_ENV = {"PIP_CONFIG_FILE": os.devnull, "UV_NO_CONFIG": "1"}
 #: The build steps' allow-list beyond clean_env's: the toolchain's own settings (compilers, CUDA,
 #: where CMake and pkg-config look, the compiler caches). Secret-like names are dropped whatever.
 BUILD_ENV = ("CC", "CXX", "CUDACXX", "CUDAHOSTCXX", "CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT",
@@ -94,12 +107,15 @@ class Venv:
 def clean_env(extra: dict | None = None, *, pass_env=(), pip: bool = False) -> dict:
     """The environment of a child that runs the wheel's code (``pip``: of a pip/uv command): the
     allow-list above, the user's ``--pass-env`` names, then ``extra``; never a secret-like name."""
-    allowed = set(ALLOWED_ENV) | set(pass_env) | (set(PIP_ENV) if pip else set())
+    allowed = set(ALLOWED_ENV) | set(pass_env) | (set(PIP_ENV) | set(INSTALLER_KEPT) if pip else set())
     prefixes = ALLOWED_PREFIXES + (PIP_PREFIXES if pip else ())
     env = {k: v for k, v in os.environ.items()
-           if (k in allowed or k.startswith(prefixes)) and k not in LEAKY_ENV and not is_secret_name(k)}
+           if (k in allowed or k.startswith(prefixes)) and k not in LEAKY_ENV and not is_secret_name(k)
+           and (not k.startswith(INSTALLER_CONFIG_PREFIXES) or (pip and k in INSTALLER_KEPT))}
     # user site-packages would shadow the venv
     env["PYTHONNOUSERSITE"] = "1"
+    if pip:
+        env.update(ISOLATED_INSTALLER_ENV)
     env.update({k: v for k, v in (extra or {}).items() if not is_secret_name(k)})
     return env
 
@@ -115,22 +131,54 @@ def build_env(extra: dict | None = None) -> dict:
     return env
 
 
+#: What pip and uv say when the index cannot be reached (the network, a proxy, DNS, TLS): the
+#: host's fault, not the wheel's (issue 42, item 4). Each is matched in this command's own output.
+_UNREACHABLE = re.compile(r"Failed to establish a new connection|NewConnectionError|Connection refused"
+                          r"|Temporary failure in name resolution|Name or service not known|Network is unreachable"
+                          r"|ConnectTimeoutError|Read timed out|ProxyError|SSLError|CERTIFICATE_VERIFY_FAILED"
+                          r"|error sending request|dns error|tcp connect error|Failed to fetch")
+_NO_SPACE = re.compile(r"No space left on device|Disk quota exceeded")
+
+
+def environment_fault(output: str) -> str | None:
+    """What of the host made an install fail, in words, or None when its output names nothing
+    of the host (then the wheel or its requirements are at fault: a verdict about the wheel)."""
+    if _NO_SPACE.search(output):
+        return "the disk is full (No space left on device)"
+    m = _UNREACHABLE.search(output)
+    if m:
+        urls = re.findall(r"(?:Looking in indexes|Looking in links): (\S+)", output)
+        where = f" {urls[0]}" if urls else ""
+        return f"pip could not reach the package index{where} ({m.group(0)})"
+    return None
+
+
 def _run_logged(cmd: list, log: Path, step: str, what: str, env: dict | None = None, timeout: float = 3600,
                 box: dict | None = None):
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as fh:
         fh.write("$ " + " ".join(map(str, cmd)) + "\n")
         fh.flush()
+        start = fh.tell()
         try:
             argv, child_env = (sandbox.wrap(cmd, env or clean_env(pip=True), **box) if box is not None
                                else (cmd, env or clean_env(pip=True)))
             proc = subprocess.run(list(map(str, argv)), stdout=fh, stderr=subprocess.STDOUT,
                                   env=child_env, timeout=timeout)
         except FileNotFoundError as exc:
-            raise StepError(step, f"{what}: {exc}", log) from None
+            # a tool of the host is missing: nothing about the wheel was learnt
+            raise EnvironmentFault(step, f"{what}: {exc}; the wheel was not judged (install the tool)", log) from None
         except subprocess.TimeoutExpired:
             raise StepError(step, f"{what}: timed out after {timeout:.0f} s", log, log_tail(log)) from None
     if proc.returncode != 0:
+        with open(log, "rb") as fh:
+            fh.seek(start)
+            output = fh.read().decode("utf-8", "replace")
+        fault = environment_fault(output)
+        if fault is not None:
+            raise EnvironmentFault(step, f"{what} failed: {fault}. The wheel was not judged: fix the network or "
+                                   "proxy, or name a reachable index (--index-url=URL, or --find-links=DIR "
+                                   "--no-index for a local wheelhouse), and re-run", log, log_tail(log, 15))
         raise StepError(step, f"{what} failed (exit {proc.returncode})", log, log_tail(log))
 
 
@@ -188,8 +236,20 @@ def pip_command(venv: Venv) -> list:
     """``pip install`` for the venv: uv's when available, else the venv's own pip."""
     uv = shutil.which("uv")
     if uv:
-        return [uv, "pip", "install", "--python", str(venv.python)]
-    return [str(venv.python), "-m", "pip", "install", "--disable-pip-version-check"]
+        return [uv, "pip", "install", "--no-config", "--python", str(venv.python)]
+    cmd = [str(venv.python), "-m", "pip", "--isolated", "install", "--disable-pip-version-check", "--no-input"]
+    # a host's CA bundle (a TLS-intercepting proxy) still applies, as for the CUDA wheels: it can
+    # refuse a server, never offer another file
+    for var, flag in (("PIP_CERT", "--cert"), ("PIP_CACHE_DIR", "--cache-dir")):
+        if os.environ.get(var):
+            cmd += [flag, os.environ[var]]
+    return cmd
+
+
+def ignored_installer_settings(environ=None) -> list[str]:
+    """The invoker's PIP_*/UV_* variables an install ignores (named in its log)."""
+    environ = os.environ if environ is None else environ
+    return sorted(k for k in environ if k.startswith(INSTALLER_CONFIG_PREFIXES) and k not in INSTALLER_KEPT)
 
 
 def index_args(find_links=(), index_url: str | None = None, no_index: bool = False) -> list:
@@ -221,6 +281,12 @@ def install(venv: Venv, wheel: Path, *, find_links=(), index_url: str | None = N
     find_links = [link if "://" in str(link) else Path(link).resolve() for link in find_links]
     cmd = pip_command(venv) + index_args(find_links, index_url, no_index)
     box = install_box(venv, [wheel, *find_links])
+    ignored = ignored_installer_settings()
+    if ignored:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a") as fh:
+            fh.write(f"the installer runs isolated: the invoker's {', '.join(ignored)} and pip.conf/uv.toml "
+                     "files are ignored (name the index with --index-url, --find-links or --no-index)\n")
     if no_deps:
         # Only the wheel itself goes in without dependencies; the gates' own needs still resolve.
         _run_logged(cmd + ["--no-deps", wheel], log, "install", f"pip install --no-deps {wheel.name}",

@@ -36,6 +36,8 @@
 #                                         $W; once every piece is there, unpack $W/opencv-prefix
 #   gpu/real_fork_run.sh bwrap [DIR]      (here) apt-get download bubblewrap into .carry/bubblewrap/
 #   gpu/real_fork_run.sh setup            unpack, commit, wheelhouse, bwrap (about a minute)
+#   gpu/real_fork_run.sh tree             unpack and commit the carried tree (when setup's call had no
+#                                         room for .carry/fork-slim.tar.xz beside .whl/)
 #   gpu/real_fork_run.sh bwrap-setup      (part of setup) unpack .carry/bubblewrap into $W/bwrap-prefix
 #   gpu/real_fork_run.sh setup2           a second call's carry (.whl2/) into the wheelhouse; /tmp
 #                                         survives between calls of a hold
@@ -83,6 +85,26 @@ bwrap_setup() {
       --unshare-ipc --die-with-parent --new-session true \
     || { echo "bwrap from $deb cannot make a sandbox on this host"; exit 1; }
   echo "bwrap ready: $("$W/bwrap-prefix/usr/bin/bwrap" --version) in $W/bwrap-prefix/usr/bin"
+}
+
+# The carried tree, unpacked and committed once a hold (its archive travels in the first call that has
+# room for it: .whl fills the first call, so `tree` runs again in a later one)
+unpack_tree() {
+  if [ ! -d "$W/mxnet/.git" ] && [ ! -f "$ROOT/.carry/fork-slim.tar.xz" ]; then
+    echo "fork tree: not in this call's carry (.carry/fork-slim.tar.xz); run \`tree\` in a call that carries it"
+    return 0
+  fi
+  if [ ! -d "$W/mxnet/.git" ]; then
+    mkdir -p "$W" && tar xJf "$ROOT/.carry/fork-slim.tar.xz" -C "$W" || exit 1
+    # One commit, the same in every hold: fixed author, committer and dates, so the commit hash,
+    # the commit stamp in libmxnet.so and SOURCE_DATE_EPOCH (the commit time) are too, and two
+    # holds' builds can give the same bytes (docs/reproducible_builds.md)
+    git -C "$W/mxnet" init -q && git -C "$W/mxnet" add -A \
+      && GIT_AUTHOR_DATE="$FORK_DATE" GIT_COMMITTER_DATE="$FORK_DATE" git -C "$W/mxnet" \
+         -c user.name=harness -c user.email=harness@localhost commit -qm \
+         "fork 3f13890 (../shared/fixtures; oneDNN sources, examples and docs left out)" || exit 1
+    git -C "$W/mxnet" log -1 --format='carried tree commit %H (commit time %ct)'
+  fi
 }
 
 case "${1:-}" in
@@ -166,20 +188,13 @@ setup)
       --skip onnxruntime --skip ml-dtypes nvidia-cudnn-cu13 nvidia-nccl-cu13 nvidia-cublas requests packaging protobuf \
       typing-extensions ml-dtypes flatbuffers sympy pytest pytest-xdist pytest-timeout scipy matplotlib \
       > $W/wheelhouse.log 2>&1; echo \$? > $W/wheelhouse.rc" < /dev/null > /dev/null 2>&1 &
-  if [ ! -d "$W/mxnet/.git" ]; then
-    tar xJf "$ROOT/.carry/fork-slim.tar.xz" -C "$W" || exit 1
-    # One commit, the same in every hold: fixed author, committer and dates, so the commit hash,
-    # the commit stamp in libmxnet.so and SOURCE_DATE_EPOCH (the commit time) are too, and two
-    # holds' builds can give the same bytes (docs/reproducible_builds.md)
-    git -C "$W/mxnet" init -q && git -C "$W/mxnet" add -A \
-      && GIT_AUTHOR_DATE="$FORK_DATE" GIT_COMMITTER_DATE="$FORK_DATE" git -C "$W/mxnet" \
-         -c user.name=harness -c user.email=harness@localhost commit -qm \
-         "fork 3f13890 (../shared/fixtures; oneDNN sources, examples and docs left out)" || exit 1
-    git -C "$W/mxnet" log -1 --format='carried tree commit %H (commit time %ct)'
-  fi
+  unpack_tree
   bwrap_setup
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv
   nvcc --version | tail -2; nproc; df -h /tmp | tail -1
+  ;;
+tree)
+  unpack_tree
   ;;
 setup2)
   # after the packing that setup started: it would otherwise put the host's versions back
@@ -263,6 +278,15 @@ collect)
   mkdir -p "$out"
   cp "$W/pytest.log" "$W/report.json" "$W/gpu_report.json" "$W/gpu-lane.log" "$out/" 2>/dev/null
   cp "$W/build/.ninja_log" "$out/ninja_log.txt" 2>/dev/null
+  cp "$W/build/harness-logs/review.html" "$out/" 2>/dev/null
+  # the bundled closure as the package step staged it: each file, its size, and the MB in all
+  lib="$W/build/harness-package/python/mxnet/lib"
+  if [ -d "$lib" ]; then
+    { find "$lib" -maxdepth 1 -type f -printf '%s %f\n' | sort -k2
+      echo "files: $(find "$lib" -maxdepth 1 -type f | wc -l), bytes: $(du -sb "$lib" | cut -f1)"
+      for f in "$W"/build/harness-package/python/mxnet/libmxnet.so; do echo "== $f"; readelf -d "$f" | grep -E 'NEEDED|RUNPATH'; done
+    } > "$out/closure.txt"
+  fi
   tail -c 200000 "$W/build/harness-logs/compile.log" > "$out/compile_log_tail.txt" 2>/dev/null
   cat "$W"/build/harness-logs/*.log 2>/dev/null | grep -v '^\[' | tail -c 300000 > "$out/step_logs_tail.txt"
   # each shard log's head and tail (what it passed, where it stopped)

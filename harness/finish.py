@@ -32,6 +32,7 @@ from .report_doc import destinations, extra_sections, merged_gpu_runs, review_se
 from .shard_plan import SECTION as SHARD_SECTION, write_summary
 from .state import HarnessRun, harness_run
 from .steps import WHEEL_STEP, after_chain_records, chain_records
+from .verdicts import NOT_JUDGED, NOT_JUDGED_EXIT
 from .wheel_placement import chain_lines, gate_failures, override_lines, place_wheel
 
 #: The GPU gates' markers: one of them skipped makes a run non-green (the GPU policy row).
@@ -74,6 +75,25 @@ def classify_stop(run: HarnessRun) -> Outcome:
     if run.stopped_for_step and run.exitstatus == pytest.ExitCode.INTERRUPTED:
         return Outcome(exit=pytest.ExitCode.TESTS_FAILED)
     return NOTHING
+
+
+def judge(run: HarnessRun) -> Outcome:
+    """The run's outcome of three: FAIL (a gate judged the wheel bad: exit 1), ERROR (no gate
+    judged it bad, and the host kept one from judging: exit 3, NOT_JUDGED_EXIT), else what pytest
+    says. A not-judged gate is said in one line here, with its reason; the reason itself was
+    said once where it happened (harness.gates stops the run after a step's environment fault)."""
+    run.not_judged = sorted((n, e.why) for n, e in run.ledger.entries.items() if e.verdict == NOT_JUDGED)
+    if not run.not_judged:
+        return NOTHING
+    reasons = list(dict.fromkeys(why for _n, why in run.not_judged))
+    judged_bad = [n for n, e in run.ledger.entries.items() if e.verdict == "failed"]
+    # the reason in a few words (its first clause): the whole of it was said where it happened
+    what = f"{len(run.not_judged)} gate(s) not judged ({reasons[0].split(': ', 1)[0]}" + (
+        f", and {len(reasons) - 1} other reason(s): see the gate table)" if len(reasons) > 1 else ")")
+    if judged_bad:
+        return Outcome(lines=("", f"FAIL: {len(judged_bad)} gate(s) failed; also {what}"))
+    return Outcome(lines=("", f"ERROR (not judged): {what}. The host, not the wheel, failed: fix it and "
+                          f"re-run (exit {NOT_JUDGED_EXIT})"), exit=NOT_JUDGED_EXIT, loud=True)
 
 
 def check_pin(run: HarnessRun) -> Outcome:
@@ -153,6 +173,11 @@ def place_built_wheel(run: HarnessRun) -> Outcome:
     if not rec or rec.get("failed"):
         return Outcome(lines=tuple(lines), loud=True)
     failed, passed_provenance = gate_failures(run)
+    if not failed and run.not_judged:
+        # the host failed, not the wheel: no verdict moves it (a re-run after the fix judges it)
+        return Outcome(lines=(*lines, f"wheel NOT judged ({len(run.not_judged)} gate(s) could not run): neither "
+                              f"copied to dist/ nor set aside; it stays in {Path(rec['result']['wheel']).parent}"),
+                       loud=True)
     try:
         line, run.placed_wheel = place_wheel(run, Path(rec["result"]["wheel"]), Path(rec["result"]["dist"]),
                                              failed, passed_provenance)
@@ -237,6 +262,7 @@ def unlock_pin(run: HarnessRun) -> Outcome:
 #: The end of the run, in order.
 FINISH = (
     Row("classify the stop", classify_stop, on_workers=True),
+    Row("judge", judge),
     Row("check the pin", check_pin),
     Row("build the report", build_report),
     Row("write the JSON", write_json),

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from build_steps.errors import HarnessError, StepError, UsageError, WheelUnusable
+from build_steps.errors import EnvironmentFault, HarnessError, StepError, UsageError, WheelUnusable
 from build_steps.once import ProductFailed, StepFailedElsewhere
 from build_steps.release_manifest import left_out_by_flavor
 
@@ -37,8 +37,10 @@ def pytest_configure(config: pytest.Config) -> None:
 def _stops_the_chain(exc: BaseException) -> bool:
     # WheelUnusable/ProductFailed: the wheel could not be extracted (a full disk, a zip bomb, a
     # corrupt member); every gate would say it again, 29 times.
+    # EnvironmentFault: a step the host kept from running (an unreachable index for the venv):
+    # every gate that needs it would say it again; the run is not judged (harness.finish)
     return (isinstance(exc, StepError) and exc.step in CHAIN_STEPS) or isinstance(
-        exc, (StepFailedElsewhere, UsageError, WheelUnusable, ProductFailed))
+        exc, (StepFailedElsewhere, UsageError, WheelUnusable, ProductFailed, EnvironmentFault))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -59,7 +61,7 @@ def _judge(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
         step = getattr(exc, "step", None) or ("source" if isinstance(exc, UsageError) else
                                               "wheel" if isinstance(exc, ProductFailed) else "build")
         item.session.shouldfail = f"{STOP_PREFIX} ({step}): the error above is the whole report"
-        if isinstance(exc, StepError):
+        if isinstance(exc, StepError) and exc.step in CHAIN_STEPS:
             # Filed under the step, not under whichever gate first asked for its product: the
             # gate did not fail, it never ran ("ERROR at setup of build step configure").
             # Renamed where it is logged (StepReportsOnController), not here: an xdist worker

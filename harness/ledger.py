@@ -12,10 +12,10 @@ from collections.abc import Generator
 
 import pytest
 
-from build_steps.errors import HarnessError
+from build_steps.errors import HarnessError, NotJudged
 
 from .state import Entry, the_run
-from .verdicts import VERDICT_PROPERTY, failure_reason, skip_reason, verdict_of
+from .verdicts import NOT_JUDGED, VERDICT_PROPERTY, failure_reason, skip_reason, verdict_of
 
 PLUGIN_NAME = "mxnet-ledger"
 
@@ -54,6 +54,9 @@ class LedgerPlugin:
                 why = ((str(exc).splitlines() or [""])[0] if isinstance(exc, HarnessError) else
                        failure_reason(getattr(report, "longreprtext", "") or str(report.longrepr or "")))
             verdict = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
+            if report.failed and call.excinfo is not None and isinstance(call.excinfo.value, NotJudged):
+                # the host kept the gate from judging (build_steps.errors.NotJudged): a third outcome
+                verdict = NOT_JUDGED
         facts = {"when": report.when, "verdict": verdict, "why": why, "markers": _marker_names(item)}
         # A new list: the report shares item.user_properties otherwise.
         report.user_properties = [*report.user_properties, (VERDICT_PROPERTY, facts)]

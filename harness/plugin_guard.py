@@ -78,8 +78,11 @@ def is_own_conftest(path: Path) -> bool:
 def foreign_plugin(name: str, plugin: object) -> str | None:
     """What ``plugin`` (registered as ``name``) is, when it is not pytest's, the harness's or a declared
     dependency's; None when it is one of those."""
-    module = plugin if isinstance(plugin, ModuleType) else sys.modules.get(type(plugin).__module__)
-    modname = module.__name__ if module is not None else type(plugin).__module__
+    # A plugin registered as a class (pytest's own legacypath registers LegacyTestdirPlugin so, when
+    # pytester is loaded) is judged by the class's module, not by ``type``'s (builtins).
+    owner = plugin if isinstance(plugin, type) else type(plugin)
+    module = plugin if isinstance(plugin, ModuleType) else sys.modules.get(owner.__module__)
+    modname = module.__name__ if module is not None else owner.__module__
     path = getattr(module, "__file__", None)
     if path and Path(path).name == "conftest.py":
         return None if is_own_conftest(Path(path)) else f"conftest {Path(path).resolve()}"

@@ -24,6 +24,7 @@ from build_steps.errors import UsageError
 from .common import fix_release_options, harness_options, is_release_run, is_worker
 from .release_scope import scope_line
 from .state import the_run
+from .verdicts import NOT_JUDGED_EXIT
 from .steps import chain_stop_of
 
 if TYPE_CHECKING:
@@ -216,6 +217,10 @@ class PublishPlugin:
             counted = f"{out['set_passed']}/{out['set_size']} gates of the {out['flavor']} release set passed"
         if exitstatus == pytest.ExitCode.INTERRUPTED:
             verdict = "INTERRUPTED"
+        elif self.run.exitstatus == NOT_JUDGED_EXIT and self.run.not_judged:
+            # the host kept gates from judging and none judged FAIL (harness.finish.judge)
+            verdict = "ERROR (not judged)"
+            counted += f"; {len(self.run.not_judged)} not judged"
         if not opts.publish:
             published = "not published (--publish not given)"
         elif out.get("published"):

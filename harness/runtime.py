@@ -20,7 +20,7 @@ from build_steps.heartbeat import heartbeat
 from build_steps.driver_stub import DRIVER_SONAME, STUB_ENV, STUB_RECORD, driver_missing, make_stub
 from build_steps.readers.elf import read_dynamic
 from build_steps import filesystem
-from build_steps.errors import HarnessError, StepError, log_tail
+from build_steps.errors import EnvironmentFault, HarnessError, StepError, log_tail
 from build_steps.once import run_once
 from build_steps.pinning import verify
 from build_steps.profile_data import GATE_TEST_REQUIREMENTS
@@ -70,7 +70,8 @@ def release_venv(options: RunOptions, wheel_path: Path, wheel_pin: WheelPin, sha
                 full = filesystem.full_one([root, tempfile.gettempdir()], exc.tail, log_tail(log))
                 if full is None:
                     raise
-                raise StepError(exc.step, f"{str(exc).splitlines()[0].split('] ', 1)[-1]}: "
+                # a full disk is the host's fault: the wheel is not judged
+                raise EnvironmentFault(exc.step, f"{str(exc).splitlines()[0].split('] ', 1)[-1]}: "
                                 f"{filesystem.no_space(full)}", log=exc.log, tail=exc.tail) from None
 
     def _make() -> dict[str, Any]:

@@ -32,7 +32,7 @@ Role = Literal["controller", "worker"]
 @dataclass
 class Entry:
     """One gate's verdict in the ledger."""
-    verdict: str = "not run"     # passed / failed / skipped / xfailed / not run
+    verdict: str = "not run"     # passed / failed / skipped / xfailed / not judged / not run
     why: str = ""
     markers: tuple[str, ...] = ()
     finished: bool = False       # its teardown was reported
@@ -100,6 +100,8 @@ class HarnessRun:
     placed_wheel: str | None = None
     #: (nodeid, why) of the GPU gates that were selected and skipped
     skipped_gpu: list[tuple[str, str]] = field(default_factory=list)
+    #: the gates the host kept from judging the wheel (nodeid, why): harness.finish's verdict row
+    not_judged: list[tuple[str, str]] = field(default_factory=list)
     #: lines for the end of the gate table, and for the summary's own sections (title -> lines)
     report_lines: list[str] = field(default_factory=list)
     sections: dict[str, list[str]] = field(default_factory=dict)

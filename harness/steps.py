@@ -256,7 +256,7 @@ def _produce_stage(n: StepInputs) -> dict[str, Any]:
     tree = package.stage_tree(n.build_paths.src, n.build_paths.package_tree)
     staged = bundle.stage_package(n.libmxnet.library, tree, n.profile,
                                   wants_opencv=bool(built_with.get("USE_OPENCV")),
-                                  prefix=n.options.opencv_prefix)
+                                  prefix=n.options.opencv_prefix, tree=n.build_paths.src)
     say(f"[stage] {len(staged.bundle)} libraries bundled into {staged.package_dir / 'lib'}"
         + (f" (resolved from --opencv-prefix {n.options.opencv_prefix} first)" if n.options.opencv_prefix else "")
         + "; "

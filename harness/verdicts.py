@@ -3,13 +3,33 @@ travels under from the process that ran the gate to the one that files it (harne
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
+
+from build_steps.errors import NOT_JUDGED, NotJudged
 
 if TYPE_CHECKING:
     import pytest
 
 #: The user_properties key the verdict travels under.
 VERDICT_PROPERTY = "mxnet_verdict"
+
+#: NOT_JUDGED ("not judged", from build_steps.errors): the third outcome beside passed and failed,
+#: the harness could not judge the wheel (the host failed, not the wheel). The ledger files it,
+#: the gate table says NOT JUDGED.
+__all__ = ["NOT_JUDGED", "NOT_JUDGED_EXIT", "NotJudged", "not_judged", "failure_reason", "skip_reason",
+           "verdict_of", "VERDICT_PROPERTY"]
+#: The exit status of a run where a gate or step could not judge and none judged FAIL (pytest
+#: never ends a session normally with 3: it is its INTERNAL_ERROR, also a run that judged nothing).
+NOT_JUDGED_EXIT = 3
+
+
+def not_judged(reason: str) -> NoReturn:
+    """End the calling gate (or fixture) as NOT JUDGED: ``reason`` says what of the host kept it
+    from judging the wheel and how to fix it (one line, e.g. "the driver 550.54 is below the
+    wheel's cuBLAS floor 580: run on a host with driver >= 580"). Not a failure of the wheel:
+    the run ends ERROR with exit 3 unless another gate judged FAIL, and no wheel is rejected.
+    A skip would count as a failure in a release run; this does not."""
+    raise NotJudged(reason)
 
 _WORKER_HEADER = re.compile(r"^\[gw\d+\] ")
 

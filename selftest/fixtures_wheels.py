@@ -425,6 +425,14 @@ def stage_package(stage: Path, libmxnet: Path, flavor: str) -> dict:
     return files
 
 
+def with_soname(_data: bytes, path: Path, member: str) -> bytes:
+    """``path`` (written by patched_libmxnet) with the SONAME of the grafted ``member``: the same
+    library staged again, as a stale staging directory would hold it."""
+    from build_steps.bundle import patch_names
+    patch_names(path, {}, soname=member.rsplit("/", 1)[-1])
+    return path.read_bytes()
+
+
 def patched_libmxnet(src: Path, dest: Path, runpath) -> bytes:
     from build_steps.bundle import set_runpath
     shutil.copy2(src, dest)
@@ -448,6 +456,17 @@ def _leaf_and_inner(root: Path, files: dict):
     inner = next(n for n in sorted(needed_by_others) if f"mxnet/lib/{n}" in files
                  and not n.startswith("libopencv_") and needed_by_others[n].startswith("mxnet/lib/libopencv_"))
     return leaf, inner
+
+
+def bundled_member(files: dict, soname: str) -> str:
+    """The member the bundle step grafted the host library ``soname`` under: ``libz.so.1`` ->
+    ``mxnet/lib/libz-<hash8>.so.1`` (build_steps.bundle.graft_name)."""
+    stem, dot_so, rest = soname.partition(".so")
+    pattern = re.compile(rf"^mxnet/lib/{re.escape(stem)}-[0-9a-f]{{8}}{re.escape(dot_so + rest)}$")
+    hits = [m for m in files if pattern.match(m)]
+    if len(hits) != 1:
+        raise AssertionError(f"{soname}: {len(hits)} grafted members ({hits})")
+    return hits[0]
 
 
 def _same_file_members(files: dict, member: str) -> list:
@@ -565,6 +584,11 @@ def build_selftest_wheels(work: Path) -> dict:
     cuda_files, cuda_stage = good["cuda"]
     leaf, inner = _leaf_and_inner(cuda_stage, cuda_files)
     out["leaf"], out["inner"] = leaf, inner
+    # the grafted members of the host's libraries (their names carry a hash of the host's file)
+    imgcodecs = bundled_member(cuda_files, "libopencv_imgcodecs.so.406")
+    core = bundled_member(cuda_files, "libopencv_core.so.406")
+    out["imgcodecs"], out["core"] = imgcodecs, core
+    out["glx"] = bundled_member(cuda_files, "libGLX.so.0")
 
     def opencv_off(files):
         for m in [m for m in files if m.startswith("mxnet/lib/")]:
@@ -597,7 +621,7 @@ def build_selftest_wheels(work: Path) -> dict:
 
     variant("opencv_off", "cuda", opencv_off)
     variant("closure_not_bundled", "cuda", drop_lib_dir)
-    variant("soname_missing", "cuda", drop_members("mxnet/lib/libopencv_imgcodecs.so.406"))
+    variant("soname_missing", "cuda", drop_members(imgcodecs))
     variant("closure_incomplete", "cuda", drop_members(f"mxnet/lib/{inner}"))
     variant("no_origin", "cuda", strip_runpath)
     # Bundled the way the fork's bundler would have done it: with its own $ORIGIN RUNPATH.
@@ -645,7 +669,6 @@ def build_selftest_wheels(work: Path) -> dict:
         dest.parent.mkdir(exist_ok=True)
         return patched_libmxnet(lib, dest, ["$ORIGIN"])
 
-    core = "mxnet/lib/libopencv_core.so.406"
     real_core = (OPENCV_DIR / "libopencv_core.so.406").resolve()
     stale = build_plain_lib(extra / "stale", "libmxnet_selftest_stale.so.1")
     variant("needs_host_only_lib", "cuda", lib_swap("cuda_hostonly", cuda_rp))
@@ -659,8 +682,8 @@ def build_selftest_wheels(work: Path) -> dict:
     variant("stale_lib", "cuda", add_member("mxnet/lib/libmxnet_selftest_stale.so.1",
                                             patched_libmxnet(stale, tmp / "stale.so", ["$ORIGIN"])))
     # An older staging of the same library under its real name: other bytes, the same SONAME.
-    variant("soname_conflict", "cuda", add_member(f"mxnet/lib/{real_core.name}", patched_libmxnet(
-        real_core, tmp / real_core.name, ["$ORIGIN/."])))
+    variant("soname_conflict", "cuda", add_member(f"mxnet/lib/{real_core.name}", with_soname(patched_libmxnet(
+        real_core, tmp / real_core.name, ["$ORIGIN/."]), tmp / real_core.name, core)))
     # The fork's bundling: the real-name file beside the SONAME copy, byte for byte.
     variant("duplicate_copy", "cuda", lambda f: f.__setitem__(f"mxnet/lib/{real_core.name}", f[core]))
 
@@ -673,8 +696,9 @@ def build_selftest_wheels(work: Path) -> dict:
     variant("sm100a_only", "cuda", lib_swap("cuda_sm100a", cuda_rp))
     # Another build of a bundled SONAME where the RUNPATH also looks: which one loads depends on the
     # search order (its own dependencies reached in mxnet/lib, so it is loadable on its own).
-    variant("soname_conflict_in_runpath_dir", "cuda", add_member(f"nvidia/cu13/lib/{core.rsplit('/', 1)[-1]}", patched_libmxnet(
-        real_core, tmp / "core-in-cu13.so", ["$ORIGIN/../../../mxnet/lib"])))
+    variant("soname_conflict_in_runpath_dir", "cuda", add_member(f"nvidia/cu13/lib/{core.rsplit('/', 1)[-1]}", with_soname(
+        patched_libmxnet(real_core, tmp / "core-in-cu13.so", ["$ORIGIN/../../../mxnet/lib"]), tmp / "core-in-cu13.so",
+        core)))
 
     def second_lib(files):
         lib_swap("cuda_second_lib", cuda_rp)(files)
@@ -682,7 +706,7 @@ def build_selftest_wheels(work: Path) -> dict:
     variant("second_lib_narrow", "cuda", second_lib)
     variant("requires_dist_conflict", "cuda", meta("cuda", lambda r: r + ["nvidia-cublas>=13.1,<13.5"]))
     variant("not_elf_bundled", "cuda", lambda f: [f.__setitem__(m, b"/* GNU ld script */\nINPUT(libopencv_imgcodecs.so.4.6.0)\n")
-                                                  for m in _same_file_members(f, "mxnet/lib/libopencv_imgcodecs.so.406")])
+                                                  for m in _same_file_members(f, imgcodecs)])
     # ${ORIGIN}, as some linkers and patchelf users write it: the same token as $ORIGIN.
     variant("brace_origin", "cuda", lib_swap("cuda", [e.replace("$ORIGIN", "${ORIGIN}") for e in cuda_rp]))
     # A zip bomb beside the good members: 64 MiB of zeros stored in ~64 kB (level 9, as zip -9 would).

@@ -1,13 +1,18 @@
-"""build_steps.bundle puts each library in once, under the name the loader asks for (issue 12).
+"""build_steps.bundle puts each library in once, under the name the loader asks for (issue 12),
+grafted under a name of its own (issue 40, defect 5).
 
 Against the host's real OpenCV 4.6 closure: no symlinks (a wheel stores each as a second full
 copy), every file named for its SONAME, no two files with the same bytes, and the graphics
-libraries OpenCV's closure reaches (libGLX, libGLdispatch) still bundled.
+libraries OpenCV's closure reaches (libGLX, libGLdispatch) still bundled. Each library is grafted
+as auditwheel does: ``<stem>-<sha256 of its content, 8 hex>.so.N``, its SONAME set to that, and
+every NEEDED of libmxnet and of the bundled libraries rewritten, so a process that already has the
+host's libcrypto.so.3 loaded cannot hand that copy to the wheel's libraries.
 """
 from __future__ import annotations
 
 import hashlib
 import subprocess
+import zlib
 
 import pytest
 
@@ -25,11 +30,11 @@ def bundled(tmp_path_factory):
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(d / "f.c"), "-Wl,--no-as-needed",
                     *[str(OPENCV_DIR / n) for n in OPENCV_LIBS]], check=True)
     lib_dir = d / "lib"
-    return bundle_closure(lib, lib_dir, PROFILES["cpu"]), lib_dir
+    return bundle_closure(lib, lib_dir, PROFILES["cpu"]), lib_dir, lib
 
 
 def test_each_library_once_under_its_soname(bundled):
-    bundle, lib_dir = bundled
+    bundle, lib_dir, _lib = bundled
     files = sorted(lib_dir.iterdir())
     assert files and not [f.name for f in files if f.is_symlink()]
     assert sorted(f.name for f in files) == sorted(b.soname for b in bundle)
@@ -43,11 +48,12 @@ def test_each_library_once_under_its_soname(bundled):
 
 
 def test_seeds_and_graphics_stack_bundled(bundled):
-    _bundle, lib_dir = bundled
+    bundle, lib_dir, _lib = bundled
     names = {f.name for f in lib_dir.iterdir()}
-    assert set(OPENCV_LIBS) <= names
+    originals = {b.original for b in bundle}
+    assert set(OPENCV_LIBS) <= originals
     # OpenCV's closure on Debian/Ubuntu reaches the GL dispatch stack, which slim images lack.
-    assert {"libGLX.so.0", "libGLdispatch.so.0"} <= names
+    assert {"libGLX.so.0", "libGLdispatch.so.0"} <= originals
     assert all(read_dynamic(lib_dir / n).runpath == ["$ORIGIN"] for n in names)
 
 
@@ -64,3 +70,37 @@ def test_a_build_configured_without_opencv_stages_without_its_closure(tmp_path):
     staged = bundle_closure(lib, tmp_path / "lib-dev", PROFILES["cpu"], wants_opencv=False)
     assert list(staged) == []
     assert not any((tmp_path / "lib-dev").iterdir()), "nothing to bundle without OpenCV"
+
+
+def test_each_library_is_grafted_under_a_name_of_its_own(bundled):
+    bundle, lib_dir, lib = bundled
+    by_original = {b.original: b for b in bundle}
+    assert {"libcrypto.so.3", "libz.so.1"} <= set(by_original), "the host closure reaches OpenSSL and zlib"
+    for b in bundle:
+        digest = hashlib.sha256(b.source.read_bytes()).hexdigest()[:8]
+        stem, dot_so, rest = b.original.partition(".so")
+        assert b.soname == f"{stem}-{digest}{dot_so}{rest}", (b.original, b.soname)
+        assert b.path == lib_dir / b.soname and read_dynamic(b.path).soname == b.soname
+    assert by_original["libopencv_core.so.406"].soname.startswith("libopencv_core-")
+    assert all(b.soname.startswith("libopencv_") for b in bundle if b.original.startswith("libopencv_"))
+    # No ELF names a bundled library by its plain SONAME any more: the loader can only pick the graft.
+    plain = set(by_original) - {b.soname for b in bundle}
+    grafted = {b.soname for b in bundle}
+    for elf in [lib, *(b.path for b in bundle)]:
+        needed = read_dynamic(elf).needed
+        assert not plain & set(needed), (elf.name, sorted(plain & set(needed)))
+    assert {by_original[n].soname for n in OPENCV_LIBS} <= set(read_dynamic(lib).needed)
+    assert len(grafted) == len(bundle)
+
+
+def test_grafting_adds_no_padding(bundled):
+    """patchelf 0.18+ puts each moved section in a segment aligned to the library's largest p_align:
+    2 MiB of zeros per change on older libraries (libXdmcp: 23 kB became 6.3 MB, which the wheel
+    reader refuses as a zip bomb). A grafted library compresses like a library."""
+    bundle, _lib_dir, _lib = bundled
+    padded = []
+    for b in bundle:
+        data = b.path.read_bytes()
+        if len(data) > 20 * len(zlib.compress(data, 1)) and len(data) > 2 * b.source.stat().st_size:
+            padded.append(f"{b.soname}: {b.source.stat().st_size} -> {len(data)} bytes")
+    assert not padded, padded

@@ -7,6 +7,7 @@ the shards run); the dumps hold the allow-list and the ``--pass-env`` names, nev
 from __future__ import annotations
 
 import base64
+import os
 import hashlib
 import json
 import zipfile
@@ -88,11 +89,18 @@ def test_wheel_code_sees_no_secret(tmp_path, monkeypatch):
         assert environ["PATH"] and environ["HOME"]
 
 
-def test_pip_gets_its_configuration_and_no_secret(monkeypatch):
-    for key, value in {**SECRETS, "PIP_FIND_LINKS": "/opt/wheels", "LC_ALL": "C.UTF-8"}.items():
+def test_pip_gets_its_proxies_and_no_configuration_or_secret(monkeypatch):
+    # issue 42, item 2: the invoker's pip/uv configuration stays out of every install (the
+    # installs themselves: test_runtime_units), the proxies and the caches' places reach it
+    for key, value in {**SECRETS, "PIP_FIND_LINKS": "/opt/wheels", "UV_INDEX_URL": "http://127.0.0.1:9/",
+                       "HTTPS_PROXY": "http://proxy:3128", "UV_CACHE_DIR": "/var/uv",
+                       "LC_ALL": "C.UTF-8"}.items():
         monkeypatch.setenv(key, value)
     pip_env, code_env = clean_env(pip=True), clean_env()
-    assert pip_env["PIP_FIND_LINKS"] == "/opt/wheels" and "PIP_FIND_LINKS" not in code_env
+    assert "PIP_FIND_LINKS" not in pip_env and "UV_INDEX_URL" not in pip_env and "PIP_FIND_LINKS" not in code_env
+    assert pip_env["PIP_CONFIG_FILE"] == os.devnull and pip_env["UV_NO_CONFIG"] == "1"
+    assert pip_env["HTTPS_PROXY"] == "http://proxy:3128" and pip_env["UV_CACHE_DIR"] == "/var/uv"
+    assert "HTTPS_PROXY" not in code_env and "UV_CACHE_DIR" not in code_env
     assert code_env["LC_ALL"] == "C.UTF-8"
     assert not set(SECRETS) & (set(pip_env) | set(code_env))
     # Not even through extra= (e.g. a shard's own variables).

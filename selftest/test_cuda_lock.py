@@ -99,6 +99,13 @@ def test_installed_versions_that_differ_from_the_lock_fail_naming_both(wheelhous
     dist_info = next(target.glob("nvidia_nvtx-*.dist-info"))
     meta = dist_info / "METADATA"
     meta.write_text(meta.read_text().replace(f"Version: {LOCKED}", f"Version: {ROGUE}"))
+    # ... with a RECORD that agrees (an install of another version, not a damaged file)
+    import base64
+    record = dist_info / "RECORD"
+    row = f"{dist_info.name}/METADATA,"
+    digest = base64.urlsafe_b64encode(hashlib.sha256(meta.read_bytes()).digest()).rstrip(b"=").decode()
+    record.write_text("".join(f"{row}sha256={digest},{meta.stat().st_size}\n" if line.startswith(row) else line + "\n"
+                              for line in record.read_text().splitlines()))
     with pytest.raises(StepError, match=rf"{NAME}: installed {ROGUE}, lock {LOCKED}"):
         install_wheels(tmp_path / "cache", find_links=(good,), no_index=True, lock=lock)
 
@@ -124,3 +131,33 @@ def test_a_lock_entry_without_hashes_is_refused(tmp_path):
     lock.write_text(f'[[wheel]]\nname = "{NAME}"\nversion = "{LOCKED}"\nfiles = []\n')
     with pytest.raises(ValueError, match="wheel entry 1 needs name, version and files with sha256"):
         cuda_lock.load(lock)
+
+
+def test_a_damaged_cache_entry_is_fetched_again_before_use(wheelhouses, tmp_path):
+    """Issue 42, item 3: a cached CUDA wheel's file that no longer matches its RECORD (truncated,
+    as a killed copy or a full disk leaves it) is found before use and fetched again; the build
+    would otherwise fail at the final link, ~1300 steps later, naming neither."""
+    import io
+    good, _rogue, lock = wheelhouses
+    cache = tmp_path / "cache"
+    target = install_wheels(cache, find_links=(good,), no_index=True, lock=lock)
+    member = target / "nvidia" / "nvtx" / "__init__.py"
+    whole = member.read_bytes()
+    member.write_bytes(whole[:5])
+    said = io.StringIO()
+    again = install_wheels(cache, find_links=(good,), no_index=True, lock=lock, progress=said)
+    assert again == target and member.read_bytes() == whole
+    assert "nvidia/nvtx/__init__.py" in said.getvalue() and "fetching them again" in said.getvalue(), said.getvalue()
+
+
+def test_a_damaged_cache_entry_that_cannot_be_fetched_again_names_the_cache_and_the_fix(wheelhouses, tmp_path):
+    good, _rogue, lock = wheelhouses
+    cache = tmp_path / "cache"
+    target = install_wheels(cache, find_links=(good,), no_index=True, lock=lock)
+    (target / "nvidia" / "nvtx" / "__init__.py").write_bytes(b"")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(StepError) as info:
+        install_wheels(cache, find_links=(empty,), no_index=True, lock=lock)
+    first = str(info.value).splitlines()[0]
+    assert str(target) in first and "nvidia/nvtx/__init__.py" in first and "damaged" in first, first

@@ -74,3 +74,24 @@ def test_version_gates_fail_on_wrong_version(gates, mxnet191_wheel, mxnet191_whe
     out = r.stdout.str()
     assert "installed mxnet is 1.9.1, expected 1.9.2" in out
     assert "mxnet.__version__ is 1.9.1 but the wheel is 1.9.2" in out
+
+
+def test_an_unreachable_index_is_not_judged_exit_3_said_once(gates, mxnet191_wheel, tmp_path):
+    """Issue 42, item 4: an index the install cannot reach (a closed local port) says nothing
+    about the wheel. The run is ERROR, "not judged", exit 3 (harness.verdicts.NOT_JUDGED_EXIT),
+    the install failure is said once, and the page says not judged, not FAIL."""
+    report = tmp_path / "report.json"
+    # a provenance gate that passes on it runs first (the report and the page are made from the
+    # provenance gates); test_install.py's gates stand for every gate that needs the venv (the run
+    # stops after the first, which says why)
+    r = gates("-m", "release", "-k", "bundle_once or test_install.py", f"--wheel={mxnet191_wheel}",
+              "--index-url=http://127.0.0.1:9/", "--extra-requirement=numpy<1.24", "--flavor=cpu",
+              f"--provenance-json={report}")
+    out = r.stdout.str() + r.stderr.str()
+    assert r.ret == 3, out[-4000:]
+    # pip's failure block, said once (not once per gate that needed the venv)
+    assert out.count("No matching distribution found for") == 1, out[-6000:]
+    assert "NOT JUDGED" in out and "could not reach the package index" in out, out[-4000:]
+    assert "FAILED   tests/" not in out and "RELEASE " in out and ": ERROR (not judged)" in out, out[-4000:]
+    page = report.with_suffix(".html").read_text()
+    assert "not judged" in page.lower() and ">FAIL<" not in page, page[:3000]

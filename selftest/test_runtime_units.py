@@ -140,3 +140,55 @@ def test_no_index_installs_from_the_wheelhouse_alone(bare_venv, tmp_path):
     install(bare_venv, wheel, find_links=(house,), no_index=True, log=log)
     assert installed_distributions(bare_venv).get("harnessdep") == "1.0"
     assert "--no-index" in log.read_text()
+
+
+def _dep_wheel(house, version):
+    from selftest.fixtures_readers import write_wheel
+    return write_wheel(house / f"harnessdep-{version}-py3-none-any.whl", {
+        "harnessdep/__init__.py": b"",
+        "harnessdep-%s.dist-info/METADATA" % version.encode(): b"Metadata-Version: 2.1\nName: harnessdep\nVersion: "
+                                                                + version.encode() + b"\n\n",
+        "harnessdep-%s.dist-info/WHEEL" % version.encode(): b"Wheel-Version: 1.0\nGenerator: selftest\n"
+                                                             b"Root-Is-Purelib: true\nTag: py3-none-any\n"})
+
+
+@pytest.mark.parametrize("setting", ["PIP_CONSTRAINT", "pip.conf", "PIP_INDEX_URL"])
+def test_the_invokers_pip_settings_do_not_change_what_the_venv_gets(tmp_path, monkeypatch, setting):
+    """Issue 42, item 2: the venv gets what the run's own index options give a user (here the
+    newest harnessdep of the --find-links wheelhouse, 2.0), whatever the invoker's pip
+    configuration says: a PIP_CONSTRAINT pinning 1.0, a pip.conf adding a wheelhouse with 3.0,
+    a PIP_INDEX_URL of a closed port (with --find-links and no --no-index: pip would ask it)."""
+    import sys
+    from build_steps.venv import install, installed_distributions
+    from selftest.fixtures_readers import minimal_files, write_wheel
+    house, rogue = tmp_path / "wheelhouse", tmp_path / "rogue"
+    for version in ("1.0", "2.0"):
+        _dep_wheel(house, version)
+    _dep_wheel(rogue, "3.0")
+    # the rogue files lie in the wheelhouse the install reads, so the sandbox does not hide them
+    # (pip's --find-links does not descend into house/rogue)
+    (house / "constraints.txt").write_text("harnessdep==1.0\n")
+    (house / "pip.conf").write_text(f"[global]\nfind-links = {house / 'rogue'}\n")
+    rogue.rename(house / "rogue")
+    for key in [k for k in os.environ if k.startswith(("PIP_", "UV_"))]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                                if not (p and os.path.isfile(os.path.join(p, "uv")))))
+    if setting == "PIP_CONSTRAINT":
+        monkeypatch.setenv("PIP_CONSTRAINT", str(house / "constraints.txt"))
+    elif setting == "pip.conf":
+        monkeypatch.setenv("PIP_CONFIG_FILE", str(house / "pip.conf"))
+    else:
+        monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/")
+        monkeypatch.setenv("PIP_RETRIES", "0")
+    files = minimal_files("harnesspkg", "1.0", requires=("harnessdep",))
+    files["harnesspkg-1.0.dist-info/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: selftest\n"
+                                               b"Root-Is-Purelib: true\nTag: py3-none-any\n")
+    wheel = write_wheel(tmp_path / "harnesspkg-1.0-py3-none-any.whl", files)
+    venv = create_venv(tmp_path / "venv", sys.executable)
+    log = tmp_path / "install.log"
+    install(venv, wheel, find_links=(house,), no_index=setting != "PIP_INDEX_URL",
+            index_url=None, log=log)
+    text = log.read_text()
+    assert installed_distributions(venv).get("harnessdep") == "2.0", text[-2000:]
+    assert "127.0.0.1:9" not in text, text[-2000:]

@@ -41,6 +41,13 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DEBS = ROOT / ".opencv" / "debs"
 SEEDS = ("libopencv_imgcodecs.so.406", "libopencv_imgproc.so.406", "libopencv_core.so.406")
 CONFIG_PACKAGES = ("libopencv-dev", "libopencv-core-dev", "libopencv-imgproc-dev", "libopencv-imgcodecs-dev")
+#: the headers the fork includes (src/initialize.cc, src/io/*, src/operator/image/*: opencv2/opencv.hpp,
+#: and opencv2/core/version.hpp). opencv.hpp includes the header of every module opencv_modules.hpp
+#: declares (calib3d, dnn, features2d, flann, highgui, ml, objdetect, photo, stitching, video, videoio
+#: in Debian's build), so the prefix carries the -dev package of each header it reaches (issue 40: a
+#: prefix of the three linked modules' headers stopped the real fork's compile at step 148).
+FORK_INCLUDES = ("opencv2/opencv.hpp", "opencv2/core/version.hpp")
+HOST_INCLUDE_DIR = Path("/usr/include/opencv4")
 #: Debian installs these libraries through update-alternatives in the package's postinst, which
 #: ``dpkg -x`` does not run: unpack() makes the links the alternative would (libblas.so.3 and
 #: liblapack.so.3 of OpenBLAS, NEEDED by libopencv_core).
@@ -70,6 +77,18 @@ def _owners(paths: list[Path]) -> set[str]:
     return set(owned.values())
 
 
+def reached_headers(include_dir: Path = HOST_INCLUDE_DIR) -> list[Path]:
+    """Every header the fork's OpenCV includes reach, as the host's C++ compiler resolves them (-M)."""
+    source = "".join(f"#include <{h}>\n" for h in FORK_INCLUDES)
+    proc = subprocess.run(["c++", "-M", "-x", "c++", f"-I{include_dir}", "-"], input=source,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"the OpenCV headers in {include_dir} do not preprocess: {proc.stderr.strip()[-600:]}; "
+                 "install libopencv-dev (scripts/setup.sh) first")
+    deps = proc.stdout.replace("\\\n", " ").split()
+    return sorted({Path(d) for d in deps if Path(d).is_relative_to(include_dir)})
+
+
 def packages() -> list[str]:
     """Every package the prefix needs (the archive's candidate version: an installed version the
     archive no longer carries cannot be downloaded)."""
@@ -85,7 +104,7 @@ def packages() -> list[str]:
             if dep not in seen and not is_host_library(dep):
                 seen.add(dep)
                 todo.append(dep)
-    pkgs |= {name.split(":")[0] for name in _owners(paths)}
+    pkgs |= {name.split(":")[0] for name in _owners(paths + reached_headers())}
     listed = _run(["dpkg-query", "-W", "-f", "${Package}\n", "libopencv-*406"])
     pkgs.update(line.strip() for line in listed.splitlines() if line.strip())
     return sorted(pkgs)
