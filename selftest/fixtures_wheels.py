@@ -570,8 +570,16 @@ def build_selftest_wheels(work: Path) -> dict:
     tmp.mkdir()
 
     def lib_swap(key, runpath):
+        # libmxnet relinked, its NEEDED of the host libraries renamed to the good wheel's grafted
+        # members as the bundle step leaves them (build_steps.bundle.graft_name), RUNPATH ``runpath``.
         def edit(files):
-            files["mxnet/libmxnet.so"] = patched_libmxnet(L[key], tmp / f"{key}.so", runpath)
+            from build_steps.bundle import patch_names
+            path = tmp / f"{key}-{len(os.listdir(tmp))}.so"
+            shutil.copy2(L[key], path)
+            grafted = {re.sub(r"-[0-9a-f]{8}(\.so)", r"\1", m.rsplit("/", 1)[-1]): m.rsplit("/", 1)[-1]
+                       for m in good["cuda"][0] if re.match(r"^mxnet/lib/[^/]+-[0-9a-f]{8}\.so", m)}
+            patch_names(path, grafted, runpath=list(runpath))
+            files["mxnet/libmxnet.so"] = path.read_bytes()
         return edit
 
     def meta(flavor, transform):
@@ -754,19 +762,7 @@ def build_selftest_wheels(work: Path) -> dict:
         f"mxnet-{VERSION['cuda']}.dist-info/entry_points.txt",
         b"[console_scripts]\npip = mxnet.tools.pip_shim:main\nmxnet-info = mxnet.tools:info\n\n"
         b"[gui_scripts]\nf2py = mxnet.tools:f2py\n"))
-    def grafted_swap(key):
-        # libmxnet relinked as the bundle step leaves it: NEEDED of the host libraries renamed to the
-        # good wheel's grafted members (build_steps.bundle.graft_name), RUNPATH the profile's.
-        def edit(files):
-            from build_steps.bundle import patch_names
-            path = tmp / f"{key}-grafted.so"
-            shutil.copy2(L[key], path)
-            grafted = {re.sub(r"-[0-9a-f]{8}(\.so)", r"\1", m.rsplit("/", 1)[-1]): m.rsplit("/", 1)[-1]
-                       for m in cuda_files if re.match(r"^mxnet/lib/[^/]+-[0-9a-f]{8}\.so", m)}
-            patch_names(path, grafted, runpath=list(cuda_rp))
-            files["mxnet/libmxnet.so"] = path.read_bytes()
-        return edit
-    variant("ptx_isa_too_new", "cuda", grafted_swap("cuda_ptx92"))
+    variant("ptx_isa_too_new", "cuda", lib_swap("cuda_ptx92", cuda_rp))
     for name, version in (("version_no_date", "2.0.0+cu13.bw.20261314.1"),
                           ("version_cu12_local", "2.0.0+cu12.bw.20260614.1")):
         variants[name] = str(renamed_version(good["cuda"][0], VERSION["cuda"], version,
