@@ -20,7 +20,7 @@ from .arch import Arch, make_arch
 from .fast_compile import fast_compile_defines
 from .versions import validate_version
 from .readers.symbol_floor import parse_floor
-from .readers.wheel import check_headers_agree
+from .readers.wheel import check_archive
 from .readers.wheel_name import WheelNameError, parse_wheel_name
 from .venv import check_pass_env
 
@@ -126,8 +126,9 @@ def check_wheel_path(value: str) -> Path:
         parse_wheel_name(path)
     except WheelNameError as exc:
         raise UsageError(f"--wheel {value}: {exc}") from None
-    try:  # two readers (pip's zipfile, a streaming one) must see one wheel: a bad input, once
-        check_headers_agree(path)
+    try:  # an archive pip or a streaming reader would refuse or misread (unsafe, linked, encrypted,
+        # duplicate or bomb members, headers that disagree): a bad input, said once (issue 43)
+        check_archive(path)
     except WheelError as exc:
         raise UsageError(f"--wheel {value}: {exc}") from None
     return path.resolve()

@@ -192,6 +192,9 @@ PROFILES_SCHEMA = _table({
                           "new_driver_from": _VERSION, "syrk_crash": _VERSION, "syrk_fixed": _VERSION},
                          required=("driver_floor", "pin_driver")),
     }, required=("major", "build_wheels", "wheel_lock", "pip_libraries", "soname_majors", "cublas"))},
+    "ptx_isa_drivers": {"type": "object", "propertyNames": {"pattern": "^[0-9]+[.][0-9]+$"},
+                        "additionalProperties": _table({"cuda": _VERSION, "driver": _DRIVER},
+                                                       required=("cuda", "driver"))},
     "install": _table({"shadowing_names": _STRS, "dependency_top_level": {
         "type": "object", "additionalProperties": _STRS}}, required=("shadowing_names", "dependency_top_level")),
     "macho": {"type": "object", "additionalProperties": _table(
@@ -349,6 +352,8 @@ class ProfileData:
     shadowing_names: tuple[str, ...] = ()
     #: canonical distribution name -> the top-level names its wheels install
     dependency_top_level: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: PTX ISA (major, minor) -> (the CUDA release that introduced it, its minimum driver): [ptx_isa_drivers]
+    ptx_isa_drivers: dict[tuple[int, int], tuple[str, int]] = field(default_factory=dict)
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> ProfileData:
@@ -369,6 +374,8 @@ def load_profiles(path: Path = PROFILES_FILE) -> ProfileData:
         shadowing_names=tuple(data["install"]["shadowing_names"]),
         dependency_top_level={canonicalize_name(k): tuple(v)
                               for k, v in data["install"]["dependency_top_level"].items()},
+        ptx_isa_drivers={(int(k.split(".")[0]), int(k.split(".")[1])): (v["cuda"], v["driver"])
+                         for k, v in data.get("ptx_isa_drivers", {}).items()},
     )
 
 
@@ -380,6 +387,23 @@ PLATFORM_FLAVORS = _DATA.platform_flavors
 #: Top-level names no wheel may install, and those of known distributions (the [install] table).
 SHADOWING_NAMES = _DATA.shadowing_names
 DEPENDENCY_TOP_LEVEL = _DATA.dependency_top_level
+PTX_ISA_DRIVERS = _DATA.ptx_isa_drivers
+
+
+def ptx_isa_problem(isa: tuple[int, int], driver_floor: int) -> str | None:
+    """Why PTX of ISA ``isa`` does not load on a driver of ``driver_floor`` ([ptx_isa_drivers]),
+    else None. A driver runs the ISAs of its CUDA release and older: any ISA above the newest
+    the floor's driver runs fails, listed or not (an unlisted one is named as newer than the table)."""
+    runs = [v for v, (_, driver) in PTX_ISA_DRIVERS.items() if driver <= driver_floor]
+    newest = max(runs) if runs else None
+    if newest is not None and isa <= newest:
+        return None
+    known = PTX_ISA_DRIVERS.get(isa)
+    needs = (f"CUDA {known[0]}, driver R{known[1]}+" if known else
+             "a CUDA release newer than any in build_steps/profiles.toml [ptx_isa_drivers]")
+    floor = (f"the newest it runs is ISA {newest[0]}.{newest[1]} (CUDA {PTX_ISA_DRIVERS[newest][0]})"
+             if newest else "it runs none of the listed ISAs")
+    return (f"PTX ISA {isa[0]}.{isa[1]} needs {needs}; the profile's driver floor is R{driver_floor}, and {floor}")
 
 
 def dependency_top_level(distribution: str) -> tuple[str, ...]:

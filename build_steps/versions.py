@@ -26,6 +26,23 @@ def release_version_pattern(prefix: str) -> re.Pattern[str]:
     return re.compile(re.escape(prefix) + r"\.(\d{8})(?:\.(\d+))?$")
 
 
+def scheme_problem(version: str, profile: Any) -> str | None:
+    # profile: a build_steps.profile_data.Profile, typed Any: profile_data imports this module
+    """Why ``version`` (normalised PEP 440) does not follow ``profile``'s release scheme, else None:
+    the prefix with its local segment (``+cu13.bw``: a ``+cu12`` wheel under the cuda profile is
+    another stack's), and a date that exists on the calendar (``\\d{8}`` alone admits month 13)."""
+    scheme = f"{profile.version_prefix}.<YYYYMMDD>[.<N>]"
+    m = profile.version_pattern().match(version)
+    if not m:
+        return f"version {version!r} does not follow the {profile.name} release scheme {scheme}"
+    try:
+        datetime.strptime(m.group(1), "%Y%m%d")
+    except ValueError:
+        return (f"version {version!r} follows the {profile.name} release scheme {scheme} in form, but "
+                f"{m.group(1)} is no calendar date")
+    return None
+
+
 def validate_version(value: str, profile: Any, *, strict_scheme: bool = False) -> str:
     # profile: a build_steps.profile_data.Profile, typed Any: profile_data imports this module
     """PEP 440-validate (and normalise) a wheel version; ``strict_scheme``: it must also follow
@@ -36,8 +53,7 @@ def validate_version(value: str, profile: Any, *, strict_scheme: bool = False) -
         raise UsageError(
             f"version {value!r} is not a valid PEP 440 version; use e.g. "
             f"{profile.default_version()}.1") from None
-    if strict_scheme and not profile.version_pattern().match(normalised):
-        raise UsageError(
-            f"version {normalised!r} does not follow the {profile.name} release scheme "
-            f"{profile.version_prefix}.<YYYYMMDD>[.<N>]")
+    problem = scheme_problem(normalised, profile) if strict_scheme else None
+    if problem:
+        raise UsageError(problem)
     return normalised

@@ -13,6 +13,7 @@ from build_steps.errors import HarnessError, WheelUnusable
 from build_steps.pinning import verify
 from build_steps.readers.wheel import extract_wheel
 
+from .pin_record import pin_once
 from .state import HarnessRun, the_run
 from .verdicts import failure_reason, verdict_of
 
@@ -31,10 +32,7 @@ def wheel_path(wheel_pin: WheelPin) -> Path:
     return Path(wheel_pin.path)
 
 
-@pytest.fixture(scope="session")
-def extracted_wheel(wheel_pin: WheelPin, shared_dir: Path) -> ExtractedWheel:
-    """The wheel, extracted (RECORD verified while extracting) once for all xdist workers. A wheel
-    that cannot be extracted is one fault: the first gate reports it and the run stops."""
+def _extract_once(wheel_pin: WheelPin, shared_dir: Path) -> ExtractedWheel:
     def extract() -> ExtractedWheel:
         try:
             return extract_wheel(verify(wheel_pin, "extraction"), shared_dir / "wheel")
@@ -43,6 +41,31 @@ def extracted_wheel(wheel_pin: WheelPin, shared_dir: Path) -> ExtractedWheel:
         except HarnessError as exc:
             raise WheelUnusable(str(exc)) from None
     return shared_product(shared_dir, "extracted-wheel", extract)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """``--wheel``: extract it now, before any gate. What only the inflated bytes tell (a CRC-32
+    that pip refuses, a deflate stream that is broken or longer than declared) is then bad input,
+    one line and exit 4, like what the headers tell (build_steps.options.check_wheel_path), instead
+    of an error at the first gate. A built wheel is extracted when a gate first needs it.
+    tryfirst: before xdist starts its workers, which a refused wheel does not need."""
+    run = the_run(session.config)
+    if run.mode != "audit" or run.is_worker or session.config.option.collectonly:
+        return
+    wheel = run.options.wheel
+    try:
+        _extract_once(pin_once(run.shared, wheel), run.shared)  # type: ignore[arg-type]  # an audit has --wheel
+    except WheelUnusable as exc:
+        raise pytest.UsageError(f"--wheel {wheel}: {exc}") from None
+
+
+@pytest.fixture(scope="session")
+def extracted_wheel(wheel_pin: WheelPin, shared_dir: Path) -> ExtractedWheel:
+    """The wheel, extracted (RECORD verified while extracting) once for all xdist workers. A wheel
+    that cannot be extracted is one fault: the first gate reports it and the run stops (with
+    ``--wheel`` it was extracted when the session started, see above)."""
+    return _extract_once(wheel_pin, shared_dir)
 
 
 @pytest.fixture(scope="session")

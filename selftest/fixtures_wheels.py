@@ -125,6 +125,29 @@ def compile_kernel(d: Path, name: str, arch: str, flags=None) -> Path:
     return obj
 
 
+def compile_kernel_ptx_isa(d: Path, name: str, arch: str, isa: str) -> Path:
+    """compile_kernel's object with its PTX saying ``.version <isa>``, as a newer nvcc emits it:
+    nvcc's own steps (--keep, then its --dryrun commands from fatbinary on) rerun on the edited PTX,
+    so fatbinary records the ISA from the text, as it does for any PTX."""
+    d.mkdir(parents=True, exist_ok=True)
+    keep = d / f"{name}.keep"
+    keep.mkdir(exist_ok=True)
+    cu = d / f"{name}.cu"
+    cu.write_text(_KERNEL % {"name": name})
+    obj = d / f"{name}.o"
+    cmd = ["nvcc", "-c", "-Xcompiler", "-fPIC", *parse_cuda_arch(arch).gencode_flags, "--keep",
+           f"--keep-dir={keep}", "-o", str(obj), str(cu)]
+    _run(cmd)
+    dry = subprocess.run([*cmd, "--dryrun"], capture_output=True, text=True, check=True, cwd=d)
+    steps = [ln[3:] for ln in (dry.stdout + dry.stderr).splitlines() if ln.startswith("#$ ")]
+    start = next(i for i, ln in enumerate(steps) if ln.startswith("fatbinary "))
+    for ptx in keep.glob("*.ptx"):
+        ptx.write_text(re.sub(r"^\.version \S+$", f".version {isa}", ptx.read_text(), count=1, flags=re.M))
+    for step in steps[start:]:
+        subprocess.run(step, shell=True, check=True, cwd=d)  # nvcc's own command lines, quoted for a shell
+    return obj
+
+
 def build_kernel_library(d: Path, soname: str, arch: str) -> Path:
     """A second CUDA library as a build makes one: nvcc -shared with its own SONAME and fatbin."""
     d.mkdir(parents=True, exist_ok=True)
@@ -231,6 +254,28 @@ def build_plain_lib(d: Path, soname: str, *, m32: bool = False) -> Path:
     else:
         _run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", out, src])
     return out
+
+
+def build_extension_module(d: Path, module: str, abi: str) -> Path:
+    """A real CPython extension module ``<module>.<abi>.so`` (gcc against this Python's headers,
+    with its ``PyInit_<module>``), named for the ABI ``abi`` (``cpython-310-x86_64-linux-gnu``)."""
+    import sysconfig
+    d.mkdir(parents=True, exist_ok=True)
+    src = d / f"{module}.c"
+    src.write_text("#include <Python.h>\n"
+                   f"static struct PyModuleDef def = {{PyModuleDef_HEAD_INIT, \"{module}\", NULL, -1, NULL}};\n"
+                   f"PyMODINIT_FUNC PyInit_{module}(void) {{ return PyModule_Create(&def); }}\n")
+    out = d / f"{module}.{abi}.so"
+    _run(["gcc", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", "-o", out, src])
+    return out
+
+
+def renamed_version(files: dict, old: str, new: str, dest: Path) -> Path:
+    """The wheel of ``files`` under another version: file name, .dist-info and METADATA agree."""
+    renamed = {m.replace(f"mxnet-{old}.dist-info/", f"mxnet-{new}.dist-info/"): b for m, b in files.items()}
+    meta = f"mxnet-{new}.dist-info/METADATA"
+    renamed[meta] = renamed[meta].replace(f"Version: {old}".encode(), f"Version: {new}".encode())
+    return write_wheel(dest, renamed, version=new)
 
 
 # --------------------------------------------------------------------------------------------
@@ -513,6 +558,9 @@ def build_selftest_wheels(work: Path) -> dict:
     second = build_kernel_library(i20 / "second", "libmxnet_selftest_kernels.so.1", release.replace("10.0;", ""))
     L["cuda_second_lib"] = link_libmxnet(libs / "cuda_second_lib/libmxnet.so", [stamp, k_full],
                                          cuda_libs + opencv + [second])
+    # Issue 43: PTX of ISA 9.2 (a newer nvcc's) under the cuda profile's R580 floor, which runs ISA 9.0.
+    k_ptx92 = compile_kernel_ptx_isa(objs / "ptx92", "k_ptx92", release, "9.2")
+    L["cuda_ptx92"] = link_libmxnet(libs / "cuda_ptx92/libmxnet.so", [stamp, k_ptx92], cuda_libs + opencv)
     out["second_lib_soname"] = second.name
     wheels = work / "wheels"
     good = {}
@@ -540,6 +588,8 @@ def build_selftest_wheels(work: Path) -> dict:
     grafts = graft_map(good["cuda"][0])
 
     def lib_swap(key, runpath):
+        # libmxnet relinked, its NEEDED of the host libraries renamed to the good wheel's grafted
+        # members as the bundle step leaves them (build_steps.bundle.graft_name), RUNPATH ``runpath``.
         def edit(files):
             files["mxnet/libmxnet.so"] = patched_libmxnet(L[key], tmp / f"{key}.so", runpath, grafts)
         return edit
@@ -714,6 +764,21 @@ def build_selftest_wheels(work: Path) -> dict:
     variant("bundle_in_data_platlib", "cuda", lib_via_platlib)
     variant("platlib_collision", "cuda", add_member(f"{data_dir}/platlib/mxnet/__init__.py",
                                                    b'"""mxnet (an older staging)"""\n'))
+    # Issue 43: what pip and the interpreter decide from METADATA, entry points and file names.
+    cuda_meta = f"mxnet-{VERSION['cuda']}.dist-info/METADATA"
+    variant("requires_python_excludes_tag", "cuda", lambda f: f.__setitem__(
+        cuda_meta, f[cuda_meta].replace(b"Requires-Python: >=3.10", b"Requires-Python: >=3.12")))
+    ext = build_extension_module(extra / "ext", "core", "cpython-310-x86_64-linux-gnu")
+    variant("extension_other_python", "cuda", add_member(f"mxnet/_ffi/_cy3/{ext.name}", ext.read_bytes()))
+    variant("script_replaces_pip", "cuda", add_member(
+        f"mxnet-{VERSION['cuda']}.dist-info/entry_points.txt",
+        b"[console_scripts]\npip = mxnet.tools.pip_shim:main\nmxnet-info = mxnet.tools:info\n\n"
+        b"[gui_scripts]\nf2py = mxnet.tools:f2py\n"))
+    variant("ptx_isa_too_new", "cuda", lib_swap("cuda_ptx92", cuda_rp))
+    for name, version in (("version_no_date", "2.0.0+cu13.bw.20261314.1"),
+                          ("version_cu12_local", "2.0.0+cu12.bw.20260614.1")):
+        variants[name] = str(renamed_version(good["cuda"][0], VERSION["cuda"], version,
+                                             wheels / name / wheel_name(version)))
     out["header_mismatch"] = str(local_name_mismatch(
         Path(out["good_cpu"]), bad / "header_mismatch" / wheel_name(VERSION["cpu"]), "mxnet/__init__.py",
         "../../../evil.pyc"))

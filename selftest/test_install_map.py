@@ -28,7 +28,7 @@ from packaging.utils import canonicalize_name
 from build_steps.profile_data import PROFILES, dependency_top_level
 from build_steps.readers.install_map import SCHEMES, build_install_map, prefix_layout, target_layout
 from build_steps.readers.install_rules import collect_install_facts
-from build_steps.readers.wheel import HeaderMismatch, check_headers_agree
+from build_steps.readers.wheel import HeaderMismatch, check_archive
 from selftest.conftest import HARNESS_CACHE
 from selftest.fixtures_wheels import _record_hash, read_wheel
 
@@ -229,7 +229,7 @@ def _small_zip(path: Path) -> Path:
 ])
 def test_local_header_must_match_central_directory(tmp_path, offset, fmt, value, words):
     path = _small_zip(tmp_path / "w.whl")
-    check_headers_agree(path)  # as written: they agree
+    check_archive(path)  # as written: they agree
     data = bytearray(path.read_bytes())
     if fmt is None:
         data[offset:offset + len(value)] = value
@@ -237,7 +237,7 @@ def test_local_header_must_match_central_directory(tmp_path, offset, fmt, value,
         struct.pack_into(fmt, data, offset, value)
     path.write_bytes(bytes(data))
     with pytest.raises(HeaderMismatch) as err:
-        check_headers_agree(path)
+        check_archive(path)
     assert "member 'mxnet/__init__.py'" in str(err.value) and words in str(err.value), str(err.value)
 
 

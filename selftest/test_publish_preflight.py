@@ -135,6 +135,8 @@ def test_explicit_free_version_is_used(release_repo):
     ("2.0.0+cu13.bw.2026061", "does not follow the cuda release scheme"),
     ("2.0.0+cu12.bw.20260614.1", "does not follow the cuda release scheme"),
     ("2.0.0", "does not follow the cuda release scheme"),
+    ("2.0.0+cu13.bw.20261314.1", "20261314 is no calendar date"),  # month 13 (issue 43)
+    ("2.0.0+cu13.bw.20260632", "20260632 is no calendar date"),    # day 32
     ("two-point-oh", "not a valid PEP 440 version"),
 ])
 def test_explicit_version_outside_the_scheme_is_refused(release_repo, bad, why):

@@ -8,6 +8,7 @@ does not keep the generic ``sm_100`` promise; a family target (``sm_100f``) keep
 import pytest
 
 from build_steps.arch import ARCH_GPU_FAMILIES, SASS_VARIANTS, sass_keeps_promise, sass_runs_on, split_sass_name
+from build_steps.profile_data import ptx_isa_problem
 from build_steps.readers.audit import LIBMXNET
 
 pytestmark = [pytest.mark.release, pytest.mark.provenance, pytest.mark.elf]
@@ -105,3 +106,24 @@ def test_fatbin_containers_consistent(audit, libmxnet_info, options):
         pytest.fail("\n".join(problems) + "\npart of the library was compiled with a different arch list; kernels "
                     "in it will be missing on those GPUs. Rebuild from a clean build dir with one "
                     "MXNET_CUDA_ARCH", pytrace=False)
+
+
+def test_ptx_isa_within_driver_floor(audit, libmxnet_info, profile):
+    # PTX is what GPUs newer than the SASS archs run, JIT-compiled by the user's driver: PTX of an ISA
+    # newer than the profile's oldest supported driver runs (CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+    # otherwise) is a wheel that loses those GPUs on exactly the drivers it promises to support.
+    libs = _libraries(audit, libmxnet_info)
+    if profile.cuda is None:
+        return  # the CPU wheel carries no PTX (test_ptx_for_ptx_archs says so if it does)
+    floor = profile.cuda.cublas.driver_floor
+    problems = []
+    for member, fat in sorted(libs.items()):
+        for text in fat.get("ptx_versions", []):
+            major, minor = (int(x) for x in text.split("."))
+            why = ptx_isa_problem((major, minor), floor)
+            if why:
+                problems.append(f"{member}: {why}")
+    if problems:
+        pytest.fail("\n".join(problems) + f"\nfix: build with the nvcc of the profile's CUDA (its PTX runs on "
+                    f"R{floor}), or raise the driver floor in build_steps/profiles.toml with the release notes",
+                    pytrace=False)

@@ -1,6 +1,8 @@
 """The wheel is what it says it is: name, PEP 440 version, intact RECORD, a real libmxnet.so."""
 import pytest
 
+from build_steps.versions import scheme_problem
+
 pytestmark = [pytest.mark.release, pytest.mark.provenance]
 
 
@@ -16,6 +18,15 @@ def test_wheel_name_and_version(audit, options):
     problems += [f"{audit.filename}: {p}" for p in audit.metadata_problems]
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
+
+
+def test_version_follows_release_scheme(audit, profile):
+    # The scheme is the profile's (build_steps.versions), judged on the wheel itself, so an
+    # audited --wheel meets it as a built one does: a real date, the profile's local segment.
+    problem = scheme_problem(str(audit.version), profile)
+    if problem:
+        pytest.fail(f"{audit.filename}: {problem}; fix: build with --wheel-version (or the default "
+                    f"{profile.default_version()})", pytrace=False)
 
 
 def test_record_hashes(audit):

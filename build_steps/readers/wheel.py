@@ -139,7 +139,8 @@ def _check_names(wheel: Path, infos: list[zipfile.ZipInfo]) -> None:
                 f"(pip would install a copy, and a link can point outside the package). "
                 f"Nothing was written; {_AGAIN} with real files instead of links")
         if info.flag_bits & 0x1:
-            raise WheelError(f"{wheel.name}: member {name!r} is encrypted; {_AGAIN}")
+            raise WheelError(f"{wheel.name}: member {name!r} is encrypted (pip cannot read it: zipfile "
+                             f"asks for a password); nothing was written; {_AGAIN} without encryption")
         key = name.rstrip("/")
         if key in seen:
             raise WheelError(
@@ -237,9 +238,13 @@ def _header_disagreement(fh: BinaryIO, info: zipfile.ZipInfo, head: bytes, raw_n
     return None
 
 
-def check_headers_agree(wheel: Path) -> None:
-    """Every member's local file header matches its central-directory entry (:class:`HeaderMismatch`
-    otherwise). Reads only the headers: a few hundred small reads on a release wheel."""
+def check_archive(wheel: Path) -> None:
+    """Everything about the archive that the headers alone tell, before anything is extracted:
+    safe member names, no links, no encryption, no duplicates (:func:`_check_names`), no member
+    over the compression-ratio cap (:func:`check_ratios`), and every member's local file header
+    matching its central-directory entry (:class:`HeaderMismatch`). Reads only the headers: a few
+    hundred small reads on a release wheel. What needs the bytes inflated (the CRC-32s) is found
+    by :func:`extract_wheel`."""
     wheel = Path(wheel)
     try:
         zf = zipfile.ZipFile(wheel)
@@ -247,7 +252,10 @@ def check_headers_agree(wheel: Path) -> None:
         raise WheelError(f"{wheel.name} is not a readable zip archive ({exc}); it is truncated "
                          f"or corrupt: {_AGAIN}") from exc
     with zf, open(wheel, "rb") as fh:
-        for info in sorted(zf.infolist(), key=lambda i: i.header_offset):
+        infos = sorted(zf.infolist(), key=lambda i: i.header_offset)
+        _check_names(wheel, infos)
+        check_ratios(wheel, infos)
+        for info in infos:
             _data_offset(fh, wheel, info)
 
 
@@ -472,20 +480,24 @@ def _gb(n: int) -> str:
     return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
 
 
-def check_sizes(wheel: Path, infos: list[zipfile.ZipInfo], where: Path) -> int:
-    """Refuse, before extracting, a member over MAX_COMPRESSION_RATIO and a wheel whose declared
-    sizes do not fit in the free space at ``where``; returns the declared total."""
-    total = 0
+def check_ratios(wheel: Path, infos: list[zipfile.ZipInfo]) -> None:
+    """Refuse a member that declares more than MAX_COMPRESSION_RATIO times its stored size."""
     for info in infos:
         if info.is_dir():
             continue
-        total += info.file_size
         if info.file_size >= _RATIO_FLOOR and info.file_size > MAX_COMPRESSION_RATIO * max(info.compress_size, 1):
             raise WheelError(
                 f"{wheel.name}: member {info.filename!r} declares {info.file_size} bytes stored in "
                 f"{info.compress_size} ({info.file_size / max(info.compress_size, 1):.0f}x, above the "
                 f"limit of {MAX_COMPRESSION_RATIO}x): a zip bomb, not a library; nothing was extracted. "
                 f"{_AGAIN} without it")
+
+
+def check_sizes(wheel: Path, infos: list[zipfile.ZipInfo], where: Path) -> int:
+    """Refuse, before extracting, a member over MAX_COMPRESSION_RATIO and a wheel whose declared
+    sizes do not fit in the free space at ``where``; returns the declared total."""
+    check_ratios(wheel, infos)
+    total = sum(info.file_size for info in infos if not info.is_dir())
     free = shutil.disk_usage(where).free
     if total + _SPACE_MARGIN > free:
         raise WheelError(
