@@ -36,6 +36,8 @@
 #                                         $W; once every piece is there, unpack $W/opencv-prefix
 #   gpu/real_fork_run.sh bwrap [DIR]      (here) apt-get download bubblewrap into .carry/bubblewrap/
 #   gpu/real_fork_run.sh setup            unpack, commit, wheelhouse, bwrap (about a minute)
+#   gpu/real_fork_run.sh harness-copy     (part of start and gpu-lane) copy this checkout to $W/harness,
+#                                         which they run from: a device call re-lays the checkout
 #   gpu/real_fork_run.sh tree             unpack and commit the carried tree (when setup's call had no
 #                                         room for .carry/fork-slim.tar.xz beside .whl/)
 #   gpu/real_fork_run.sh bwrap-setup      (part of setup) unpack .carry/bubblewrap into $W/bwrap-prefix
@@ -105,6 +107,23 @@ unpack_tree() {
          "fork 3f13890 (../shared/fixtures; oneDNN sources, examples and docs left out)" || exit 1
     git -C "$W/mxnet" log -1 --format='carried tree commit %H (commit time %ct)'
   fi
+}
+
+# The harness that runs: a copy of this checkout at $W/harness, never the checkout itself. A device
+# call lays the working tree anew, and on 2026-12-06 the call made while the compile ran removed
+# build_steps/deterministic_compile.py for an instant: the compile launcher of step 999 failed
+# ("can't open file .../deterministic_compile.py") and the run stopped at 1014 of 1318 steps. The
+# copy's path is the same in every hold, so the compile commands (the launcher's path is in them)
+# and the bytes stay the same across holds. Made anew by each `start` and `gpu-lane`, which are
+# never called while a run of them is going on.
+harness_copy() {
+  if [ -f "$W/pytest.rc" ] || ! pgrep -f -- "--build-dir=$W/build" >/dev/null; then
+    rm -rf "$W/harness.new" && mkdir -p "$W/harness.new" || exit 1
+    tar -C "$ROOT" --exclude=./.whl --exclude=./.whl2 --exclude=./.carry --exclude=./.venv --exclude=./.git \
+        --exclude=./.opencv -cf - . | tar -C "$W/harness.new" -xf - || exit 1
+    rm -rf "$W/harness" && mv "$W/harness.new" "$W/harness" || exit 1
+  fi
+  cd "$W/harness" || exit 1
 }
 
 case "${1:-}" in
@@ -196,6 +215,9 @@ setup)
 tree)
   unpack_tree
   ;;
+harness-copy)
+  harness_copy && pwd
+  ;;
 setup2)
   # after the packing that setup started: it would otherwise put the host's versions back
   for _ in $(seq 120); do [ -f "$W/wheelhouse.rc" ] && break; sleep 2; done
@@ -208,7 +230,7 @@ setup2)
   ;;
 start)
   shift
-  cd "$ROOT" || exit 1
+  harness_copy
   rm -f "$W/pytest.rc"
   if [ ! -f "$W/opencv-prefix/usr/lib/x86_64-linux-gnu/cmake/opencv4/OpenCVConfig.cmake" ]; then
     echo "no OpenCV prefix in $W/opencv-prefix: carry .carry/opencv-N and run opencv-stash first"; exit 4
@@ -245,7 +267,7 @@ wait)
   ;;
 gpu-lane)
   shift
-  cd "$ROOT" || exit 1
+  harness_copy
   wheel=$(ls "$W"/mxnet/dist/*.whl 2>/dev/null | head -1)
   if [ -z "$wheel" ]; then
     # a development build's wheel is set aside (it cannot publish); the GPU gates still judge it
