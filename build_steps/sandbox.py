@@ -50,6 +50,18 @@ SAMPLE_TREES = CHECKOUT / "selftest" / "sample_mxnet"
 #: the only parts of the checkout a step's output may lie in: the sample tree (built in place by the
 #: README's main job) and the ignored scratch dir the benches build in
 SCRATCH_IN_CHECKOUT = (SAMPLE_TREES, CHECKOUT / ".tmp")
+#: the sample tree's build dirs, beside it as every tree's are (<tree>-build, <tree>-build-cpu: ignored)
+SAMPLE_BUILD_PREFIX = SAMPLE_TREES.name + "-build"
+
+
+def _scratch_in_checkout(real: Path) -> bool:
+    """``real`` (resolved) is a part of the checkout a step's output may lie in (SCRATCH_IN_CHECKOUT,
+    or one of the sample tree's build dirs beside it)."""
+    if any(_within(real, ok) for ok in SCRATCH_IN_CHECKOUT):
+        return True
+    parent = SAMPLE_TREES.parent
+    return _within(real, parent) and real != parent and \
+        real.relative_to(parent).parts[0].startswith(SAMPLE_BUILD_PREFIX)
 
 
 class SandboxUnavailable(UsageError):
@@ -119,7 +131,7 @@ def hand_over(paths, skip=()) -> None:
             continue
         real = top.resolve()
         if (real == CHECKOUT or _within(CHECKOUT, real)
-                or (_within(real, CHECKOUT) and not any(_within(real, ok) for ok in SCRATCH_IN_CHECKOUT))):
+                or (_within(real, CHECKOUT) and not _scratch_in_checkout(real))):
             raise UsageError(f"sandbox: {top} lies in or holds the harness's checkout {CHECKOUT}; the "
                              "step's code would get write access to the harness. Choose a dir outside it")
         if real not in worktrees:
@@ -381,6 +393,14 @@ def wrap(cmd, env: dict | None, *, writable=(), readable=(), network: bool = Fal
     # the callers' allow-lists (build_steps.venv) already left out every secret-like name
     env = dict(os.environ if env is None else env)
     env["HOME"] = str(private_home())
+    if as_root():
+        # The step runs as SANDBOX_UID, and git refuses a repository another uid owns ("dubious
+        # ownership"): the fork's CMake then stamps MXNET_COMMIT_HASH=Unavailable. Inside the
+        # sandbox the sandbox is the boundary, so git there trusts the trees it is shown; the
+        # command scope (GIT_CONFIG_COUNT) is one git reads safe.directory from (git >= 2.39).
+        n = int(env.get("GIT_CONFIG_COUNT", "0") or 0)
+        env.update({"GIT_CONFIG_COUNT": str(n + 1), f"GIT_CONFIG_KEY_{n}": "safe.directory",
+                    f"GIT_CONFIG_VALUE_{n}": "*"})
     tmp = private_tmp(env.get("TMPDIR"))
     hand_over([*writable, tmp], skip=masked)
     given = env.get("TMPDIR")

@@ -196,3 +196,24 @@ def test_as_root_the_invokers_own_caches_are_never_handed_to_the_sandbox(tmp_pat
                 python_version="3.11", pass_env=())
     cmd = pip_command(venv)
     assert "--cache-dir" in cmd and Path(cmd[cmd.index("--cache-dir") + 1]) in installers
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox runs steps as another uid as root only")
+def test_as_root_a_sandboxed_step_reads_the_trees_commit_with_git(tmp_path):
+    """Found merging issue 41: as root the configure step runs as nobody, and git inside it refused
+    the root-owned tree ("dubious ownership"), so the fork's CMake stamped MXNET_COMMIT_HASH=
+    Unavailable and test_commit_stamp failed the README's main job. git inside the sandbox trusts
+    the tree it is shown (the sandbox, not git's ownership check, is the boundary there)."""
+    repo = tmp_path / "tree"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run([*git[:-2], "init", "-q", str(repo)], check=True)
+    (repo / "f").write_text("x")
+    subprocess.run([*git, "add", "f"], check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    out = tmp_path / "build"
+    argv, env = sandbox.wrap(["git", "-C", str(repo), "rev-parse", "HEAD"],
+                             {"PATH": os.environ["PATH"]}, readable=[repo], writable=[out])
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == head, proc.stderr
