@@ -24,7 +24,7 @@ from .configure import build_box
 from .own_files import open_log
 from .venv import build_env
 from .step_record import record_step
-from .errors import BuildInterrupted, StepError, log_excerpt
+from .errors import EnvironmentFault, BuildInterrupted, StepError, log_excerpt
 from .once import JsonRecord
 from .readers import ninja_log
 
@@ -211,7 +211,8 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
         tail = log_excerpt(log, since=first_line)
         full = filesystem.full_one([build_dir, filesystem.tmpdir(), *(server.disk() if server else ())], tail)
         if full is not None:
-            raise StepError("compile", f"stopped at [{steps}/{total}]: {filesystem.no_space(full)}",
+            # the host's fault, not the wheel's: not judged (issue 42 item 4)
+            raise EnvironmentFault("compile", f"stopped at [{steps}/{total}]: {filesystem.no_space(full)}",
                             log=log, tail=tail)
         raise StepError("compile", f"cmake --build {build_dir} --target {' '.join(targets)} failed (exit {rc})"
                         + failure_hint(tail, jobs), log=log, tail=tail)

@@ -18,7 +18,7 @@ from pathlib import Path
 from . import filesystem, processes, sandbox
 from .venv import build_env
 from .readers import cmake_cache
-from .errors import StepError, log_excerpt
+from .errors import EnvironmentFault, StepError, log_excerpt
 from .profile_data import CMAKE_FEATURES
 from .arch import Arch, ArchSpec, parse_cuda_arch
 from .once import JsonRecord
@@ -121,7 +121,7 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
         if full is not None:
             # A try-compile that could not write its object makes CMake blame the compiler
             # ("The Fortran compiler is not able to compile a simple test program").
-            raise StepError("configure", f"CMake configure of {src} failed: {filesystem.no_space(full)}",
+            raise EnvironmentFault("configure", f"CMake configure of {src} failed: {filesystem.no_space(full)}",
                             log=log, tail=tail)
         raise StepError("configure", f"CMake configure of {src} into {build_dir} failed "
                         f"(exit {rc})", log=log, tail=tail)

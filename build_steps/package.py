@@ -16,7 +16,7 @@ from pathlib import Path
 from . import atomic, filesystem, processes, reproducible, sandbox, tree_links
 from .step_record import record_step
 from .own_files import open_log
-from .errors import HarnessError, StepError, log_tail
+from .errors import EnvironmentFault, HarnessError, StepError, log_tail
 from .once import JsonRecord
 from .venv import clean_env
 
@@ -92,7 +92,7 @@ def build_wheel(src: Path, version: str, profile, staging_dir: Path, log_dir: Pa
     if rc != 0:
         tail = log_tail(log)
         if filesystem.disk_was_full(staging_dir, tail):
-            raise StepError("package", f"python -m build --wheel failed: {filesystem.no_space(staging_dir)}",
+            raise EnvironmentFault("package", f"python -m build --wheel failed: {filesystem.no_space(staging_dir)}",
                             log=log, tail=tail)
         hint = ""
         if "No module named build" in tail:

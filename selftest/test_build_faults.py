@@ -25,7 +25,7 @@ import pytest
 from build_steps import configure as configure_step
 from build_steps import filesystem, run_lock, step_record
 from build_steps.compile import compile_mxnet
-from build_steps.errors import BuildInterrupted, StepError
+from build_steps.errors import NotJudged, BuildInterrupted, StepError
 from build_steps.profile_data import PROFILES
 from build_steps.arch import Arch
 from harness.steps import guarded
@@ -398,6 +398,8 @@ def test_full_disk_at_configure_is_said_as_no_space_not_as_a_compiler_failure(sa
     assert caught.value.step == "configure"
     assert f"no space left on {fs} (tmpfs)" in text and f"free at {fs / 'build'}" in text, text
     assert "not able to compile" not in text
+    # the host's fault, not the wheel's: the run is not judged (exit 3), issue 42 item 4
+    assert isinstance(caught.value, NotJudged), type(caught.value)
 
 
 @MOUNTS
@@ -411,6 +413,7 @@ def test_full_disk_during_compile_is_said_as_no_space(sample_tree, small_fs):
         guarded("compile", lambda: compile_mxnet(build, 2, build / "harness-logs", progress=quiet, src=src), build)()
     text = str(caught.value).splitlines()[0]
     assert caught.value.step == "compile" and f"no space left on {fs} (tmpfs)" in text, str(caught.value)[-2000:]
+    assert isinstance(caught.value, NotJudged), type(caught.value)
 
 
 @MOUNTS
