@@ -38,17 +38,23 @@ def git(path: Path, *args, check: bool = True) -> subprocess.CompletedProcess:
                           check=check)
 
 
-def fork_source() -> Path | None:
-    """The fork tree this run uses: $MXNET_FORK_TREE, else the newest fixture archive, else None."""
-    env = os.environ.get(FORK_TREE_ENV)
+def _named_or_fixture(var: str, pattern: str, what: str, *, file: bool) -> Path | None:
+    """The path ``$var`` names (refused in one line when it is not there), else the newest fixture
+    matching ``pattern`` beside this checkout, else None."""
+    env = os.environ.get(var)
     if env:
         path = Path(env).expanduser()
-        if not path.exists():
-            raise pytest.UsageError(f"{FORK_TREE_ENV}={env}: no such file or directory; name an unpacked "
-                                    "MXNet fork tree or a .tar.xz of one")
+        if not (path.is_file() if file else path.exists()):
+            raise pytest.UsageError(f"{var}={env}: no such {'file' if file else 'file or directory'}; name {what}")
         return path.resolve()
-    archives = sorted(FIXTURES_DIR.glob("mxnet-fork-*.tar.xz"))
-    return archives[-1] if archives else None
+    found = sorted(FIXTURES_DIR.glob(pattern))
+    return found[-1] if found else None
+
+
+def fork_source() -> Path | None:
+    """The fork tree this run uses: $MXNET_FORK_TREE, else the newest fixture archive, else None."""
+    return _named_or_fixture(FORK_TREE_ENV, "mxnet-fork-*.tar.xz",
+                             "an unpacked MXNet fork tree or a .tar.xz of one", file=False)
 
 
 def unpack_fork(src: Path, dest: Path) -> Path:
@@ -147,15 +153,8 @@ def fork_copy(fork_tree, fork_tree_repos, tmp_path):
 
 def fork_library_source() -> Path | None:
     """$MXNET_FORK_LIBMXNET, else the fixture's libmxnet.so.xz beside this checkout, else None."""
-    env = os.environ.get(LIBMXNET_ENV)
-    if env:
-        path = Path(env).expanduser()
-        if not path.is_file():
-            raise pytest.UsageError(f"{LIBMXNET_ENV}={env}: no such file; name a libmxnet.so of the fork "
-                                    "(cpu flavor) or its .xz")
-        return path.resolve()
-    found = sorted(FIXTURES_DIR.glob("mxnet-fork-*-cpu-*/libmxnet.so.xz"))
-    return found[-1] if found else None
+    return _named_or_fixture(LIBMXNET_ENV, "mxnet-fork-*-cpu-*/libmxnet.so.xz",
+                             "a libmxnet.so of the fork (cpu flavor) or its .xz", file=True)
 
 
 @pytest.fixture(scope="session")
