@@ -89,7 +89,9 @@ def run_shard(shard: Shard, venv: Venv, source_root: Path, log_dir: Path, *, par
         args += ["-p", SHARD_PART_PLUGIN]
         env = {**(env or {}), SHARD_PART_ENV: f"{part[0]}/{part[1]}"}
     # -rfE puts "FAILED <nodeid>" lines in the log: the gate names the first failing tests from them.
-    cmd = [str(venv.python), "-m", "pytest", *args, "-rfE", f"--junitxml={junit}"]
+    # -p no:cacheprovider: the shard writes no .pytest_cache into the tree (the tree is the commit's,
+    # and as root the sandbox's uid cannot write the tree's top: pytest warned, one warning a shard)
+    cmd = [str(venv.python), "-m", "pytest", *args, "-p", "no:cacheprovider", "-rfE", f"--junitxml={junit}"]
     child_env = shard_env(env, venv.pass_env)
     if part is not None:
         child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SHARD_PART_DIR), child_env.get("PYTHONPATH")]))

@@ -17,6 +17,8 @@ from build_steps.cuda_root import default_cache_dir
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
 #: The sample tree's tests/python are acceptance shards the selftests run in a venv, not selftests.
 collect_ignore = ["sample_mxnet"]
+#: ... and its build dirs beside it (the README's main job builds there: <tree>-build, <tree>-build-cpu)
+collect_ignore_glob = ["sample_mxnet-build*"]
 #: Read before pytester points HOME at each test's tmp dir: child runs share the user's cache, so
 #: the ~3 GB of CUDA wheels behind --cuda-from-wheels are installed once per machine, not per test.
 HARNESS_CACHE = default_cache_dir()

@@ -342,7 +342,7 @@ def test_a_full_venv_dir_at_the_install_names_the_venv_dir(sample_tree, tmp_path
                                  f"--build-dir={tmp_path / 'build'}", f"--venv-dir={venv_dir}", "--no-deps"))
     rc, out = _run(cmd, tmp_path, timeout=900)
     _say_lines("full --venv-dir at the install", out)
-    assert rc == 1, out[-3000:]
+    assert rc == 3, out[-3000:]  # the host's disk, not the wheel: not judged (issue 42 item 4)
     # the venv's creation (its pip) or the wheel's install, whichever fills it first
     said = [line for line in out.splitlines() if line.startswith(("[venv] ", "[install] ")) and "no space left on" in line]
     assert said, out[-3000:]

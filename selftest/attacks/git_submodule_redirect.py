@@ -25,8 +25,8 @@ def plant(tmp: Path) -> Plant:
     script = payload(tmp, marker)
     # what a shard's test writes, run in the shard's own sandbox (build_steps.acceptance_venv.shard_box)
     inside = (
-        "set -e; cd 3rdparty/sub; rm -f .git; mkdir -p ../../.pytest_cache/g; "
-        "git init -q --separate-git-dir ../../.pytest_cache/g/sub.git .; "
+        "set -e; cd 3rdparty/sub; rm -f .git; mkdir -p ../.pytest_cache/g; "
+        "git init -q --separate-git-dir ../.pytest_cache/g/sub.git .; "
         "git -c user.name=t -c user.email=t@t add -A; git -c user.name=t -c user.email=t@t commit -qm x; "
         f"git config core.fsmonitor {shlex.quote(str(script))}")
     argv, env = sandbox.wrap(["sh", "-c", inside], None, writable=[tree], masked=[tree / ".git"], cwd=tree)
