@@ -30,7 +30,8 @@ from filelock import FileLock
 
 from . import cuda_lock, processes
 from .cuda_stack import CudaStack
-from .errors import StepError, log_tail
+from .errors import EnvironmentFault, StepError, log_tail
+from .install_faults import environment_fault
 from .once import JsonRecord
 from .profile_data import only_cuda_profile
 
@@ -177,6 +178,12 @@ def install_wheels(cache: Path, requirements=None, python: str | None = None,
                 processes.stop_tree(proc)
                 raise
         if proc.returncode != 0:
+            # an index that does not answer or a full disk is the host's fault: not judged (issue 42)
+            host = environment_fault(log.read_text(errors="replace"))
+            if host:
+                raise EnvironmentFault("cuda-root", f"pip could not install the CUDA wheels: {host}; pass "
+                                       "--find-links/--index-url for an offline host, or fix the network or "
+                                       "the disk and re-run", log=log, tail=log_tail(log))
             if damage:
                 raise StepError("cuda-root", f"the cached CUDA wheels in {target} were damaged ({_first(damage)}) "
                                 "and pip could not fetch them again: pass --find-links/--index-url for an offline "

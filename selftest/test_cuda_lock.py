@@ -161,3 +161,18 @@ def test_a_damaged_cache_entry_that_cannot_be_fetched_again_names_the_cache_and_
         install_wheels(cache, find_links=(empty,), no_index=True, lock=lock)
     first = str(info.value).splitlines()[0]
     assert str(target) in first and "nvidia/nvtx/__init__.py" in first and "damaged" in first, first
+
+
+def test_an_unreachable_index_for_the_cuda_wheels_is_not_judged(wheelhouses, tmp_path):
+    """Issue 42 item 4: the CUDA root's pip install against an index that does not answer (a closed
+    local port) is the host's fault, not judged (exit 3), never a verdict on the tree; while pip
+    refusing the wheels themselves (other bytes than the lock's, above) stays a failure."""
+    from build_steps.errors import NotJudged
+    _good, _rogue, lock = wheelhouses
+    with pytest.raises(NotJudged, match="pip could not reach the package index") as caught:
+        install_wheels(tmp_path / "cache", index_url="http://127.0.0.1:9/simple", lock=lock)
+    assert isinstance(caught.value, StepError) and caught.value.step == "cuda-root"
+    _good, rogue, lock = wheelhouses
+    with pytest.raises(StepError) as refused:
+        install_wheels(tmp_path / "cache2", find_links=(rogue,), no_index=True, lock=lock)
+    assert not isinstance(refused.value, NotJudged)
