@@ -61,6 +61,10 @@ def _judge(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
         step = getattr(exc, "step", None) or ("source" if isinstance(exc, UsageError) else
                                               "wheel" if isinstance(exc, ProductFailed) else "build")
         item.session.shouldfail = f"{STOP_PREFIX} ({step}): the error above is the whole report"
+        if isinstance(exc, StepFailedElsewhere):
+            # another process said the step's failure; here it is one line, not a traceback per
+            # xdist worker (the GPU host's -n 14 run printed fourteen)
+            report.longrepr = str(exc).splitlines()[0]
         if isinstance(exc, StepError) and exc.step in CHAIN_STEPS:
             # Filed under the step, not under whichever gate first asked for its product: the
             # gate did not fail, it never ran ("ERROR at setup of build step configure").

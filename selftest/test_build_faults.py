@@ -357,7 +357,7 @@ def test_a_full_or_read_only_disk_in_a_step_is_the_hosts_fault_not_judged(step, 
 
 # --- 5. failures under their own name --------------------------------------------------------------
 
-@pytest.mark.parametrize("workers", [None, "2"], ids=["serial", "xdist"])
+@pytest.mark.parametrize("workers", [None, "2", "4"], ids=["serial", "xdist", "xdist-4"])
 def test_failed_step_is_filed_under_the_step_and_the_tally_names_it(gates, sample_tree, workers):
     """Under xdist too: a worker checks that each report it sends is of the item it ran, so renaming
     the report there was an INTERNALERROR (seen on the GPU host with -n 14); the controller files it."""
@@ -379,8 +379,10 @@ def test_failed_step_is_filed_under_the_step_and_the_tally_names_it(gates, sampl
     else:
         # a gate the other worker had started says where the failure is, not the failure again
         others = [l for l in out.splitlines() if l.startswith("ERROR ") and "chain::" not in l]
-        assert len(others) <= 1, others
+        assert len(others) <= int(workers) - 1, others
         assert not others or "already failed in this run (reported once, above)" in out, out[-3000:]
+        # ... in one line: the GPU host's -n 14 run printed 14 tracebacks of it in the ERRORS section
+        assert "_raise_if_failed" not in out and "StepFailedElsewhere" not in out, out[-6000:]
 
 
 # --- 6. ENOSPC anywhere ---------------------------------------------------------------------------
