@@ -161,3 +161,27 @@ def other_gates_source(kind: str) -> str:
             "fails": 'assert False, "libmxnet.so has no libopencv_* NEEDED"',
             "passes": "assert True"}[kind]
     return OTHER_GATES.format(name={"passes": "also_passes"}.get(kind, kind), body=body)
+
+
+#: the version of the selftests' release wheels (tag v<it>)
+RELEASE_VERSION = "2.0.0+cu13.bw.20260614.1"
+
+
+def report_content(release_repo: ReleaseRepo, wheel: Path, **changes) -> dict:
+    """The content of a whole-set cuda release report for ``wheel`` at ``release_repo``'s HEAD, as
+    a verify run writes it; ``changes`` replace its fields (``release=`` is merged into the release
+    section), for the forged and partial reports the publish selftests sign."""
+    from build_steps.pinning import sha256_of
+    from build_steps.release_manifest import load_manifest
+    gates = list(load_manifest("cuda").gates)
+    release = {"version": RELEASE_VERSION, "tag": f"v{RELEASE_VERSION}", "commit": release_repo.head}
+    release.update(changes.pop("release", {}))
+    content = {
+        "flavor": "cuda", "repo": str(release_repo.repo), "remote": "origin", "release": release,
+        "wheel": str(wheel), "sha256": sha256_of(wheel),
+        "facts": {"features": ["CUDA", "CUDNN"], "sass": ["sm_90"], "ptx": ["compute_120"],
+                  "commits": [release_repo.head], "stamp_source": "binary"},
+        "gates_passed": gates, "verdicts": {g: "passed" for g in gates}, "excused": [], "assets": {},
+    }
+    content.update(changes)
+    return content

@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 
 from build_steps import sandbox
-from build_steps.pinning import sha256_of
 from build_steps.release_manifest import load_manifest
 from build_steps.release_report import KEY_ENV, ReportRefused, write_report
 from selftest.conftest import HARNESS_ROOT
+from selftest.fixtures_publish import RELEASE_VERSION, report_content
 
 SCRIPT = Path(sys.executable).parent / "mxnet-release"
-VERSION = "2.0.0+cu13.bw.20260614.1"
+VERSION = RELEASE_VERSION
 
 
 @pytest.fixture
@@ -43,21 +43,6 @@ def _wheel(directory: Path, version: str = VERSION, metadata_version: str | None
         zf.writestr(f"mxnet-{version}.dist-info/METADATA",
                     f"Metadata-Version: 2.1\nName: mxnet\nVersion: {metadata_version or version}\n")
     return wheel
-
-
-def _content(release_repo, wheel: Path, **changes) -> dict:
-    gates = list(load_manifest("cuda").gates)
-    release = {"version": VERSION, "tag": f"v{VERSION}", "commit": release_repo.head}
-    release.update(changes.pop("release", {}))
-    content = {
-        "flavor": "cuda", "repo": str(release_repo.repo), "remote": "origin", "release": release,
-        "wheel": str(wheel), "sha256": sha256_of(wheel),
-        "facts": {"features": ["CUDA", "CUDNN"], "sass": ["sm_90"], "ptx": ["compute_120"],
-                  "commits": [release_repo.head], "stamp_source": "binary"},
-        "gates_passed": gates, "verdicts": {g: "passed" for g in gates}, "excused": [], "assets": {},
-    }
-    content.update(changes)
-    return content
 
 
 def _publish(report: Path) -> subprocess.CompletedProcess:
@@ -78,41 +63,41 @@ def test_forged_reports_with_a_stolen_key_are_refused(release_repo, gh_standin, 
     gates = list(load_manifest("cuda").gates)
 
     # a tag that is not the version's
-    r = write_report(tmp_path / "tag.json", _content(release_repo, _wheel(tmp_path / "a"),
+    r = write_report(tmp_path / "tag.json", report_content(release_repo, _wheel(tmp_path / "a"),
                                                      release={"tag": "v2.0.0+cu13.bw.20260614.9"}))
     _refused(_publish(r), gh_standin, release_repo, "the report's tag v2.0.0+cu13.bw.20260614.9 is not")
 
     # a version the wheel does not carry (its file name says another)
     other = "2.0.0+cu13.bw.20260614.7"
-    r = write_report(tmp_path / "version.json", _content(
+    r = write_report(tmp_path / "version.json", report_content(
         release_repo, _wheel(tmp_path / "b"), release={"version": other, "tag": f"v{other}"}))
     _refused(_publish(r), gh_standin, release_repo, f"is not the report's version {other}")
 
     # another wheel's bytes: the name agrees, its METADATA says another version
-    r = write_report(tmp_path / "bytes.json", _content(
+    r = write_report(tmp_path / "bytes.json", report_content(
         release_repo, _wheel(tmp_path / "c", metadata_version="1.9.1", payload="import os")))
     _refused(_publish(r), gh_standin, release_repo, "its METADATA says Version 1.9.1")
 
     # a missing gate, "excused": only a shard gate the tree itself leaves out may be
     missing = next(g for g in gates if "test_acceptance.py" not in g)
-    r = write_report(tmp_path / "gate.json", _content(
+    r = write_report(tmp_path / "gate.json", report_content(
         release_repo, _wheel(tmp_path / "d"), verdicts={g: "passed" for g in gates if g != missing},
         gates_passed=[g for g in gates if g != missing], excused=[missing]))
     _refused(_publish(r), gh_standin, release_repo, f"excuses {missing}")
 
     # a gate of no release set among those said to have passed
-    r = write_report(tmp_path / "extra.json", _content(
+    r = write_report(tmp_path / "extra.json", report_content(
         release_repo, _wheel(tmp_path / "e"), gates_passed=[*gates, "tests/test_mine.py::test_ok"]))
     _refused(_publish(r), gh_standin, release_repo, "not in the cuda release set: tests/test_mine.py::test_ok")
 
     # another commit: the wheel's stamp is not HEAD
-    r = write_report(tmp_path / "commit.json", _content(
+    r = write_report(tmp_path / "commit.json", report_content(
         release_repo, _wheel(tmp_path / "f"),
         facts={"features": ["CUDA"], "sass": ["sm_90"], "ptx": [], "commits": ["f" * 40], "stamp_source": "binary"}))
     _refused(_publish(r), gh_standin, release_repo, f"is not HEAD {head[:12]}")
 
     # and the genuine one still publishes
-    r = write_report(tmp_path / "genuine.json", _content(release_repo, _wheel(tmp_path / "g")))
+    r = write_report(tmp_path / "genuine.json", report_content(release_repo, _wheel(tmp_path / "g")))
     proc = _publish(r)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert release_repo.remote_tags() == [f"v{VERSION}"]

@@ -21,7 +21,7 @@ import pytest
 from build_steps.release_manifest import load_manifest
 from build_steps.release_report import KEY_ENV, harness_version, write_report
 from selftest.conftest import HARNESS_ROOT, run_gates
-from selftest.fixtures_publish import other_gates_source
+from selftest.fixtures_publish import other_gates_source, report_content
 
 SCRIPT = Path(sys.executable).parent / "mxnet-release"
 
@@ -246,28 +246,12 @@ def _wheel(directory: Path, payload: str = "") -> Path:
     return wheel
 
 
-def _content(release_repo, wheel: Path, **changes) -> dict:
-    from build_steps.pinning import sha256_of
-    gates = list(load_manifest("cuda").gates)
-    content = {
-        "flavor": "cuda", "repo": str(release_repo.repo), "remote": "origin",
-        "release": {"version": "2.0.0+cu13.bw.20260614.1", "tag": "v2.0.0+cu13.bw.20260614.1",
-                    "commit": release_repo.head},
-        "wheel": str(wheel), "sha256": sha256_of(wheel),
-        "facts": {"features": ["CUDA", "CUDNN"], "sass": ["sm_90"], "ptx": ["compute_120"],
-                  "commits": [release_repo.head], "stamp_source": "binary"},
-        "gates_passed": gates, "verdicts": {g: "passed" for g in gates}, "excused": [], "assets": {},
-    }
-    content.update(changes)
-    return content
-
-
 def _publish(report: Path, *args):
     return _run([SCRIPT, "publish", f"--report={report}", *args], cwd=report.parent)
 
 
 def test_publish_step_publishes_a_genuine_report(release_repo, gh_standin, report_key, tmp_path):
-    report = write_report(tmp_path / "release-report.json", _content(release_repo, _wheel(tmp_path)))
+    report = write_report(tmp_path / "release-report.json", report_content(release_repo, _wheel(tmp_path)))
     proc = _publish(report, "--yes")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "PUBLISHED https://github.com/example/mxnet/releases/tag/v2.0.0+cu13.bw.20260614.1" in proc.stdout
@@ -285,7 +269,7 @@ def _refused(proc, gh_standin, release_repo, message: str) -> None:
 
 
 def test_forged_reports_are_refused(release_repo, gh_standin, report_key, tmp_path):
-    genuine = _content(release_repo, _wheel(tmp_path))
+    genuine = report_content(release_repo, _wheel(tmp_path))
     report = write_report(tmp_path / "release-report.json", genuine)
     doc = json.loads(report.read_text())
 
@@ -306,7 +290,7 @@ def test_forged_reports_are_refused(release_repo, gh_standin, report_key, tmp_pa
 
     # 3. a report (genuinely keyed) of a run in which one gate of the set did not pass
     first = load_manifest("cuda").gates[0]
-    partial = write_report(tmp_path / "partial.json", _content(
+    partial = write_report(tmp_path / "partial.json", report_content(
         release_repo, _wheel(tmp_path), verdicts={**genuine["verdicts"], first: "failed"}))
     _refused(_publish(partial, "--yes"), gh_standin, release_repo,
              f"the report is no whole-release-set PASS: 1 gate(s) of the cuda release set did not pass: {first}")

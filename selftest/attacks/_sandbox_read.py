@@ -32,3 +32,16 @@ def read_inside(box: dict, secret_dir: Path, marker: Path) -> None:
     proc = subprocess.run(argv, capture_output=True, text=True, env=env)
     if SECRET.strip() in proc.stdout:
         marker.write_text(f"read from inside the sandbox: {proc.stdout}")
+
+
+def cache_plant(tmp: Path, cache: str) -> "Plant":
+    """A tree, a secrets dir and a build dir whose CMakeCache.txt is ``cache`` (``{secrets}`` and
+    ``{src}`` filled in): what the tree's CMake could have written there."""
+    from selftest.attacks._payload import Plant
+    secret_dir = secrets(tmp)
+    src = tmp / "tree"
+    (src / "src").mkdir(parents=True)
+    build = tmp / "build"
+    build.mkdir()
+    (build / "CMakeCache.txt").write_text(cache.format(secrets=secret_dir, src=src))
+    return Plant(tmp, tmp / "fired", {"src": src, "build": build, "secrets": secret_dir})

@@ -6,17 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from selftest.attacks._payload import Plant
-from selftest.attacks._sandbox_read import read_inside, secrets
+from selftest.attacks._sandbox_read import cache_plant, read_inside
 
 
 def plant(tmp: Path) -> Plant:
-    secret_dir = secrets(tmp)
-    src = tmp / "tree"
-    (src / "src").mkdir(parents=True)
-    build = tmp / "build"
-    build.mkdir()
-    (build / "CMakeCache.txt").write_text(f"OPENCV_ROOT:PATH={secret_dir}\nCMAKE_HOME_DIRECTORY:INTERNAL={src}\n")
-    return Plant(tmp, tmp / "fired", {"src": src, "build": build, "secrets": secret_dir})
+    return cache_plant(tmp, "OPENCV_ROOT:PATH={secrets}\nCMAKE_HOME_DIRECTORY:INTERNAL={src}\n")
 
 
 def without_fix(p: Plant) -> None:
