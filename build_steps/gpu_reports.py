@@ -35,7 +35,7 @@ from pathlib import Path
 
 import jsonschema
 
-from .errors import UsageError
+from .errors import NOT_JUDGED, UsageError
 from .arch import ARCH_JSON_SCHEMA, Arch, ArchSpec, parse_cuda_arch
 from .profile_data import cuda_profiles, get_profile, only_cuda_profile
 from .release_manifest import load_manifest
@@ -121,7 +121,9 @@ class RunVerdict:
     report: str
     host: str
     gpu: dict
-    outcome: str               # "passed" (>= 1 gpu gate passed, none failed), "failed", "skipped"
+    #: "passed" (>= 1 gpu gate passed, none failed or not judged), "failed", "not judged" (the host
+    #: could not judge a gate: a driver below the wheel's floor; none failed), "skipped"
+    outcome: str
     detail: str = ""
     #: the GPU gates that passed in this run, and those it excused (shards not on its tree)
     passed: frozenset = frozenset()
@@ -174,9 +176,12 @@ class Merged:
         runs = self.per_arch.get(arch, [])
         if any(r.outcome == "failed" for r in runs):
             return "failed"
-        if not any(r.outcome == "passed" for r in runs):
+        if not any(r.outcome in ("passed", NOT_JUDGED) for r in runs):
             return "not verified"
-        return "incomplete" if self.missing(arch) else "verified"
+        if not self.missing(arch):
+            return "verified"
+        # a gate another GPU of the arch judged is not missing; what is left, the host kept from judging
+        return NOT_JUDGED if any(r.outcome == NOT_JUDGED for r in runs) else "incomplete"
 
     def archs_in(self, state: str) -> list:
         return [a for a in self.archs if self.state(a) == state]
@@ -242,6 +247,10 @@ def wheel_sass_archs(wheel: Path) -> list[str]:
     return [f"sm_{a}" for a in sorted(archs)]
 
 
+#: one GPU's two reports: the worse outcome is the GPU's (a failure outranks what the host could not judge)
+_RANK = {"skipped": 0, "passed": 1, NOT_JUDGED: 2, "failed": 3}
+
+
 def _run_verdict(path: Path, doc: dict) -> RunVerdict | None:
     section = doc.get(SECTION) or {}
     gates = section.get("gates") or {}
@@ -249,12 +258,18 @@ def _run_verdict(path: Path, doc: dict) -> RunVerdict | None:
         return None
     outcomes = [g.get("verdict") for g in gates.values()]
     gpu = next((g["gpu"] for g in gates.values() if g.get("gpu")), None) or {}
+    unjudged = [(n, g) for n, g in gates.items() if g.get("verdict") == NOT_JUDGED]
     if "failed" in outcomes:
         outcome = "failed"
         failed = [(n, g) for n, g in gates.items() if g.get("verdict") == "failed"]
-        # the count first: the first failure's message is cut to fit the row
-        detail = (f"{len(failed)} GPU gate{'s' if len(failed) > 1 else ''} failed, first "
-                  f"{failed[0][0]}: {failed[0][1].get('message', '')}")
+        # the counts first: the first failure's message is cut to fit the row
+        detail = (f"{len(failed)} GPU gate{'s' if len(failed) > 1 else ''} failed"
+                  + (f" ({len(unjudged)} not judged)" if unjudged else "")
+                  + f", first {failed[0][0]}: {failed[0][1].get('message', '')}")
+    elif unjudged:
+        outcome = NOT_JUDGED
+        detail = (f"{len(unjudged)} GPU gate{'s' if len(unjudged) > 1 else ''} not judged, first "
+                  f"{unjudged[0][0]}: {unjudged[0][1].get('message', '')}")
     elif "passed" in outcomes:
         outcome, detail = "passed", f"{outcomes.count('passed')} GPU gates passed"
     else:
@@ -350,8 +365,8 @@ def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
         if run.gpu and key in seen:
             first = seen[key]
             # One GPU, two reports: counted once; a failure in either is the GPU's verdict.
-            if run.outcome == "failed" and first.outcome != "failed":
-                first.outcome, first.detail = "failed", f"{run.report}: {run.detail}"
+            if _RANK[run.outcome] > _RANK[first.outcome] and run.outcome != "passed":
+                first.outcome, first.detail = run.outcome, f"{run.report}: {run.detail}"
             elif run.outcome == "passed" and first.outcome == "skipped":
                 first.outcome, first.detail = "passed", run.detail
             # ... and the GPU gates either passed count (a GPU set run in parts on one GPU)
@@ -415,6 +430,9 @@ def summary_lines(m: Merged) -> list[str]:
         parts = []
         if m.failed:
             parts.append(f"GPU gates failed on {', '.join(m.failed)}")
+        unjudged = m.archs_in(NOT_JUDGED)
+        if unjudged:
+            parts.append(f"the host could not judge the GPU gates on {', '.join(unjudged)}")
         incomplete = m.archs_in("incomplete")
         if incomplete:
             parts.append(f"the GPU gates did not all pass on {', '.join(incomplete)}")

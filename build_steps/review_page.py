@@ -122,7 +122,7 @@ class ArchRow:
     sass: bool | None      # SASS for it in libmxnet.so's fatbin (None: the fatbin was not read)
     ptx_wanted: bool
     ptx: bool | None
-    verified: str          # "verified" / "failed" / "incomplete" / "not verified" / "no GPU reports"
+    verified: str          # "verified" / "failed" / "not judged" / "incomplete" / "not verified" / "no GPU reports"
     runs: list             # "H100 on host-a (a.json): passed"
 
 

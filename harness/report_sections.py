@@ -14,7 +14,7 @@ import pytest
 from build_steps import gpu_reports
 
 from .state import HarnessRun, the_run
-from .verdicts import failure_reason, verdict_of
+from .verdicts import NOT_JUDGED, failure_reason, verdict_of
 
 _GPU_MARKS = ("gpu", "cublas")
 _PROP = "mxnet_gpu_run"
@@ -39,13 +39,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
 
 def _record(runs: dict[str, dict[str, Any]], report: pytest.TestReport) -> None:
     props = cast("dict[str, Any]", dict(report.user_properties).get(_PROP) or {})
+    facts = verdict_of(report) or {}
     why = ""
     if not report.passed:
         # The reason decided where the gate ran (harness.ledger): under -n 2 the report's text on
         # the controller starts with the worker's banner, and a skip's is the longrepr tuple.
-        why = (verdict_of(report) or {}).get("why") or failure_reason(getattr(report, "longreprtext", "") or "")
+        why = facts.get("why") or failure_reason(getattr(report, "longreprtext", "") or "")
+    # pytest says "failed" for a gate that raised NotJudged; the ledger's verdict says the host could
+    # not judge it, and gpu_reports must not count the host's fault as the wheel's failure
+    verdict = NOT_JUDGED if facts.get("verdict") == NOT_JUDGED else report.outcome
     if report.when == "call" or report.nodeid not in runs or not report.passed:
-        runs[report.nodeid] = {"verdict": report.outcome, "message": why, "gpu": props.get("gpu"),
+        runs[report.nodeid] = {"verdict": verdict, "message": why, "gpu": props.get("gpu"),
                                "wheel": props.get("wheel")}
 
 

@@ -321,3 +321,66 @@ def test_tools_check_wheel_as_the_harness_does(tool, tmp_path):
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode in (2, 4), r.stdout + r.stderr
     assert f"--wheel {not_a_wheel}: not a wheel (the name must end in .whl)" in r.stderr, r.stderr
+
+
+def test_a_gate_the_host_could_not_judge_never_fails_the_arch(tmp_path):
+    """The regression (H100 host, driver 580, 2026-12-06): the cuBLAS gates ended NOT JUDGED (the
+    driver is below the wheel's cuBLAS floor), the report filed them as "failed", and gpu_verify said
+    sm_90 FAILED, blaming the wheel for the host. Not judged keeps the arch from verified and says
+    why; a failure beside it is still a failure; another GPU of the arch that judged the gates
+    verifies it."""
+    d = tmp_path / "reports"
+    d.mkdir()
+    doc = json.loads((REPORTS / "a100.json").read_text())
+    why = "not judged: driver 580 is below the wheel's floor (R590, which nvidia-cublas>=13.5,<14 needs)"
+    for name, gate in doc["gpu_verification"]["gates"].items():
+        if "test_cublas" in name:
+            gate.update(verdict="not judged", message=why)
+    (d / "a100.json").write_text(json.dumps(doc))
+    r = _merge_cli(d, "--cuda-arch=8.0")
+    row = _row(r.stdout, "sm_80")
+    assert r.returncode == 1 and row.split()[1:3] == ["NOT", "JUDGED:"], r.stdout
+    assert "driver 580 is below the wheel's floor" in row and "FAILED" not in r.stdout, r.stdout
+    assert r.stdout.strip().splitlines()[-1] == "strict verdict: FAIL - the host could not judge the GPU gates on sm_80"
+    merged = gpu_reports.merge(gpu_reports.load_reports(d), cuda_arch="8.0")
+    assert merged.failed == [] and merged.archs_in("not judged") == ["sm_80"]
+
+    # a failure beside it is the arch's verdict
+    failing = json.loads(json.dumps(doc))
+    failing["gpu_verification"]["gates"]["tests/test_gpu_smoke.py::test_gpu_visible"]["verdict"] = "failed"
+    (d / "a100.json").write_text(json.dumps(failing))
+    row = _row(_merge_cli(d, "--cuda-arch=8.0").stdout, "sm_80")
+    assert row.split()[1] == "FAILED:" and "1 GPU gate failed" in row and "9 not judged" in row, row
+
+    # a second A100 on an R590 host judged (and passed) the cuBLAS gates: sm_80 verified
+    (d / "a100.json").write_text(json.dumps(doc))
+    other = json.loads((REPORTS / "a100.json").read_text())
+    other["gpu_verification"]["gates"] = {n: {**g, "gpu": {**g["gpu"], "uuid": "GPU-r590"}}
+                                          for n, g in other["gpu_verification"]["gates"].items() if "test_cublas" in n}
+    other["gpu_verification"]["host"] = "gpu-a100-r590"
+    (d / "r590.json").write_text(json.dumps(other))
+    r = _merge_cli(d, "--cuda-arch=8.0")
+    assert r.returncode == 0 and _row(r.stdout, "sm_80").split()[1] == "verified:", r.stdout
+
+
+def test_the_gpu_section_files_a_not_judged_gate_as_not_judged():
+    """What the report writes: the ledger's verdict (attached where the gate ran) decides, so a
+    gate that raised NotJudged is filed "not judged" with its reason, not pytest's "failed"."""
+    from harness.report_sections import _record
+    from harness.verdicts import VERDICT_PROPERTY
+
+    gpu = {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "arch": "sm_90", "visible": 1}
+    why = "not judged: driver 580 is below the wheel's floor (R590)"
+    runs: dict = {}
+    for nodeid, outcome, verdict in (("tests/test_cublas.py::test_cublas_preflight", "failed", "not judged"),
+                                     ("tests/test_gpu_smoke.py::test_gpu_visible", "failed", "failed"),
+                                     ("tests/test_gpu_smoke.py::test_gpu_elementwise_matches_cpu", "passed", "passed")):
+        report = pytest.TestReport(nodeid, ("tests/x.py", 1, "x"), {}, outcome, None, "call",
+                                   user_properties=[("mxnet_gpu_run", {"gpu": gpu, "wheel": "w.whl"}),
+                                                    (VERDICT_PROPERTY, {"when": "call", "verdict": verdict,
+                                                                        "why": why if verdict != "passed" else ""})])
+        _record(runs, report)
+    assert runs["tests/test_cublas.py::test_cublas_preflight"]["verdict"] == "not judged"
+    assert runs["tests/test_cublas.py::test_cublas_preflight"]["message"] == why
+    assert runs["tests/test_gpu_smoke.py::test_gpu_visible"]["verdict"] == "failed"
+    assert runs["tests/test_gpu_smoke.py::test_gpu_elementwise_matches_cpu"]["verdict"] == "passed"
