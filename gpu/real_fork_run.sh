@@ -304,15 +304,22 @@ stop-shards)
   done
   ;;
 sha)
-  # what two holds compare: the carried commit, libmxnet.so and the wheel (sha256 each)
+  # what two holds compare: the carried commit, libmxnet.so and the wheel (sha256 each), against the
+  # first hold's (gpu/hold1.sha256, issue 44); and every object's sha256 ($W/objects.sha256, which
+  # `collect` brings back), so a later hold that differs can name the objects that do
   git -C "$W/mxnet" log -1 --format='commit %H'
   sha256sum "$W/build/libmxnet.so" "$W"/mxnet/dist/*.whl "$W"/mxnet/dist/rejected/*.whl.FAILED-GATES 2>/dev/null
+  (cd "$W/build" && find . -name '*.o' -type f -print0 | sort -z | xargs -0 sha256sum) > "$W/objects.sha256"
+  echo "objects: $(wc -l < "$W/objects.sha256") hashed into $W/objects.sha256"
+  (cd "$W" && sha256sum -c "$ROOT/gpu/hold1.sha256") && echo "the first hold's bytes: SAME" \
+    || echo "the first hold's bytes: DIFFERENT (or not built with its command: see gpu/hold1.sha256)"
   ;;
 collect)
   out=${2:?collect DIR}
   mkdir -p "$out"
   cp "$W/pytest.log" "$W/report.json" "$W/gpu_report.json" "$W/gpu-lane.log" "$out/" 2>/dev/null
   cp "$W/build/.ninja_log" "$out/ninja_log.txt" 2>/dev/null
+  cp "$W/objects.sha256" "$out/" 2>/dev/null
   cp "$W/build/harness-logs/review.html" "$out/" 2>/dev/null
   # the bundled closure as the package step staged it: each file, its size, and the MB in all
   lib="$W/build/harness-package/python/mxnet/lib"
