@@ -37,6 +37,7 @@ import signal
 import stat
 import subprocess
 import sys
+from typing import Any
 from pathlib import Path
 
 from . import supervise
@@ -172,6 +173,28 @@ def probe() -> str | None:
     if proc.returncode != 0:
         return f"bwrap cannot make a user namespace here: {proc.stderr.strip()[-300:] or proc.returncode}"
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def identity() -> dict[str, Any] | None:
+    """Who a step runs as, measured inside a sandbox made as the steps' are (the report records it:
+    a GPU host's run shows its steps were not root): the harness's euid, the step's uid, gid and
+    groups, and its effective capabilities (``CapEff`` in /proc/self/status, hex). None when
+    sandboxing is off or no sandbox starts."""
+    if not enabled() or probe() is not None:
+        return None
+    script = "id -u; id -g; id -G; grep '^CapEff:' /proc/self/status"
+    try:
+        proc = subprocess.run([str(bwrap_path()), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                               "--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent",
+                               "--new-session", *_caps(), "--", *(_drop_to_user() if as_root() else []),
+                               "/bin/sh", "-c", script], capture_output=True, text=True, timeout=30)
+        uid, gid, groups, caps = proc.stdout.splitlines()[:4]
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+    return {"harness_euid": os.geteuid(), "step_uid": int(uid), "step_gid": int(gid),
+            "step_groups": [int(g) for g in groups.split()], "step_cap_eff": caps.split(":", 1)[1].strip(),
+            "via": "bwrap, then setpriv (the harness runs as root)" if as_root() else "bwrap (unprivileged)"}
 
 
 def _caps() -> list[str]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pathlib import Path
 
-from build_steps import gpu_reports, review_page
+from build_steps import gpu_reports, review_page, sandbox
 from build_steps.overrides import broken_promises, development_option_promises
 from build_steps.pinning import sha256_of
 from build_steps.readers.report import provenance_document
@@ -318,6 +318,9 @@ def extra_sections(run: HarnessRun, facts: Audit | None, records: dict[str, dict
     for key in ("toolchain", "reproducible"):
         if result.get(key):
             out.setdefault("build", {})[key] = result[key]
+    # who the tree's and the wheel's code ran as, measured in a sandbox (not the code path assumed)
+    if (who := sandbox.identity()) is not None:
+        out["sandbox"] = who
     steps = step_seconds(records)
     if steps:
         out.setdefault("build", {})["step_seconds"] = steps

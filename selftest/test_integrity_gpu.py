@@ -2,7 +2,12 @@
 the user accepts the skips with --allow-gpu-skips."""
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
+
+from build_steps.run_as import sandbox_ids
 
 from selftest.fixtures_runtime import runtime_args
 
@@ -42,3 +47,10 @@ def test_gpu_json_under_xdist_equals_the_serial_one(gates, mxnet191_wheel, mxnet
     assert len(serial_v) == 12 and all(v == "skipped" for v, _ in serial_v.values()), serial_v
     assert all(msg.startswith("no CUDA GPU on this host") for _, msg in serial_v.values()), serial_v
     assert spread_v == serial_v
+    # the report says who the wheel's code ran as, measured in a sandbox: root's runs drop to the
+    # sandbox uid with no capability (the GPU host's record needs this, not the code path assumed)
+    for name in ("serial.json", "xdist.json"):
+        who = json.loads((tmp_path / name).read_text())["sandbox"]
+        assert who["harness_euid"] == os.geteuid() and who["step_cap_eff"] == "0000000000000000", who
+        assert who["step_uid"] == (sandbox_ids()[0] if os.geteuid() == 0 else os.geteuid()), who
+        assert who["step_uid"] != 0, who
