@@ -134,3 +134,18 @@ def test_an_unreachable_index_is_not_a_refusal(gates, sample_tree, tmp_path):
 def test_the_preflight_runs_only_for_a_selection_that_installs_the_venv(markexpr, installs):
     from harness.runtime import installs_venv
     assert installs_venv(markexpr) is installs
+
+
+def test_an_audit_of_a_wheel_is_refused_the_same_way(gates, tmp_path):
+    """--wheel (nothing is built): the venv would install the same requirements, so the same
+    preflight refuses them before any gate runs, in the same one line and exit 4."""
+    from selftest.fixtures_readers import minimal_files
+    wheel = write_wheel(tmp_path / "mxnet-2.0.0-cp311-cp311-linux_x86_64.whl", minimal_files(version="2.0.0"))
+    house = _wheelhouse(tmp_path, b_version="1.0")
+    result = gates("-m", "runtime", f"--wheel={wheel}", "--flavor=cpu", "--no-index", f"--find-links={house}",
+                   "--no-deps", "--extra-requirement=harnessa")
+    out = _out(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-4000:]
+    lines = _refusal_lines(out)
+    assert len(lines) == 1 and "harnessb" in lines[0], out[-4000:]
+    assert "installing the wheel" not in out, out[-3000:]
