@@ -73,8 +73,10 @@ def command(python: str, requirements: Iterable[str], index: list[str]) -> tuple
         return "uv", [uv, "pip", "compile", *uv_options(), "--python", python, "--no-header", *index, "-"], \
             "\n".join(requirements) + "\n"
     target = [] if Path(python).resolve() == Path(sys.executable).resolve() else ["--python", python]
+    # one retry, not pip's five with backoff: on a host whose network drops packets the check would
+    # otherwise hold every run for minutes, where it only says "not checked" and goes on
     return "pip", [sys.executable, "-m", "pip", "--isolated", *target, "install", "--dry-run", "--ignore-installed",
-                   "--report", "-", "--quiet", *pip_options(), *index, *requirements], None
+                   "--report", "-", "--quiet", "--retries", "1", *pip_options(), *index, *requirements], None
 
 
 def _interpreter(python: str | None) -> str:
