@@ -220,12 +220,27 @@ def create_venv(venv_dir: Path, python: str | None = None, *, log: Path | None =
 def pip_command(venv: Venv) -> list:
     """``pip install`` for the venv: uv's when available, else the venv's own pip."""
     uv = shutil.which("uv")
-    # as root the sandboxed installer runs as the sandbox uid, with caches of its own (never root's)
-    own = sandbox.as_root() and sandbox.enabled()
     if uv:
-        return [uv, "pip", "install", "--no-config", "--python", str(venv.python),
-                *(["--cache-dir", str(sandbox.sandbox_cache("uv"))] if own else [])]
-    cmd = [str(venv.python), "-m", "pip", "--isolated", "install", "--disable-pip-version-check", "--no-input"]
+        return [uv, "pip", "install", *uv_options(), "--python", str(venv.python)]
+    return [str(venv.python), "-m", "pip", "--isolated", "install", *pip_options()]
+
+
+def _own_caches() -> bool:
+    # as root the sandboxed installer runs as the sandbox uid, with caches of its own (never root's)
+    return sandbox.as_root() and sandbox.enabled()
+
+
+def uv_options() -> list:
+    """What every ``uv pip`` command of the harness is given after its subcommand: no uv.toml,
+    and as root the sandbox uid's own cache (the requirements preflight uses the same)."""
+    return ["--no-config", *(["--cache-dir", str(sandbox.sandbox_cache("uv"))] if _own_caches() else [])]
+
+
+def pip_options() -> list:
+    """What every ``pip install`` of the harness is given after ``install`` (with ``--isolated``
+    before it): the host's CA bundle and the cache dir, which ``--isolated`` would drop."""
+    own = _own_caches()
+    cmd = ["--disable-pip-version-check", "--no-input"]
     # a host's CA bundle (a TLS-intercepting proxy) still applies, as for the CUDA wheels: it can
     # refuse a server, never offer another file
     for var, flag in (("PIP_CERT", "--cert"), ("PIP_CACHE_DIR", "--cache-dir")):

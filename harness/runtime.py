@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from build_steps import once
+from build_steps import once, requirements_preflight, source
 from build_steps import venv
 from build_steps.heartbeat import heartbeat
 from build_steps.driver_stub import DRIVER_SONAME, STUB_ENV, STUB_RECORD, driver_missing, make_stub
 from build_steps.readers.elf import read_dynamic
 from build_steps import filesystem
-from build_steps.errors import EnvironmentFault, HarnessError, StepError, log_tail
+from build_steps.errors import EnvironmentFault, HarnessError, StepError, UsageError, log_tail
 from build_steps.once import run_once
 from build_steps.pinning import verify
 from build_steps.profile_data import GATE_TEST_REQUIREMENTS
@@ -27,6 +27,7 @@ from build_steps.cuda_stack import cublas_probe_args
 
 from .steps import guarded
 from .common import say
+from .state import the_run
 
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
@@ -51,6 +52,63 @@ def load_probe(name: str) -> ModuleType:
         sys.modules[key] = module
         spec.loader.exec_module(module)  # type: ignore[union-attr]
     return sys.modules[key]
+
+
+#: The marks of the gates that need the venv (release_venv): test_install.py's (build), every
+#: runtime gate's (with its gpu/cublas/onnx/opencv marks) and the acceptance shards'. A ``-m``
+#: expression that can select none of them never installs the venv, so it is not preflighted.
+VENV_GATE_MARKS = (frozenset({"release", "build"}), frozenset({"release", "acceptance"}),
+                   *(frozenset({"release", "runtime", *extra}) for extra in
+                     ((), ("gpu",), ("gpu", "cublas"), ("onnx",), ("opencv",))))
+
+
+def installs_venv(markexpr: str | None) -> bool:
+    """Whether a run selected by ``-m markexpr`` can select a gate that installs the venv."""
+    if not (markexpr or "").strip():
+        return True
+    from _pytest.mark.expression import Expression
+    try:
+        expr = Expression.compile(markexpr)  # type: ignore[arg-type]  # not empty, checked above
+    except SyntaxError:
+        return False  # pytest says what is wrong with it
+    return any(expr.evaluate(_marked(marks)) for marks in VENV_GATE_MARKS)
+
+
+def _marked(marks: frozenset[str]) -> Callable[..., bool]:
+    """``-m``'s matcher for a gate carrying ``marks``."""
+    def match(name: str, /, **_kwargs: str | int | bool | None) -> bool:
+        return name in marks
+    return match
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The requirements the venv installs beside the wheel, resolved against the run's index options
+    before anything is built (build_steps.requirements_preflight): an index that cannot satisfy
+    them is one line and exit 4, in seconds, instead of every runtime gate erroring after the
+    compile. Once per run: tryfirst, in the controller, before xdist starts its workers."""
+    config = session.config
+    run = the_run(config)
+    if run.is_worker or config.option.collectonly or not installs_venv(config.option.markexpr):
+        return
+    options = run.options
+    if run.mode == "build":
+        try:  # a run that names no MXNet tree builds nothing (collection says why)
+            source.resolve_source(options.mxnet_src, Path(config.invocation_params.dir))
+        except UsageError:
+            return
+    found = requirements_preflight.check(
+        [*options.extra_requirements, *GATE_TEST_REQUIREMENTS], python=options.build_python,
+        find_links=options.find_links, index_url=options.index_url, no_index=options.no_index,
+        pass_env=options.pass_env)
+    if found.refusal:
+        raise pytest.UsageError(found.refusal)
+    if found.not_checked:
+        say(f"==> requirements not checked before the build: {found.not_checked}; the install step will say "
+            "whether the venv can be made")
+    else:
+        say(f"==> requirements resolved by {found.installer} in {found.seconds:.1f}s: "
+            f"{', '.join(found.requirements)}")
 
 
 @pytest.fixture(scope="session")

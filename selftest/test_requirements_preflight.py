@@ -1,0 +1,151 @@
+"""The requirements preflight (real-fork defect 7): what the venv installs beside the wheel is
+resolved against the run's own index options before anything is built.
+
+On the GPU host a 19-minute compile ended in ``uv pip install ... onnx<1.22`` failing on a
+wheelhouse that only held ml-dtypes<0.5 (onnx 1.21 needs >=0.5): knowable in seconds, before
+configure. Every run here is a child pytest of the real harness against a committed copy of
+selftest/sample_mxnet, with real wheels in a real --find-links dir, resolved by the real pip or uv.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from selftest.fixtures_readers import write_wheel
+
+#: the venv of this checkout holds uv (a selftest dependency, pyproject.toml [selftest])
+VENV_BIN = Path(sys.executable).parent
+
+
+def _pure_wheel(house: Path, name: str, version: str, requires=()) -> Path:
+    """A real pure-python wheel (METADATA, WHEEL, RECORD) of ``name`` ``version`` in ``house``."""
+    dist_info = f"{name}-{version}.dist-info"
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}",
+            *(f"Requires-Dist: {r}" for r in requires)]
+    return write_wheel(house / f"{name}-{version}-py3-none-any.whl", {
+        f"{name}/__init__.py": b"",
+        f"{dist_info}/METADATA": ("\n".join(meta) + "\n\n").encode(),
+        f"{dist_info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: selftest\nRoot-Is-Purelib: true\nTag: py3-none-any\n"})
+
+
+def _wheelhouse(root: Path, *, b_version: str) -> Path:
+    """harnessa 1.0 needs harnessb>=2; harnessb is ``b_version``. An onnxruntime stand-in (a pure
+    wheel of that name) answers the gates' own test requirement, so that only A/B can fail."""
+    house = root / f"wheelhouse-b{b_version}"
+    _pure_wheel(house, "harnessa", "1.0", ("harnessb>=2",))
+    _pure_wheel(house, "harnessb", b_version)
+    _pure_wheel(house, "onnxruntime", "1.20.0")
+    return house
+
+
+@pytest.fixture(params=["pip", "uv"])
+def installer(request, monkeypatch):
+    """The installer the harness will find on PATH: pip (no uv on PATH) or uv (this venv's)."""
+    path = [p for p in os.environ.get("PATH", "").split(os.pathsep)
+            if p and not (Path(p) / "uv").exists()]
+    if request.param == "uv":
+        assert (VENV_BIN / "uv").is_file(), "uv is a selftest dependency (pyproject.toml [selftest])"
+        path.insert(0, str(VENV_BIN))
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
+    assert (shutil.which("uv") is not None) == (request.param == "uv")
+    return request.param
+
+
+def _out(result) -> str:
+    return result.stdout.str() + "\n" + result.stderr.str()
+
+
+def _nothing_configured(src: Path) -> bool:
+    return (not any(src.glob("build*/CMakeCache.txt"))
+            and not any(src.parent.glob(f"{src.name}-build*"))
+            and not list(src.parent.glob(f"{src.name}-build*/harness-logs/configure.log")))
+
+
+def _refusal_lines(out: str) -> list[str]:
+    return [line for line in out.splitlines() if "cannot be resolved from" in line]
+
+
+@pytest.mark.parametrize("workers", [None, "2"], ids=["serial", "xdist"])
+def test_a_wheelhouse_that_cannot_satisfy_the_requirements_is_refused_before_configure(
+        gates, sample_tree, tmp_path, installer, workers):
+    src = sample_tree()
+    house = _wheelhouse(tmp_path, b_version="1.0")
+    start = time.monotonic()
+    result = gates("-m", "release", f"--mxnet-src={src}", "--flavor=cpu", "--no-index", f"--find-links={house}",
+                   "--no-deps", "--extra-requirement=harnessa", *(("-n", workers) if workers else ()),
+                   timeout=900)
+    took = time.monotonic() - start
+    out = _out(result)
+    print(f"refused by {installer} in {took:.1f} s")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-4000:]
+    lines = _refusal_lines(out)
+    # one line, said once (under xdist too: the controller says it before any worker starts)
+    assert len(lines) == 1, out[-4000:]
+    line = lines[0]
+    assert "harnessa" in line and "harnessb" in line and ">=2" in line, line
+    assert f"--find-links={house}" in line and "--no-index" in line, line
+    assert "nothing was configured or compiled" in line, line
+    assert _nothing_configured(src), sorted(p.name for p in src.parent.iterdir())
+    assert "RELEASE" not in out and "[configure]" not in out, out[-3000:]
+    assert took < 90, f"the refusal took {took:.0f} s"
+
+
+def test_a_satisfiable_wheelhouse_goes_on_to_the_build_checks(gates, sample_tree, tmp_path, installer):
+    """harnessb 2.0 in the wheelhouse: the preflight passes and the run goes on to the next check
+    before configure (a dirty tree, refused there: nothing is built by this selftest)."""
+    src = sample_tree()
+    (src / "src" / "c_api.cc").write_text((src / "src" / "c_api.cc").read_text() + "\n// local edit\n")
+    house = _wheelhouse(tmp_path, b_version="2.0")
+    result = gates("-m", "release", f"--mxnet-src={src}", "--flavor=cpu", "--no-index", f"--find-links={house}",
+                   "--no-deps", "--extra-requirement=harnessa")
+    out = _out(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-4000:]
+    assert not _refusal_lines(out), out[-4000:]
+    assert "uncommitted changes to tracked files (src/c_api.cc)" in out, out[-4000:]
+    assert _nothing_configured(src)
+
+
+def test_an_unreachable_index_is_not_a_refusal(gates, sample_tree, tmp_path):
+    """A closed local port as the index: not the user's requirements' fault (build_steps.install_faults).
+    The preflight says it could not check, and the run goes on (the install step then files the
+    gates not judged, exit 3, as before); here a dirty tree stops it before configure."""
+    src = sample_tree()
+    (src / "src" / "c_api.cc").write_text((src / "src" / "c_api.cc").read_text() + "\n// local edit\n")
+    result = gates("-m", "release", f"--mxnet-src={src}", "--flavor=cpu", "--index-url=http://127.0.0.1:9/",
+                   "--extra-requirement=harnessa")
+    out = _out(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-4000:]
+    assert not _refusal_lines(out), out[-4000:]
+    assert "requirements not checked before the build" in out and "could not reach the package index" in out, \
+        out[-4000:]
+    assert "uncommitted changes to tracked files (src/c_api.cc)" in out, out[-4000:]
+
+
+@pytest.mark.parametrize("markexpr,installs", [
+    ("release", True), ("release and not acceptance", True), ("build", True), ("runtime and gpu", True),
+    ("acceptance", True), ("", True), ("provenance", False), ("provenance and not release", False),
+    ("release and not runtime and not build and not acceptance", False),
+])
+def test_the_preflight_runs_only_for_a_selection_that_installs_the_venv(markexpr, installs):
+    from harness.runtime import installs_venv
+    assert installs_venv(markexpr) is installs
+
+
+def test_an_audit_of_a_wheel_is_refused_the_same_way(gates, tmp_path):
+    """--wheel (nothing is built): the venv would install the same requirements, so the same
+    preflight refuses them before any gate runs, in the same one line and exit 4."""
+    from selftest.fixtures_readers import minimal_files
+    wheel = write_wheel(tmp_path / "mxnet-2.0.0-cp311-cp311-linux_x86_64.whl", minimal_files(version="2.0.0"))
+    house = _wheelhouse(tmp_path, b_version="1.0")
+    result = gates("-m", "runtime", f"--wheel={wheel}", "--flavor=cpu", "--no-index", f"--find-links={house}",
+                   "--no-deps", "--extra-requirement=harnessa")
+    out = _out(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-4000:]
+    lines = _refusal_lines(out)
+    assert len(lines) == 1 and "harnessb" in lines[0], out[-4000:]
+    assert "installing the wheel" not in out, out[-3000:]
