@@ -21,6 +21,9 @@ from .steps import CHAIN, BuildPaths
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
 
+#: this checkout: its tests/ holds the gates
+HARNESS_ROOT = Path(__file__).resolve().parent.parent
+
 def pytest_configure(config: pytest.Config) -> None:
     LIVE.config = config
 
@@ -31,11 +34,43 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     LIVE.resume_progress_line(report.nodeid)
 
 
+def _distributed(config: pytest.Config) -> bool:
+    """Whether xdist runs this session's gates in workers (its controller collects nothing)."""
+    return config.pluginmanager.hasplugin("dsession")
+
+
+def _collects_gates(config: pytest.Config) -> bool:
+    """Whether the session's paths reach the gates (tests/): the harness's own selftests under
+    xdist are not a build, and must not be refused for naming no MXNet tree."""
+    gates = HARNESS_ROOT / "tests"
+    for arg in config.args:
+        path = Path(config.invocation_params.dir, arg.split("::", 1)[0]).resolve()
+        if path == gates or gates in path.parents or path in gates.parents:
+            return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Under xdist the checks below run here, once, in the controller: raised in the workers'
+    # collection, a refusal crashed each worker (INTERNALERROR, exit 3) instead of one line, exit 4.
+    # The controller has no items, so it checks a run whose -m can select a build (release, build,
+    # or no -m: every gate, the build's among them).
+    config = session.config
+    run = the_run(config)
+    if (run.is_worker or not _distributed(config) or run.mode == "audit" or config.option.collectonly
+            or not _collects_gates(config)):
+        return
+    markexpr = config.option.markexpr or ""
+    if markexpr and not (is_release_run(config) or re.search(r"(?<!not )\bbuild\b", markexpr)):
+        return  # an audit selection: the workers' collection says what it lacks
+    _refuse_or_go(config)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # A run that will build is checked here, once, before anything starts: the tree exists, the
     # selection is one that builds, and nothing known now would fail the release hours later.
     run = the_run(config)
-    options = run.options
     if run.mode == "audit" or not any("mxnet_source" in getattr(i, "fixturenames", ()) for i in items):
         return
     markexpr = config.option.markexpr or ""
@@ -43,6 +78,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(
             f"-m {markexpr!r} selects gates that audit an existing wheel and never builds one: pass "
             "--wheel=PATH (or select -m release to build and verify a wheel from --mxnet-src)")
+    if run.is_worker:
+        return  # the controller checked at session start
+    _refuse_or_go(config)
+
+
+def _refuse_or_go(config: pytest.Config) -> None:
+    """pytest.UsageError (exit 4, one block) naming what would fail this build, else nothing."""
+    options = the_run(config).options
     try:
         root = source.resolve_source(options.mxnet_src, Path(config.invocation_params.dir))
         # the cache is a place this build writes only for what the flags say (preflight.space_needs)
