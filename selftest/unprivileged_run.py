@@ -8,8 +8,10 @@ build; measured on this project's hosts: ``/root/.pyenv/versions/3.11.7``). So t
 readable copy of what it needs, in a dir it owns outside the homes and ``/tmp`` (as a checkout is):
 
 - the checkout's files (``git ls-files``: tracked and new, not the ignored build outputs);
-- a venv made by a Python the uid can run itself, of this Python's major.minor, holding this
-  venv's site-packages (hard links; same ABI, so compiled wheels load; no index, no network);
+- a venv made by a Python the uid can run itself, of this Python's major.minor, with this venv's
+  site-packages (same ABI, so compiled wheels load; no index, no network): read in place where
+  the uid can, else hard-linked (the 11,000 links of a full selftest venv took 1 to 2 s to make
+  and up to 5 s to remove on the loaded 2-core machine; a copy of its 356 MB, 4 s and 3 s);
 - a HOME with only a git identity in it, and a pytest basetemp under ``/tmp``, where the root
   run's tmp dirs are too (the sandbox hides ``/tmp`` and the homes; a run dir outside them would
   test another layout).
@@ -108,9 +110,8 @@ def _chown_tree(top: Path, files: bool = True) -> None:
 
 
 def _link_or_copy(src: str, dst: str) -> None:
-    """A file of root's venv for the uid: a hard link where the file is anyone's to read (no
-    copy: the 356 MB of a full selftest venv took 4 s to copy and 3 s to remove on a 2-core
-    machine; the link stays root's, so the uid cannot change it), else a copy made the uid's."""
+    """A file of root's venv for the uid: a hard link where the file is anyone's to read (it
+    stays root's, so the uid cannot change it), else a copy made the uid's."""
     st = os.lstat(src)
     if stat.S_ISREG(st.st_mode) and st.st_mode & stat.S_IROTH and not st.st_mode & (stat.S_ISUID | stat.S_ISGID):
         try:
@@ -120,6 +121,30 @@ def _link_or_copy(src: str, dst: str) -> None:
             pass  # another filesystem: copied below
     shutil.copy2(src, dst, follow_symlinks=False)
     os.lchown(dst, USER_UID, USER_UID)
+
+
+def _uid_can_read(path: Path, home: Path) -> bool:
+    proc = subprocess.run(as_user(["/bin/sh", "-c", 'test -r "$1" && test -x "$1"', "sh", str(path)]),
+                          capture_output=True, env=user_env(home), cwd="/", timeout=60)
+    return proc.returncode == 0
+
+
+def _give_packages(venv: Path, home: Path) -> None:
+    """This venv's packages in the uid's ``venv``: read in place where the uid can read them (a
+    ``.pth`` naming them), else hard-linked into its site-packages. In place, this venv's own
+    ``.pth`` files are not run (Python runs those of site dirs only), so its editable install,
+    which points at this checkout, is not used; linked, it is left out: the copy's files are."""
+    sites = list(dict.fromkeys(Path(sysconfig.get_path(k)) for k in ("purelib", "platlib")))
+    theirs = venv / Path(sysconfig.get_path("purelib")).relative_to(sys.prefix)
+    if all(_uid_can_read(site, home) for site in sites):
+        (theirs / "selftest-root-venv.pth").write_text("".join(f"{site}\n" for site in sites))
+        os.lchown(theirs / "selftest-root-venv.pth", USER_UID, USER_UID)
+        return
+    for site in sites:
+        shutil.copytree(site, venv / site.relative_to(sys.prefix), symlinks=True,
+                        dirs_exist_ok=True, copy_function=_link_or_copy,
+                        ignore=shutil.ignore_patterns("__editable__*", "mxnet_cu13_release_harness-*"))
+    _chown_tree(venv, files=False)  # the files were made the uid's or linked
 
 
 @dataclass
@@ -170,12 +195,7 @@ def make_user_checkout() -> UserCheckout:
                               capture_output=True, text=True, env=user_env(made.home), cwd=work, timeout=120)
         if proc.returncode != 0:
             raise Unavailable(f"{python} -m venv as uid {USER_UID} failed: {proc.stderr.strip()}")
-        for site in dict.fromkeys(Path(sysconfig.get_path(k)) for k in ("purelib", "platlib")):
-            # this checkout's editable install points at root's checkout: the copy's own files are used
-            shutil.copytree(site, work / "venv" / site.relative_to(sys.prefix), symlinks=True,
-                            dirs_exist_ok=True, copy_function=_link_or_copy,
-                            ignore=shutil.ignore_patterns("__editable__*", "mxnet_cu13_release_harness-*"))
-        _chown_tree(work / "venv", files=False)  # the files were made the uid's or linked above
+        _give_packages(work / "venv", made.home)
     except BaseException:
         made.remove()
         raise
