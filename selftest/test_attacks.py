@@ -63,8 +63,7 @@ def test_the_corpus_holds_as_an_unprivileged_user(user_checkout):
     corpus with test_attack's own assertions; every attack must pass there, or skip because it
     attacks what only root has."""
     from selftest.unprivileged_run import USER_UID, outcomes
-    proc, junit = user_checkout.pytest("selftest/test_attacks.py", "-q", "-rs",
-                                       "-k", "test_attack and not unprivileged")
+    proc, junit = user_checkout.pytest("selftest/test_attacks.py::test_attack", "-q", "-rs")
     report = proc.stdout[-6000:] + proc.stderr[-3000:]
     assert junit.is_file(), f"the run as uid {USER_UID} did not start: {report}"
     got = outcomes(junit)
