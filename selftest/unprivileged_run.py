@@ -12,9 +12,9 @@ readable copy of what it needs, in a dir it owns outside the homes and ``/tmp`` 
   site-packages (same ABI, so compiled wheels load; no index, no network): read in place where
   the uid can, else hard-linked (the 11,000 links of a full selftest venv took 1 to 2 s to make
   and up to 5 s to remove on the loaded 2-core machine; a copy of its 356 MB, 4 s and 3 s);
-- a HOME with only a git identity in it, and a pytest basetemp under ``/tmp``, where the root
-  run's tmp dirs are too (the sandbox hides ``/tmp`` and the homes; a run dir outside them would
-  test another layout).
+- an empty HOME (no git identity either, as root's on a fresh CI machine), and a pytest basetemp
+  under ``/tmp``, where the root run's tmp dirs are too (the sandbox hides ``/tmp`` and the homes;
+  a run dir outside them would test another layout).
 
 Everything it cannot set up raises ``Unavailable`` with the reason: the caller fails on it (a
 check that quietly does not run as a user proves nothing).
@@ -182,9 +182,6 @@ def make_user_checkout() -> UserCheckout:
                         home=work / "home")
     try:
         made.home.mkdir()
-        # an operator who tags has a git identity (gitops.operator_identity reads it from here)
-        (made.home / ".gitconfig").write_text("[user]\n\tname = selftest user\n"
-                                              "\temail = selftest-user@example.invalid\n")
         for rel in checkout_files():
             (made.repo / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(HARNESS_ROOT / rel, made.repo / rel, follow_symlinks=False)
