@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -21,9 +20,7 @@ import pytest
 
 from build_steps import sandbox
 from selftest.conftest import HARNESS_ROOT
-
-#: an unprivileged uid for the "as a user" run (no passwd entry needed)
-USER_UID = 4242
+from selftest.unprivileged_run import USER_UID  # the unprivileged uid of the "as a user" runs
 
 #: What the code inside tries. Each line prints NAME=0 when the attempt worked.
 ATTACK = r"""
@@ -119,21 +116,29 @@ print("RESULT " + json.dumps(_probe(Path(sys.argv[2]))))
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
-                    reason="needs root to become an unprivileged user (setpriv)")
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become an unprivileged user (setpriv)")
 def test_as_a_user_the_sandbox_holds_the_same(tmp_path):
+    # The uid runs a copy of this checkout with a venv it can read (selftest/unprivileged_run.py):
+    # on CI the checkout, its venv and its Python may be under /root (0700), which this process's
+    # own interpreter and HARNESS_ROOT were (measured: "No module named 'selftest'").
+    from selftest.unprivileged_run import Unavailable, as_user, make_user_checkout
+    try:
+        made = make_user_checkout()
+    except Unavailable as e:
+        pytest.fail(f"as root the sandbox must also be tried as an unprivileged user, and that cannot be "
+                    f"set up: {e}")
     work = Path(tempfile.mkdtemp(prefix="sbx-user-", dir="/var/tmp"))
     try:
         os.chown(work, USER_UID, USER_UID)
         proc = subprocess.run(
-            ["setpriv", f"--reuid={USER_UID}", f"--regid={USER_UID}", "--clear-groups",
-             sys.executable, "-c", _AS_USER, str(HARNESS_ROOT), str(work)],
+            as_user([str(made.python), "-c", _AS_USER, str(made.repo), str(work)]),
             capture_output=True, text=True, timeout=300, cwd=work,
             env={"PATH": os.environ["PATH"], "HOME": str(work), "TMPDIR": str(work)})
         assert proc.returncode == 0, proc.stdout + proc.stderr
         got = json.loads(proc.stdout.split("RESULT ", 1)[1])
     finally:
         shutil.rmtree(work)
+        made.remove()
     # As a user the code runs with that user's uid (no other uid can be had without privileges):
     # the user's own files stay readable where the sandbox shows them, so the root-only file and
     # a run dir outside /tmp are the root case's; /tmp (where run dirs are made) stays private.

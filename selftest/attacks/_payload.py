@@ -54,6 +54,12 @@ def repo(path: Path, files: dict | None = None) -> Path:
     """A real repository with one commit of ``files`` (a CMakeLists.txt by default)."""
     path.mkdir(parents=True, exist_ok=True)
     git(path, "init", "-q", "-b", "master")
+    # an identity of the repo's own (data to git, as a release repo has one): the harness tags with
+    # it where the operator has none, as root on a fresh CI machine (no ~/.gitconfig) and the
+    # unprivileged uid of the user run; without it the tag attacks stopped at "Committer identity
+    # unknown" before meeting the harness
+    git(path, "config", "user.name", IDENTITY["GIT_COMMITTER_NAME"])
+    git(path, "config", "user.email", IDENTITY["GIT_COMMITTER_EMAIL"])
     for rel, text in (files or {"CMakeLists.txt": "project(mxnet)\n"}).items():
         (path / rel).parent.mkdir(parents=True, exist_ok=True)
         (path / rel).write_text(text)
