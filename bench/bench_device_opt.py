@@ -13,6 +13,12 @@ bytes and the ratio of each variant's time to today's, side by side.
 
     .venv/bin/python bench/bench_device_opt.py [--src=DIR] [--object src/operator/nn/softmax.cu ...]
                                                [--variant NAME ...] [--nice 10]
+    .venv/bin/python bench/bench_device_opt.py --estimate=NINJA_LOG --cu-ratio=R [--cu-ratio=R ...] [--jobs 16]
+
+``--estimate`` does the arithmetic for a whole build instead: a GPU hold's ``.ninja_log`` with each
+``.cu`` step's time times R (a ratio measured here), summed, and packed onto ``--jobs`` cores by a
+list scheduler twice, in the log's order (the order the steps finished in that build, close to ninja's; 8 % above the real wall on the oneDNN-off log) and longest first (dependencies left out: every
+object of the fork's build is independent of the others; the link, 16 s, is added at the end).
 
 Every compile runs alone (one at a time): nvcc's phases are single-threaded, so on a shared machine
 a second compile beside it would measure the neighbour, not the option.
@@ -21,11 +27,13 @@ from __future__ import annotations
 
 import argparse
 import csv
+import heapq
 import os
 import resource
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,6 +45,7 @@ from build_steps import configure, cuda_root as cuda_root_step  # noqa: E402
 from build_steps.arch import make_arch  # noqa: E402
 from build_steps.fast_compile import fast_compile_defines  # noqa: E402
 from build_steps.profile_data import get_profile  # noqa: E402
+from build_steps.readers.ninja_log import read_commands  # noqa: E402
 
 WORK = ROOT / ".tmp" / "bench-device-opt"
 #: a mid-size object to calibrate with (38 s in the 16-core H100 build) and the three longest of
@@ -123,6 +132,37 @@ def compile_once(build: Path, argv: list[str], obj: str, extra: list[str], env: 
     return took, cpu, device, out.stat().st_size
 
 
+#: libmxnet.so's link on the 16-core H100 host (docs/gpu_runs/real_fork_onednn_off_2026-12-06.ninja_log)
+LINK_SECONDS = 16.4
+
+
+def pack(durations: list[float], jobs: int) -> float:
+    """The wall time of ``durations`` run in this order on ``jobs`` workers, each step taken by
+    the first free worker (what ninja does with independent steps)."""
+    free = [0.0] * jobs
+    for d in durations:
+        heapq.heappush(free, heapq.heappop(free) + d)
+    return max(free)
+
+
+def estimate(log: Path, ratios: list[float], jobs: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:  # read_commands reads <build>/.ninja_log
+        (Path(tmp) / ".ninja_log").write_bytes(log.read_bytes())
+        commands, _ = read_commands(Path(tmp))
+    objs = [c for c in commands if c.target.endswith(".o")]
+    cu = sum(c.seconds for c in objs if c.target.endswith(".cu.o"))
+    print(f"=== {log.name}: {len(objs)} objects, {sum(c.seconds for c in objs):,.0f} s summed, "
+          f".cu {cu:,.0f} s; {jobs} cores, + link {LINK_SECONDS} s ===")
+    print(f"{'.cu ratio':>10}{'summed':>10}{'sum/cores':>11}{'log order':>11}{'longest 1st':>13}"
+          f"{'longest step':>14}")
+    for r in ratios:
+        times = [c.seconds * (r if c.target.endswith(".cu.o") else 1.0) for c in objs]
+        total = sum(times)
+        print(f"{r:>10.2f}{total:>9,.0f}s{total / jobs + LINK_SECONDS:>10.0f}s"
+              f"{pack(times, jobs) + LINK_SECONDS:>10.0f}s{pack(sorted(times, reverse=True), jobs) + LINK_SECONDS:>12.0f}s"
+              f"{max(times):>13.0f}s")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--src", type=Path, help="an unpacked fork tree (default: unpack the fixture)")
@@ -130,7 +170,13 @@ def main(argv=None) -> int:
     ap.add_argument("--variant", dest="variants", action="append", choices=list(VARIANTS),
                     help="a variant to time (repeatable; default all; 'today' is always timed)")
     ap.add_argument("--nice", type=int, default=10)
+    ap.add_argument("--estimate", type=Path, metavar="NINJA_LOG", help="estimate a whole build's wall from this log")
+    ap.add_argument("--cu-ratio", type=float, action="append", help="with --estimate: a .cu time ratio (repeatable)")
+    ap.add_argument("--jobs", type=int, default=16, help="with --estimate: cores (default 16, the GPU host's)")
     args = ap.parse_args(argv)
+    if args.estimate:
+        estimate(args.estimate, [1.0] + (args.cu_ratio or []), args.jobs)
+        return 0
     src = (args.src or unpack_fork(ROOT / ".tmp" / "bench" / "fork")).resolve()
     build = WORK / "build-sm90-fast"
     env, conf_s = configure_build(src, build)
