@@ -6,10 +6,11 @@ runs at nvcc's defaults, which optimise fully. This bench configures the real fo
 build configures it (the CUDA profile, MXNET_CUDA_ARCH=9.0, ``fast_compile.fast_compile_defines``),
 takes each object's nvcc command line from ``ninja -t commands`` (what CMake wrote, no compiler
 launcher) and runs it once per variant: today's line, and the line with one device-side option
-appended. The variants take turns per object (round robin), so a change in the shared machine's load
-falls on every variant alike. nvcc's ``--time`` splits each compile into its phases; the bench sums
-them into device (cicc + ptxas + fatbinary) and host (everything else) and prints seconds, object
-bytes and the ratio of each variant's time to today's, side by side.
+appended. The variants of one object run back to back; besides the wall it records the compile's CPU
+seconds (user + system of nvcc and its phases), which move far less than the wall when the shared
+machine's load does, so the CPU ratio is the one to read. nvcc's ``--time`` splits each compile into
+its phases (wall); the bench sums them into device (cicc + ptxas + fatbinary) and host (everything
+else) and prints seconds, object bytes and the ratio of each variant to today's, side by side.
 
     .venv/bin/python bench/bench_device_opt.py [--src=DIR] [--object src/operator/nn/softmax.cu ...]
                                                [--variant NAME ...] [--nice 10]
@@ -17,8 +18,9 @@ bytes and the ratio of each variant's time to today's, side by side.
 
 ``--estimate`` does the arithmetic for a whole build instead: a GPU hold's ``.ninja_log`` with each
 ``.cu`` step's time times R (a ratio measured here), summed, and packed onto ``--jobs`` cores by a
-list scheduler twice, in the log's order (the order the steps finished in that build, close to ninja's; 8 % above the real wall on the oneDNN-off log) and longest first (dependencies left out: every
-object of the fork's build is independent of the others; the link, 16 s, is added at the end).
+list scheduler twice: in the log's order (the order the steps finished in that build, near ninja's;
+on the oneDNN-off log it gives 1164 s for the real 1075 s) and longest first (dependencies left out:
+the objects are independent of each other; the link, 16 s, is added at the end).
 
 Every compile runs alone (one at a time): nvcc's phases are single-threaded, so on a shared machine
 a second compile beside it would measure the neighbour, not the option.
@@ -63,9 +65,9 @@ VARIANTS = {
 }
 #: nvcc --time phase names that compile device code (the rest is preprocessing and host code)
 DEVICE_PHASES = ("cicc", "ptxas", "fatbinary")
-#: left out of the configure: they change no flag of a .cu compile line (checked: the nvcc lines of
-#: the objects above are the same with OpenCV on, bar its include directory) and cost configure time;
-#: the fork's own ccache hook off, so every run compiles
+#: left out of the configure, as bench_fast_compile does: on, they add their -DMXNET_USE_*=1 and include
+#: directories to a .cu line, not a device flag (their effect on these objects' compile time is not
+#: measured here). The fork's own ccache hook off, so every run compiles
 QUIET = {"USE_ONEDNN": "OFF", "USE_OPENCV": "OFF", "USE_CCACHE": "OFF"}
 
 
@@ -145,7 +147,9 @@ def pack(durations: list[float], jobs: int) -> float:
     return max(free)
 
 
-def estimate(log: Path, ratios: list[float], jobs: int) -> None:
+def estimate(log: Path, ratios: list[float], jobs: int, long_cu: tuple[float, float] | None = None) -> None:
+    """``long_cu``: (seconds, ratio): the .cu steps at least that long in the log get this ratio
+    instead (the long objects' device half is a larger share of them than the short ones')."""
     with tempfile.TemporaryDirectory() as tmp:  # read_commands reads <build>/.ninja_log
         (Path(tmp) / ".ninja_log").write_bytes(log.read_bytes())
         commands, _ = read_commands(Path(tmp))
@@ -153,12 +157,16 @@ def estimate(log: Path, ratios: list[float], jobs: int) -> None:
     cu = sum(c.seconds for c in objs if c.target.endswith(".cu.o"))
     print(f"=== {log.name}: {len(objs)} objects, {sum(c.seconds for c in objs):,.0f} s summed, "
           f".cu {cu:,.0f} s; {jobs} cores, + link {LINK_SECONDS} s ===")
-    print(f"{'.cu ratio':>10}{'summed':>10}{'sum/cores':>11}{'log order':>11}{'longest 1st':>13}"
+    print(f"{'.cu ratio':>20}{'summed':>10}{'sum/cores':>11}{'log order':>11}{'longest 1st':>13}"
           f"{'longest step':>14}")
-    for r in ratios:
-        times = [c.seconds * (r if c.target.endswith(".cu.o") else 1.0) for c in objs]
+    rows = [(f"{r:.2f}", r, r) for r in ratios]
+    if long_cu:
+        rows += [(f"{r:.2f}, >={long_cu[0]:.0f}s {long_cu[1]:.2f}", r, long_cu[1]) for r in ratios if r != 1.0]
+    for label, r, r_long in rows:
+        times = [c.seconds * ((r_long if c.seconds >= long_cu[0] else r) if long_cu else r)
+                 if c.target.endswith(".cu.o") else c.seconds for c in objs]
         total = sum(times)
-        print(f"{r:>10.2f}{total:>9,.0f}s{total / jobs + LINK_SECONDS:>10.0f}s"
+        print(f"{label:>20}{total:>9,.0f}s{total / jobs + LINK_SECONDS:>10.0f}s"
               f"{pack(times, jobs) + LINK_SECONDS:>10.0f}s{pack(sorted(times, reverse=True), jobs) + LINK_SECONDS:>12.0f}s"
               f"{max(times):>13.0f}s")
 
@@ -173,9 +181,12 @@ def main(argv=None) -> int:
     ap.add_argument("--estimate", type=Path, metavar="NINJA_LOG", help="estimate a whole build's wall from this log")
     ap.add_argument("--cu-ratio", type=float, action="append", help="with --estimate: a .cu time ratio (repeatable)")
     ap.add_argument("--jobs", type=int, default=16, help="with --estimate: cores (default 16, the GPU host's)")
+    ap.add_argument("--long-cu", metavar="SECONDS:RATIO",
+                    help="with --estimate: also rows where the .cu steps of at least SECONDS get RATIO")
     args = ap.parse_args(argv)
     if args.estimate:
-        estimate(args.estimate, [1.0] + (args.cu_ratio or []), args.jobs)
+        long_cu = tuple(float(x) for x in args.long_cu.split(":", 1)) if args.long_cu else None
+        estimate(args.estimate, [1.0] + (args.cu_ratio or []), args.jobs, long_cu)  # type: ignore[arg-type]
         return 0
     src = (args.src or unpack_fork(ROOT / ".tmp" / "bench" / "fork")).resolve()
     build = WORK / "build-sm90-fast"
