@@ -14,7 +14,8 @@ else) and prints seconds, object bytes and the ratio of each variant to today's,
 
     .venv/bin/python bench/bench_device_opt.py [--src=DIR] [--object src/operator/nn/softmax.cu ...]
                                                [--variant NAME ...] [--nice 10]
-    .venv/bin/python bench/bench_device_opt.py --estimate=NINJA_LOG --cu-ratio=R [--cu-ratio=R ...] [--jobs 16]
+    .venv/bin/python bench/bench_device_opt.py --estimate=NINJA_LOG --cu-ratio=R [--cu-ratio=R ...]
+                                               [--cu-tier=SECONDS:R ...] [--jobs 16]
 
 ``--estimate`` does the arithmetic for a whole build instead: a GPU hold's ``.ninja_log`` with each
 ``.cu`` step's time times R (a ratio measured here), summed, and packed onto ``--jobs`` cores by a
@@ -147,9 +148,10 @@ def pack(durations: list[float], jobs: int) -> float:
     return max(free)
 
 
-def estimate(log: Path, ratios: list[float], jobs: int, long_cu: tuple[float, float] | None = None) -> None:
-    """``long_cu``: (seconds, ratio): the .cu steps at least that long in the log get this ratio
-    instead (the long objects' device half is a larger share of them than the short ones')."""
+def estimate(log: Path, ratios: list[float], jobs: int, tiers: list[tuple[float, float]] | None = None) -> None:
+    """One row per uniform ``.cu`` ratio, and with ``tiers`` ((seconds, ratio), ...) one row where
+    each .cu step gets the ratio of the longest threshold it reaches in the log (a long object's
+    device half is a larger share of it than a short one's, so the ratio differs by length)."""
     with tempfile.TemporaryDirectory() as tmp:  # read_commands reads <build>/.ninja_log
         (Path(tmp) / ".ninja_log").write_bytes(log.read_bytes())
         commands, _ = read_commands(Path(tmp))
@@ -157,16 +159,17 @@ def estimate(log: Path, ratios: list[float], jobs: int, long_cu: tuple[float, fl
     cu = sum(c.seconds for c in objs if c.target.endswith(".cu.o"))
     print(f"=== {log.name}: {len(objs)} objects, {sum(c.seconds for c in objs):,.0f} s summed, "
           f".cu {cu:,.0f} s; {jobs} cores, + link {LINK_SECONDS} s ===")
-    print(f"{'.cu ratio':>20}{'summed':>10}{'sum/cores':>11}{'log order':>11}{'longest 1st':>13}"
+    print(f"{'.cu ratio':>28}{'summed':>10}{'sum/cores':>11}{'log order':>11}{'longest 1st':>13}"
           f"{'longest step':>14}")
-    rows = [(f"{r:.2f}", r, r) for r in ratios]
-    if long_cu:
-        rows += [(f"{r:.2f}, >={long_cu[0]:.0f}s {long_cu[1]:.2f}", r, long_cu[1]) for r in ratios if r != 1.0]
-    for label, r, r_long in rows:
-        times = [c.seconds * ((r_long if c.seconds >= long_cu[0] else r) if long_cu else r)
-                 if c.target.endswith(".cu.o") else c.seconds for c in objs]
+    rows = [(f"{r:.2f}", [(0.0, r)]) for r in ratios]
+    if tiers:
+        rows.append((" ".join(f">={t:.0f}s:{r:.2f}" for t, r in sorted(tiers)), sorted(tiers)))
+    for label, steps in rows:
+        def ratio(seconds: float) -> float:
+            return [r for t, r in steps if seconds >= t][-1] if any(seconds >= t for t, _ in steps) else 1.0
+        times = [c.seconds * ratio(c.seconds) if c.target.endswith(".cu.o") else c.seconds for c in objs]
         total = sum(times)
-        print(f"{label:>20}{total:>9,.0f}s{total / jobs + LINK_SECONDS:>10.0f}s"
+        print(f"{label:>28}{total:>9,.0f}s{total / jobs + LINK_SECONDS:>10.0f}s"
               f"{pack(times, jobs) + LINK_SECONDS:>10.0f}s{pack(sorted(times, reverse=True), jobs) + LINK_SECONDS:>12.0f}s"
               f"{max(times):>13.0f}s")
 
@@ -181,12 +184,13 @@ def main(argv=None) -> int:
     ap.add_argument("--estimate", type=Path, metavar="NINJA_LOG", help="estimate a whole build's wall from this log")
     ap.add_argument("--cu-ratio", type=float, action="append", help="with --estimate: a .cu time ratio (repeatable)")
     ap.add_argument("--jobs", type=int, default=16, help="with --estimate: cores (default 16, the GPU host's)")
-    ap.add_argument("--long-cu", metavar="SECONDS:RATIO",
-                    help="with --estimate: also rows where the .cu steps of at least SECONDS get RATIO")
+    ap.add_argument("--cu-tier", action="append", metavar="SECONDS:RATIO",
+                    help="with --estimate: a row where the .cu steps of at least SECONDS in the log get RATIO "
+                         "(repeatable: the longest threshold reached wins; shorter steps keep 1.0)")
     args = ap.parse_args(argv)
     if args.estimate:
-        long_cu = tuple(float(x) for x in args.long_cu.split(":", 1)) if args.long_cu else None
-        estimate(args.estimate, [1.0] + (args.cu_ratio or []), args.jobs, long_cu)  # type: ignore[arg-type]
+        tiers = [(float(t), float(r)) for t, r in (v.split(":", 1) for v in args.cu_tier or ())]
+        estimate(args.estimate, [1.0] + (args.cu_ratio or []), args.jobs, tiers)
         return 0
     src = (args.src or unpack_fork(ROOT / ".tmp" / "bench" / "fork")).resolve()
     build = WORK / "build-sm90-fast"
