@@ -53,7 +53,7 @@ from build_steps.readers.ninja_log import read_commands  # noqa: E402
 WORK = ROOT / ".tmp" / "bench-device-opt"
 #: the objects of docs/bench_device_opt_2026-12-06.txt, one per length class of the 16-core H100 build:
 #: a short one (layer_norm 38 s), a mid one (pooling 101 s) and the second longest (softmax 398 s;
-#: log_softmax, 410 s, is the same code). On 2 shared cores softmax alone takes 7-12 minutes a variant
+#: log_softmax, 410 s, instantiates the same softmax-inl.h kernels). On 2 shared cores softmax alone takes 7-12 minutes a variant
 DEFAULT_OBJECTS = ["src/operator/nn/layer_norm.cu", "src/operator/nn/pooling.cu", "src/operator/nn/softmax.cu"]
 #: name -> what is appended to the nvcc line. "today" is --fast-compile as it is; -Ofc (nvcc 12.8+,
 #: --Ofast-compile) is nvcc's own device fast-compile level; -Xptxas -O<n> lowers ptxas alone
