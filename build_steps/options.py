@@ -17,7 +17,7 @@ from .errors import UsageError, WheelError
 from .host_gpus import host_gpus, native_arch_list
 from .profile_data import PLATFORM_FLAVORS, Profile, get_profile
 from .arch import Arch, make_arch
-from .fast_compile import fast_compile_defines
+from .fast_compile import DEVICE_LEVELS, fast_compile_defines
 from .versions import validate_version
 from .readers.symbol_floor import parse_floor
 from .readers.wheel import check_archive
@@ -65,6 +65,8 @@ class RunOptions:
     pass_env: tuple = ()
     #: --fast-compile: host code built at fast_compile.FAST_COMPILE_LEVEL instead of the release's -O3
     fast_compile: bool = False
+    #: --fast-compile-device: nvcc's -Ofc level for device code on top of --fast-compile, or None
+    fast_compile_device: str | None = None
     #: --opencv-prefix: OpenCV installed in a prefix outside / (configure's OPENCV_ROOT, bundle's search)
     opencv_prefix: Path | None = None
     #: (as written, why) of each development run option (development_settings.toml [options])
@@ -76,7 +78,8 @@ class RunOptions:
     def build_defines(self) -> dict:
         """Every CMake definition the user's options add to the profile's, in the order they win:
         --fast-compile's, then --cmake-define's (an explicit definition beats a shorthand)."""
-        return {**(fast_compile_defines() if self.fast_compile else {}), **self.cmake_defines}
+        return {**(fast_compile_defines(device=self.fast_compile_device) if self.fast_compile else {}),
+                **self.cmake_defines}
 
     @property
     def development_options(self) -> tuple:
@@ -193,6 +196,7 @@ def make_options(raw: dict) -> RunOptions:
         if clash:
             raise UsageError(f"--fast-compile sets {', '.join(clash)} itself; drop it or the "
                              f"--cmake-define of {' and '.join(clash)}")
+    device = _fast_compile_device(raw, profile)
 
     package_version = raw.get("package_version")
     if package_version:
@@ -251,6 +255,7 @@ def make_options(raw: dict) -> RunOptions:
         glibc_floor=parse_floor(raw["glibc_floor"]) if raw.get("glibc_floor") else None,
         pass_env=check_pass_env(raw.get("pass_env")),
         fast_compile=bool(raw.get("fast_compile")),
+        fast_compile_device=device,
         opencv_prefix=_opencv_prefix(raw.get("opencv_prefix")),
         development_settings=used_options(raw),
         no_sandbox=bool(raw.get("no_sandbox")),
@@ -261,7 +266,8 @@ def make_options(raw: dict) -> RunOptions:
 BUILD_OPTIONS = (("jobs", "--jobs", None), ("build_dir", "--build-dir", None),
                  ("cuda_from_wheels", "--cuda-from-wheels", False), ("cuda_arch", "--cuda-arch", None),
                  ("fresh", "--fresh", False), ("compiler_launcher", "--compiler-launcher", "auto"),
-                 ("allow_untracked", "--allow-untracked", False))
+                 ("allow_untracked", "--allow-untracked", False),
+                 ("fast_compile_device", "--fast-compile-device", None))
 
 
 def _refuse_build_options(raw: dict) -> None:
@@ -275,6 +281,21 @@ def _refuse_build_options(raw: dict) -> None:
             raise UsageError(f"{option} {value if value is not True else ''}".rstrip()
                              + f": a build option; with --wheel nothing is built. Drop it, or drop "
                              "--wheel to build from --mxnet-src")
+
+
+def _fast_compile_device(raw: dict, profile: Profile) -> str | None:
+    """``--fast-compile-device=LEVEL``: a level of --fast-compile's build, for its CUDA compiles."""
+    level = raw.get("fast_compile_device")
+    if level is None:
+        return None
+    if level not in DEVICE_LEVELS:
+        raise UsageError(f"--fast-compile-device={level}: one of {', '.join(DEVICE_LEVELS)} (nvcc's -Ofc levels)")
+    if not raw.get("fast_compile"):
+        raise UsageError(f"--fast-compile-device={level} sets the device-code level of a --fast-compile "
+                         "build: add --fast-compile")
+    if not profile.is_cuda:
+        raise UsageError(f"--fast-compile-device: the {profile.name} flavor builds no CUDA code; drop it")
+    return str(level)
 
 
 def _build_dir(value: str | None) -> Path | None:

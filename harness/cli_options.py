@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from build_steps.acceptance import LANES
+from build_steps.fast_compile import DEVICE_LEVELS
 from build_steps.profile_data import PROFILES
 
 #: The dest names of the run's options (the first group): make_options receives exactly these.
@@ -65,6 +66,10 @@ def _run_options(parser: pytest.Parser) -> None:
     g.addoption("--fast-compile", action="store_true",
                 help="compile host code at -O0 instead of the release's -O3 (about half the compile time of "
                      "a one-arch build; CPU operators run slower): a development build that cannot publish")
+    g.addoption("--fast-compile-device", choices=DEVICE_LEVELS, metavar="LEVEL",
+                help="with --fast-compile: compile device code at nvcc's -Ofc=LEVEL (max, mid, min) instead of "
+                     "fully optimised (the .cu objects' cicc and ptxas time; GPU kernels run slower by an "
+                     "unmeasured amount): a development build that cannot publish")
     g.addoption("--allow-dirty", action="store_true",
                 help="build a tree with uncommitted tracked changes (development only: the run cannot publish)")
     g.addoption("--allow-untracked", action="store_true",

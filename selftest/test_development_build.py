@@ -8,21 +8,25 @@ time record (``.ninja_log``'s slowest commands, the CPU time) is read from real 
 from __future__ import annotations
 
 import dataclasses
+import os
+import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from build_steps import compile as compile_step
+from build_steps import configure as configure_step, cuda_root
 from build_steps.errors import UsageError
 from build_steps.host_gpus import HostGpu, host_gpus, native_arch_list
 from build_steps.options import make_options
 from build_steps.overrides import development_option_promises
-from build_steps.arch import Arch, parse_cuda_arch
+from build_steps.arch import Arch, make_arch, parse_cuda_arch
 from build_steps.fast_compile import fast_compile_defines
 from build_steps.readers import ninja_log
-from selftest.conftest import HARNESS_ROOT, run_gates
+from selftest.conftest import HARNESS_CACHE, HARNESS_ROOT, run_gates
 from selftest.fixtures_build import copy_sample_tree, default_build
 from selftest.fixtures_publish import make_release_repo
 
@@ -85,6 +89,78 @@ def test_override_gate_names_both_development_options():
     assert "sm_100 (Blackwell datacenter" in reasons[0] and "compute_120 PTX" in reasons[0]
     assert reasons[1].startswith("--fast-compile built host code at -O0")
     assert development_option_promises(make_options(_raw())) == [], "a release run has none"
+
+
+# --- --fast-compile-device: device code at nvcc's -Ofc, opted into on top of --fast-compile ------------
+
+HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").exists()
+#: --fast-compile's definitions as the GPU holds built with them: their bytes are the reference a
+#: later hold compares with, so --fast-compile alone must keep giving exactly these
+FAST_COMPILE_TODAY = {"CMAKE_C_FLAGS_RELEASE": "-O0 -DNDEBUG", "CMAKE_CXX_FLAGS_RELEASE": "-O0 -DNDEBUG",
+                      "CMAKE_CUDA_FLAGS_RELEASE": "-O0 -DNDEBUG"}
+
+
+def test_fast_compile_device_refused_where_it_means_nothing(tmp_path):
+    wheel = tmp_path / "mxnet-2.0.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("mxnet/__init__.py", "")
+    with pytest.raises(UsageError, match="add --fast-compile"):
+        make_options(_raw(fast_compile_device="max"))
+    with pytest.raises(UsageError, match="the cpu flavor builds no CUDA code"):
+        make_options(_raw(flavor="cpu", fast_compile=True, fast_compile_device="max"))
+    with pytest.raises(UsageError, match="with --wheel nothing is built"):
+        make_options(_raw(wheel=str(wheel), fast_compile_device="max"))
+    with pytest.raises(UsageError, match="one of max, mid, min"):
+        make_options(_raw(fast_compile=True, fast_compile_device="O0"))
+    with pytest.raises(UsageError, match="--fast-compile sets CMAKE_CUDA_FLAGS_RELEASE itself"):
+        make_options(_raw(fast_compile=True, fast_compile_device="max",
+                          cmake_defines=["CMAKE_CUDA_FLAGS_RELEASE=-O0"]))
+
+
+def test_fast_compile_device_is_a_development_option_and_fast_compile_alone_is_unchanged():
+    plain = make_options(_raw(fast_compile=True))
+    assert plain.build_defines == FAST_COMPILE_TODAY, "--fast-compile alone must build today's bytes"
+    assert plain.development_options == ("--fast-compile",)
+    device = make_options(_raw(fast_compile=True, fast_compile_device="mid"))
+    assert device.build_defines == {**FAST_COMPILE_TODAY, "CMAKE_CUDA_FLAGS_RELEASE": "-O0 -DNDEBUG -Ofc=mid"}
+    assert device.development_options == ("--fast-compile", "--fast-compile-device=mid")
+    reasons = development_option_promises(device)
+    assert reasons[0].startswith("--fast-compile built host code at -O0")
+    assert reasons[1].startswith("--fast-compile-device=mid (a development option): compiles device code at "
+                                 "nvcc's -Ofc"), reasons
+
+
+def _cu_line(src: Path, build: Path, options, root) -> str:
+    """The sample's kernel.cu compile line as CMake wrote it for ``options`` (sm_90 only), the build
+    dir's path replaced so that two build dirs' lines compare."""
+    configure_step.configure(src, build, options.profile, make_arch(options.profile, "9.0", {}),
+                             build / "harness-logs", extra_defs=root.cmake_args, env=root.env,
+                             overrides=options.build_defines)
+    lines = subprocess.run(["ninja", "-C", str(build), "-t", "commands", "CMakeFiles/mxnet.dir/src/kernel.cu.o"],
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    return lines[-1].replace(str(build), "BUILD")
+
+
+@pytest.mark.skipif(not HAS_NVCC, reason="nvcc (CUDA 13) is needed to configure and compile the sample's .cu")
+def test_fast_compile_device_reaches_the_nvcc_line_of_a_cu_object_and_only_that(sample_tree, tmp_path):
+    src = sample_tree()
+    root = cuda_root.assemble_cuda_root(cache=HARNESS_CACHE, python=sys.executable)
+    today = _cu_line(src, tmp_path / "b-fast", make_options(_raw(fast_compile=True)), root)
+    device = _cu_line(src, tmp_path / "b-device", make_options(_raw(fast_compile=True, fast_compile_device="max")),
+                      root)
+    assert " -O0 -DNDEBUG " in today and "-Ofc" not in today, today
+    # the one difference: nvcc's device level right after --fast-compile's host level
+    assert device == today.replace(" -O0 -DNDEBUG ", " -O0 -DNDEBUG -Ofc=max ", 1), (today, device)
+    # C++ objects compile exactly as with --fast-compile
+    cxx = {b: [ln.replace(str(tmp_path / b), "BUILD") for ln in subprocess.run(
+        ["ninja", "-C", str(tmp_path / b), "-t", "commands", "mxnet"], capture_output=True, text=True,
+        check=True).stdout.splitlines() if ln.split()[-1].endswith(".cc")] for b in ("b-fast", "b-device")}
+    assert cxx["b-fast"] and cxx["b-fast"] == cxx["b-device"]
+    # and nvcc 13 takes it: the object compiles
+    built = subprocess.run(["ninja", "-C", str(tmp_path / "b-device"), "CMakeFiles/mxnet.dir/src/kernel.cu.o"],
+                           capture_output=True, text=True, env={**os.environ, **root.env})
+    assert built.returncode == 0, built.stdout[-3000:]
+    assert (tmp_path / "b-device" / "CMakeFiles/mxnet.dir/src/kernel.cu.o").stat().st_size > 0
 
 
 @pytest.mark.slow

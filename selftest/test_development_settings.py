@@ -42,6 +42,8 @@ SETTINGS = [
     pytest.param({"no_sandbox": True}, "--no-sandbox", id="no-sandbox"),
     pytest.param({"allow_untracked": True}, "--allow-untracked", id="allow-untracked"),
     pytest.param({"shard_split": ["gpu_operator:1/2"]}, "--shard-split=gpu_operator:1/2", id="shard-split"),
+    pytest.param({"flavor": "cuda", "fast_compile": True, "fast_compile_device": "max"}, "--fast-compile-device=max",
+                 id="fast-compile-device"),
     pytest.param({"cmake_defines": ["CMAKE_CXX_FLAGS_RELEASE=-O0"]}, "CMAKE_CXX_FLAGS_RELEASE=-O0", id="cxx-flags"),
     pytest.param({"cmake_defines": ["CMAKE_C_FLAGS=-g"]}, "CMAKE_C_FLAGS=-g", id="c-flags"),
     pytest.param({"cmake_defines": ["CMAKE_SHARED_LINKER_FLAGS=-Wl,-z,lazy"]},
@@ -65,7 +67,8 @@ def test_each_development_setting_fails_the_gate_by_name(raw, named):
 
 
 def test_every_option_of_the_data_file_has_a_case():
-    covered = {k for p in SETTINGS for k in p.values[0] if k not in ("cmake_defines", "flavor")}
+    # fast_compile: the shorthand --fast-compile-device refines (its own case is in test_development_build)
+    covered = {k for p in SETTINGS for k in p.values[0] if k not in ("cmake_defines", "flavor", "fast_compile")}
     assert covered == set(ds.option_dests()), "a development option of the data file without a selftest case"
 
 
