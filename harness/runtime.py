@@ -54,30 +54,53 @@ def load_probe(name: str) -> ModuleType:
     return sys.modules[key]
 
 
-#: The marks of the gates that need the venv (release_venv): test_install.py's (build), every
-#: runtime gate's (with its gpu/cublas/onnx/opencv marks) and the acceptance shards'. A ``-m``
-#: expression that can select none of them never installs the venv, so it is not preflighted.
-VENV_GATE_MARKS = (frozenset({"release", "build"}), frozenset({"release", "acceptance"}),
-                   *(frozenset({"release", "runtime", *extra}) for extra in
-                     ((), ("gpu",), ("gpu", "cublas"), ("onnx",), ("opencv",))))
+#: The gate modules whose gates need the venv (release_venv and what is made in it), with their
+#: marks (each module's pytestmark; selftest/test_requirements_preflight.py holds this table to the
+#: modules). A run whose ``-m`` and ``-k`` can select none of them never installs the venv, so it is
+#: not preflighted: the session-start hook runs before collection (in xdist's controller, which never
+#: collects), so it judges the selection by module, not by gate.
+VENV_GATE_MODULES: dict[str, frozenset[str]] = {
+    "test_install.py": frozenset({"release", "build"}),
+    "test_acceptance.py": frozenset({"release", "runtime", "acceptance"}),
+    "test_runtime_features.py": frozenset({"release", "runtime"}),
+    "test_gpu_smoke.py": frozenset({"release", "runtime", "gpu"}),
+    "test_cublas.py": frozenset({"release", "runtime", "gpu", "cublas"}),
+    "test_onnx_roundtrip.py": frozenset({"release", "runtime", "onnx"}),
+    "test_opencv_roundtrip.py": frozenset({"release", "runtime", "opencv"}),
+}
 
 
-def installs_venv(markexpr: str | None) -> bool:
-    """Whether a run selected by ``-m markexpr`` can select a gate that installs the venv."""
-    if not (markexpr or "").strip():
-        return True
+def installs_venv(markexpr: str | None, keywordexpr: str | None = None) -> bool:
+    """Whether a run selected by ``-m markexpr`` and ``-k keywordexpr`` can select a gate that
+    installs the venv. ``-k`` is matched as pytest matches it (a substring of a name, any case)
+    against what every gate of a module carries: the module's file name, ``tests`` and its marks.
+    So ``-k "not install"`` leaves test_install.py out; a ``-k`` naming single gates of a module
+    matches nothing here and the preflight is left to the install step (never a refusal of a run
+    that installs nothing)."""
     from _pytest.mark.expression import Expression
     try:
-        expr = Expression.compile(markexpr)  # type: ignore[arg-type]  # not empty, checked above
+        mexpr = Expression.compile(markexpr) if (markexpr or "").strip() else None  # type: ignore[arg-type]
+        kexpr = Expression.compile(keywordexpr) if (keywordexpr or "").strip() else None  # type: ignore[arg-type]
     except SyntaxError:
         return False  # pytest says what is wrong with it
-    return any(expr.evaluate(_marked(marks)) for marks in VENV_GATE_MARKS)
+    return any((mexpr is None or mexpr.evaluate(_marked(marks)))
+               and (kexpr is None or kexpr.evaluate(_named({module, "tests", *marks})))
+               for module, marks in VENV_GATE_MODULES.items())
 
 
 def _marked(marks: frozenset[str]) -> Callable[..., bool]:
     """``-m``'s matcher for a gate carrying ``marks``."""
     def match(name: str, /, **_kwargs: str | int | bool | None) -> bool:
         return name in marks
+    return match
+
+
+def _named(names: set[str]) -> Callable[..., bool]:
+    """``-k``'s matcher (pytest's KeywordMatcher: a case-insensitive substring of any name)."""
+    lowered = [n.lower() for n in names]
+
+    def match(subname: str, /, **_kwargs: str | int | bool | None) -> bool:
+        return any(subname.lower() in n for n in lowered)
     return match
 
 
@@ -89,7 +112,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     compile. Once per run: tryfirst, in the controller, before xdist starts its workers."""
     config = session.config
     run = the_run(config)
-    if run.is_worker or config.option.collectonly or not installs_venv(config.option.markexpr):
+    if run.is_worker or config.option.collectonly or not installs_venv(config.option.markexpr,
+                                                                          config.option.keyword):
         return
     options = run.options
     if run.mode == "build":

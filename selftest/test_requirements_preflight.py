@@ -9,6 +9,7 @@ selftest/sample_mxnet, with real wheels in a real --find-links dir, resolved by 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from selftest.conftest import HARNESS_ROOT
 from selftest.fixtures_readers import write_wheel
 
 #: the venv of this checkout holds uv (a selftest dependency, pyproject.toml [selftest])
@@ -134,6 +136,43 @@ def test_an_unreachable_index_is_not_a_refusal(gates, sample_tree, tmp_path):
 def test_the_preflight_runs_only_for_a_selection_that_installs_the_venv(markexpr, installs):
     from harness.runtime import installs_venv
     assert installs_venv(markexpr) is installs
+
+
+@pytest.mark.parametrize("markexpr,keywords,installs", [
+    # the regression: test_development_settings' run deselects the install gates with -k and was
+    # refused for a venv it never makes
+    ("(release and (build or provenance)) or publish", "not install", False),
+    ("(release and (build or provenance)) or publish", "", True),
+    ("release", "not install", True),        # the runtime gates still install it
+    ("release", "install", True),
+    ("release", "opencv or onnx", True),
+    ("release", "test_png_rgb_roundtrip", False),   # one gate by name: left to the install step
+    ("provenance", "install", False),
+])
+def test_the_preflight_reads_k_as_pytest_does(markexpr, keywords, installs):
+    from harness.runtime import installs_venv
+    assert installs_venv(markexpr, keywords) is installs
+
+
+#: the fixtures that make or use the venv: a gate module that asks for one must be in the table
+_VENV_FIXTURES = re.compile(r"\b(release_venv|venv_probe|install_report|cuda_preflight|driver_stub|acceptance_\w+)\b")
+
+
+def test_the_venv_gate_table_is_the_gate_modules():
+    """harness.runtime.VENV_GATE_MODULES names every gate module that uses the venv, with the marks
+    its pytestmark gives (a new runtime gate module, or a changed mark, would leave a selection
+    the preflight thinks installs nothing)."""
+    import ast
+    from harness.runtime import VENV_GATE_MODULES
+    tests = HARNESS_ROOT / "tests"
+    using = {p.name for p in tests.glob("test_*.py") if _VENV_FIXTURES.search(p.read_text())}
+    assert using == set(VENV_GATE_MODULES)
+    for name, marks in VENV_GATE_MODULES.items():
+        tree = ast.parse((tests / name).read_text())
+        assign = next(n for n in tree.body if isinstance(n, ast.Assign)
+                      and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in n.targets))
+        found = {e.attr for e in ast.walk(assign.value) if isinstance(e, ast.Attribute)} - {"mark"}
+        assert found == set(marks), name
 
 
 def test_an_audit_of_a_wheel_is_refused_the_same_way(gates, tmp_path):
