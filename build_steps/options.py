@@ -254,7 +254,7 @@ def make_options(raw: dict) -> RunOptions:
         pass_env=check_pass_env(raw.get("pass_env")),
         fast_compile=bool(raw.get("fast_compile")),
         opencv_prefix=_opencv_prefix(raw.get("opencv_prefix")),
-        opencv=_opencv_choice(raw),
+        opencv=_opencv_choice(raw, profile),
         development_settings=used_options(raw),
         no_sandbox=bool(raw.get("no_sandbox")),
     )
@@ -301,14 +301,17 @@ def _opencv_prefix(value: str | None) -> Path | None:
     return path
 
 
-def _opencv_choice(raw: dict) -> str:
-    """``--opencv``: which OpenCV the build uses; ``built`` brings its own prefix, so a
-    ``--opencv-prefix`` beside it would be two answers to one question."""
-    choice = raw.get("opencv") or "system"
-    if choice == "built" and raw.get("opencv_prefix"):
+def _opencv_choice(raw: dict, profile: Profile) -> str:
+    """``--opencv``: which OpenCV the build uses (default: the profile's, profiles.toml); ``built``
+    brings its own prefix, so an ``--opencv-prefix`` beside it would be two answers to one question.
+    An --opencv-prefix alone is the system choice, whatever the profile says."""
+    given = raw.get("opencv")
+    if given == "built" and raw.get("opencv_prefix"):
         raise UsageError("--opencv=built and --opencv-prefix both choose the OpenCV the wheel is built "
                          "against: keep one (--opencv=built builds its own prefix)")
-    return str(choice)
+    if given is None and raw.get("opencv_prefix"):
+        return "system"
+    return str(given or profile.opencv)
 
 
 def _native_arch(profile: Profile, wheel: Path | None, cmake_defines: dict) -> tuple[str, tuple]:

@@ -165,6 +165,27 @@ def test_opencv_built_with_a_wheel_is_refused(tmp_path):
         make_options(_raw(wheel=str(wheel), opencv="built"))
 
 
+def test_the_profile_names_which_opencv_each_flavor_bundles(tmp_path, monkeypatch):
+    """profiles.toml's ``opencv`` is --opencv's default; another value is refused by the schema."""
+    from dataclasses import replace
+    from build_steps import options as options_mod
+    from build_steps.profile_data import PROFILES_FILE, ProfileDataError, load_profiles
+    assert {PROFILES[f].opencv for f in ("cuda", "cpu")} == {"system"}  # the recipe's until measured on the GPU host
+    text = PROFILES_FILE.read_text()
+    path = tmp_path / "profiles.toml"
+    path.write_text(text.replace('[profiles.cpu]\n# see [profiles.cuda]\'s opencv\nopencv = "system"',
+                                 '[profiles.cpu]\nopencv = "built"', 1))
+    assert load_profiles(path).profiles["cpu"].opencv == "built"
+    path.write_text(text.replace('[profiles.cpu]\n# see [profiles.cuda]\'s opencv\nopencv = "system"',
+                                 '[profiles.cpu]\nopencv = "debian"', 1))
+    with pytest.raises(ProfileDataError, match=r"profiles\.cpu\.opencv"):
+        load_profiles(path)
+    built_cpu = replace(PROFILES["cpu"], opencv="built")
+    monkeypatch.setattr(options_mod, "get_profile", lambda name: built_cpu)
+    assert options_mod.make_options(_raw()).opencv == "built"
+    assert options_mod.make_options(_raw(opencv="system")).opencv == "system"
+
+
 def test_the_chain_builds_opencv_before_configure_and_hands_its_prefix_on():
     from harness.steps import CHAIN
     names = [s.fixture for s in CHAIN]
