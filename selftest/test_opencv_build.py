@@ -321,3 +321,39 @@ def test_the_forks_wheel_with_the_built_opencv_passes_the_runtime_gates(fork_gat
 def test_the_forks_own_opencv_regression_test_passes_with_the_built_opencv(fork_gates_built, fork_tree, tmp_path):
     from selftest.test_realfork_wheel import run_fork_opencv_test
     run_fork_opencv_test(fork_gates_built["venv"], fork_tree, tmp_path)
+
+
+@pytest.mark.slow
+def test_every_fork_source_that_includes_opencv_compiles_against_the_built_opencv(fork_tree, minimal_opencv, tmp_path):
+    """The fork's initialize.cc includes opencv2/opencv.hpp, which includes the header of every module
+    opencv_modules.hpp declares: with three modules built, only theirs (issue 40's calib3d.hpp stop
+    cannot recur). Every fork source reaching OpenCV goes through the compiler's dependency pass
+    against the built prefix, each OpenCV header from it, none from the host's /usr/include/opencv4."""
+    from selftest.fixtures_realtree import assert_fork_compiles_against
+    assert_fork_compiles_against(fork_tree, minimal_opencv.prefix, opencv_build.config_dir(minimal_opencv.prefix),
+                                 tmp_path)
+
+
+@pytest.mark.slow
+def test_sample_tree_built_with_opencv_built_bundles_it_and_round_trips(
+        gates, sample_tree, minimal_opencv, mxnet191_wheelhouse, tmp_path):
+    """The whole chain with --opencv=built: its step (the cached prefix) before configure, the
+    fork's OPENCV_ROOT pointing into it, the bundle taking the three libraries from it, the wheel
+    installed and its PNG round trips run (the sample has no gluon package: that gate is left out)."""
+    from selftest.fixtures_build import default_build
+    src = sample_tree()
+    r = gates("-m", "release and (build or provenance or opencv)", "-k", "not development_override and not gluon",
+              f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", "--opencv=built",
+              f"--find-links={mxnet191_wheelhouse}", "--no-deps", "--extra-requirement=numpy<2")
+    out = r.stdout.str() + r.stderr.str()
+    assert r.ret == 0, out[-6000:]
+    config = opencv_build.config_dir(minimal_opencv.prefix)
+    cache = (default_build(src, "cpu") / "CMakeCache.txt").read_text()
+    assert f"OPENCV_ROOT:PATH={config}" in cache and f"OpenCV_DIR:PATH={config}" in cache
+    assert f"[opencv] reused {minimal_opencv.prefix}" in out, out[-4000:]
+    for gate in ("test_png_rgb_roundtrip", "test_png_grayscale_roundtrip"):
+        assert f"PASSED   tests/test_opencv_roundtrip.py::{gate}" in out, out[-4000:]
+    lib_dir = default_build(src, "cpu") / "harness-package" / "python" / "mxnet" / "lib"
+    stems = {re.sub(r"-[0-9a-f]{8}\.so.*$", "", f.name) for f in lib_dir.iterdir()}
+    assert {n.split(".so")[0] for n in OPENCV_LIBS} <= stems, sorted(stems)
+    assert not [s for s in stems if FLAGGED.match(s)], sorted(stems)
