@@ -172,12 +172,12 @@ def test_the_profile_names_which_opencv_each_flavor_bundles(tmp_path, monkeypatc
     from build_steps.profile_data import PROFILES_FILE, ProfileDataError, load_profiles
     assert {PROFILES[f].opencv for f in ("cuda", "cpu")} == {"system"}  # the recipe's until measured on the GPU host
     text = PROFILES_FILE.read_text()
+    head, cpu = text.split("[profiles.cpu]\n", 1)
+    assert 'opencv = "system"\n' in cpu
     path = tmp_path / "profiles.toml"
-    path.write_text(text.replace('[profiles.cpu]\n# see [profiles.cuda]\'s opencv\nopencv = "system"',
-                                 '[profiles.cpu]\nopencv = "built"', 1))
+    path.write_text(head + "[profiles.cpu]\n" + cpu.replace('opencv = "system"\n', 'opencv = "built"\n', 1))
     assert load_profiles(path).profiles["cpu"].opencv == "built"
-    path.write_text(text.replace('[profiles.cpu]\n# see [profiles.cuda]\'s opencv\nopencv = "system"',
-                                 '[profiles.cpu]\nopencv = "debian"', 1))
+    path.write_text(head + "[profiles.cpu]\n" + cpu.replace('opencv = "system"\n', 'opencv = "debian"\n', 1))
     with pytest.raises(ProfileDataError, match=r"profiles\.cpu\.opencv"):
         load_profiles(path)
     built_cpu = replace(PROFILES["cpu"], opencv="built")
@@ -357,3 +357,32 @@ def test_sample_tree_built_with_opencv_built_bundles_it_and_round_trips(
     stems = {re.sub(r"-[0-9a-f]{8}\.so.*$", "", f.name) for f in lib_dir.iterdir()}
     assert {n.split(".so")[0] for n in OPENCV_LIBS} <= stems, sorted(stems)
     assert not [s for s in stems if FLAGGED.match(s)], sorted(stems)
+
+
+# --- the closure budget gate (tests/test_opencv_bundle.py::test_bundled_closure_within_budget) ----
+
+@pytest.mark.slow
+def test_the_closure_budget_gate_fails_a_wheel_over_the_profiles_budget(gates, selftest_wheels, tmp_path):
+    """The good cpu wheel is within the cpu profile's budget; the same wheel with mxnet/lib grown past
+    the budget's file count (copies of its bundled libraries, as a new dependency's stack would add)
+    fails the gate, which names the budget and the largest files."""
+    from selftest.fixtures_wheels import read_wheel, rewrite_wheel
+    good = Path(selftest_wheels["good_cpu"])
+    budget_files, _mb = PROFILES["cpu"].closure_budget["system"]
+    files = read_wheel(good)
+    original = dict(files)
+    libs = sorted(m for m in files if m.startswith("mxnet/lib/"))
+    assert libs and len(libs) < budget_files
+    for i in range(budget_files - len(libs) + 1):
+        src = libs[i % len(libs)]
+        files[f"mxnet/lib/libdragged{i}-0123abcd.so.1"] = files[src]
+    grown = rewrite_wheel(good, tmp_path / "grown" / good.name, files, original)
+    args = ("-m", "provenance", "-k", "test_bundled_closure_within_budget", "--flavor=cpu",
+            f"--mxnet-src={selftest_wheels['src']}")
+    ok = gates(*args, f"--wheel={good}")
+    assert ok.ret == 0, ok.stdout.str()[-3000:]
+    ok.assert_outcomes(passed=1)
+    bad = gates(*args, f"--wheel={grown}")
+    out = bad.stdout.str()
+    assert bad.ret != 0 and re.search(r"^FAILED \S*tests/test_opencv_bundle.py::test_bundled_closure_within_budget", out, re.M), out[-3000:]
+    assert f"bundles {budget_files + 1} files" in out and f"budget with --opencv=system is {budget_files} files" in out, out[-3000:]
