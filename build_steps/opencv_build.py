@@ -32,7 +32,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from . import processes, sandbox
 from .atomic import write_json
@@ -314,7 +314,7 @@ def _inventory(prefix: Path) -> tuple[dict[str, str], int, int]:
 
 
 def build_opencv(cache_root: Path | None = None, jobs: int = 2, source: Source | None = None,
-                 log_dir: Path | None = None, progress=None) -> OpenCVBuild:
+                 log_dir: Path | None = None, progress: IO[str] | None = None) -> OpenCVBuild:
     """The minimal OpenCV's prefix: from the cache when its key is there, else built (fetch, check,
     unpack, configure, build, install: each CMake step sandboxed) and put there whole."""
     source = source or load_source()
@@ -326,13 +326,14 @@ def build_opencv(cache_root: Path | None = None, jobs: int = 2, source: Source |
         fcntl.flock(lock, fcntl.LOCK_EX)  # two runs of one key: the second waits, then reuses
         done = entry / "record.json"
         if done.is_file():
-            rec = OpenCVBuild.from_json(json.loads(done.read_text()))
+            rec: OpenCVBuild = OpenCVBuild.from_json(json.loads(done.read_text()))
             rec.prefix, rec.reused, rec.seconds = entry / "prefix", True, 0.0
             return rec
         return _build(source, cache_root, key, jobs, log_dir, progress)
 
 
-def _build(source: Source, cache_root: Path, key: str, jobs: int, log_dir: Path | None, progress) -> OpenCVBuild:
+def _build(source: Source, cache_root: Path, key: str, jobs: int, log_dir: Path | None,
+           progress: IO[str] | None) -> OpenCVBuild:
     start = time.monotonic()
     archive = fetch_source(source, cache_root)
     # always the same work path for a key: the build's own paths (mapped away by -ffile-prefix-map)

@@ -386,3 +386,24 @@ def test_the_closure_budget_gate_fails_a_wheel_over_the_profiles_budget(gates, s
     out = bad.stdout.str()
     assert bad.ret != 0 and re.search(r"^FAILED \S*tests/test_opencv_bundle.py::test_bundled_closure_within_budget", out, re.M), out[-3000:]
     assert f"bundles {budget_files + 1} files" in out and f"budget with --opencv=system is {budget_files} files" in out, out[-3000:]
+
+
+def test_the_review_page_shows_the_closure_budget(tmp_path):
+    """The page's closure section states the profile's budget per OpenCV choice and whether this
+    wheel's mxnet/lib is within it (wheel_parts read from a real zip)."""
+    import zipfile
+    from build_steps import review_page
+    files, mb = PROFILES["cpu"].closure_budget["system"]
+
+    def page(n: int) -> str:
+        whl = tmp_path / f"mxnet-{n}.whl"
+        with zipfile.ZipFile(whl, "w") as zf:
+            for i in range(n):
+                zf.writestr(f"mxnet/lib/lib{i}.so.1", b"\x7fELF" + bytes(100))
+        html = review_page.render(review_page.page_view({"profile": "cpu"}, review_page.wheel_parts(whl)))
+        return html[html.index('id="closure-budget"'):].split("</p>", 1)[0]
+
+    within = page(3)
+    assert "closure budget of the cpu profile" in within and f"system OpenCV {files} files, {float(mb)} MB" in within
+    assert "(within)" in within and "(over)" not in within
+    assert "(over)" in page(files + 1)
