@@ -72,6 +72,8 @@ DEFINES: tuple[tuple[str, str, str], ...] = (
     ("BUILD_LIST", ",".join(MODULES), "only the modules MXNet uses"),
     ("CMAKE_INSTALL_PREFIX", "/opt/opencv", "a fixed text in the build info; the real prefix is given at install"),
     ("CMAKE_INSTALL_LIBDIR", "lib", "one layout: <prefix>/lib, <prefix>/lib/cmake/opencv4"),
+    ("CMAKE_SKIP_INSTALL_RPATH", "ON", "OpenCV would set RUNPATH <install prefix>/lib (/opt/opencv/lib, a dir "
+     "anyone may create): none; the bundle step gives each library $ORIGIN"),
     ("OPENCV_TIMESTAMP", "", "filled from SOURCE_DATE_EPOCH: getBuildInformation()'s timestamp is fixed"),
     ("ENABLE_CCACHE", "OFF", "no compiler cache outside the sandbox's binds; the output is cached whole"),
     ("ENABLE_PRECOMPILED_HEADERS", "OFF", "precompiled headers are not byte-reproducible"),

@@ -35,7 +35,7 @@ OPENCV_LIBS = ("libopencv_core.so.406", "libopencv_imgproc.so.406", "libopencv_i
 #: what the system closure carries and a scanner flags: none of it may appear in the built one's
 FLAGGED = re.compile(r"^lib(gdal|poppler|hdf5|x265|ssl|crypto|gnutls|krb5|gssapi|nss3|pq|mariadb|odbc|curl|X11|"
                      r"GLX|GLdispatch|tiff|png|jpeg|webp|openjp2|IlmImf|OpenEXR|dc1394|avcodec|gst)")
-#: issue 46's "done when": the bundled OpenCV closure
+#: issue 46's "done when": the bundled OpenCV closure, 10 files and 25 MB at most (the profiles' budget)
 BUDGET_FILES, BUDGET_MB = 10, 25.0
 
 
@@ -279,6 +279,9 @@ def test_the_forks_libmxnet_bundles_the_built_opencv(fork_staged_built, minimal_
     assert all(b.source.is_relative_to(minimal_opencv.prefix.resolve()) for b in opencv), [b.source for b in opencv]
     # nothing the system OpenCV pulls in rides along any more (the rest is libmxnet's own: BLAS, gfortran)
     assert not [b.original for b in staged.bundle if FLAGGED.match(b.original)], [b.original for b in staged.bundle]
+    for flavor in ("cpu", "cuda"):
+        assert PROFILES[flavor].closure_budget["built"] == (BUDGET_FILES, BUDGET_MB)
+    assert len(staged.bundle) <= BUDGET_FILES and _closure_mb(staged.bundle) <= BUDGET_MB
     # every OpenCV symbol the fork's libmxnet takes is defined by the built libraries
     undefined = _dynsyms(fork_libmxnet, defined=False)
     defined = set().union(*(_dynsyms(minimal_opencv.prefix / "lib" / n, defined=True) for n in OPENCV_LIBS))
