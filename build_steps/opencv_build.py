@@ -406,6 +406,31 @@ def _take_back(prefix: Path) -> None:
                 os.chmod(name, (st.st_mode & 0o755) | 0o644, dir_fd=dirfd)
 
 
+def check_reproducible(cache_root: Path | None = None, jobs: int = 2, source: Source | None = None,
+                       progress: IO[str] | None = None) -> tuple[OpenCVBuild, list[str]]:
+    """Build the cached entry's key once more, at the same paths, and compare every installed
+    file's sha256 with the entry's: (the new build, the files that differ). The entry is set aside
+    during the build and restored after it (the new build is dropped), so the cache stays the one
+    the runs used."""
+    source = source or load_source()
+    cache_root = Path(cache_root or default_cache_root())
+    first = build_opencv(cache_root, jobs, source, progress=progress)  # the entry (built if missing)
+    entry = cache_root / first.key
+    aside = cache_root / f".{first.key}.first"
+    if aside.exists():
+        shutil.rmtree(aside)
+    os.replace(entry, aside)
+    try:
+        again = build_opencv(cache_root, jobs, source, progress=progress)
+        differ = sorted(set(first.files) ^ set(again.files)
+                        | {f for f in set(first.files) & set(again.files) if first.files[f] != again.files[f]})
+    finally:
+        if (cache_root / first.key).exists():
+            shutil.rmtree(cache_root / first.key)
+        os.replace(aside, entry)
+    return again, differ
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
@@ -415,12 +440,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--add-source", type=Path, metavar="SDIST",
                     help="put this copy of the pinned sdist into the cache (an offline host), then build")
+    ap.add_argument("--check-reproducible", action="store_true",
+                    help="build the cached entry once more at the same paths and compare every file's sha256")
     args = ap.parse_args(argv)
     try:
         source = load_source()
         root = args.cache or default_cache_root()
         if args.add_source:
             add_source(source, args.add_source, root)
+        if args.check_reproducible:
+            again, differ = check_reproducible(root, args.jobs, source, progress=sys.stderr)
+            print(f"second build of {again.key}: {again.build_seconds:.0f}s, {len(again.files)} files; "
+                  + (f"{len(differ)} differ: {', '.join(differ[:20])}" if differ else "every file has the same bytes"))
+            return 1 if differ else 0
         rec = build_opencv(root, args.jobs, source, progress=sys.stderr)
     except (StepError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
