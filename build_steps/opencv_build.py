@@ -32,7 +32,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Protocol
 
 from . import processes, sandbox
 from .atomic import write_json
@@ -43,6 +43,14 @@ from .own_files import open_log
 from .venv import build_env
 
 LOCK_FILE = Path(__file__).with_name("opencv_source.lock.toml")
+
+
+class Progress(Protocol):
+    """Where the step's progress lines go (a stream, or the harness's live stream)."""
+
+    def write(self, text: str, /) -> Any: ...
+
+    def flush(self) -> Any: ...
 
 _LOCK_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["source"], "additionalProperties": False,
@@ -316,7 +324,7 @@ def _inventory(prefix: Path) -> tuple[dict[str, str], int, int]:
 
 
 def build_opencv(cache_root: Path | None = None, jobs: int = 2, source: Source | None = None,
-                 log_dir: Path | None = None, progress: IO[str] | None = None) -> OpenCVBuild:
+                 log_dir: Path | None = None, progress: Progress | None = None) -> OpenCVBuild:
     """The minimal OpenCV's prefix: from the cache when its key is there, else built (fetch, check,
     unpack, configure, build, install: each CMake step sandboxed) and put there whole."""
     source = source or load_source()
@@ -335,7 +343,7 @@ def build_opencv(cache_root: Path | None = None, jobs: int = 2, source: Source |
 
 
 def _build(source: Source, cache_root: Path, key: str, jobs: int, log_dir: Path | None,
-           progress: IO[str] | None) -> OpenCVBuild:
+           progress: Progress | None) -> OpenCVBuild:
     start = time.monotonic()
     archive = fetch_source(source, cache_root)
     # always the same work path for a key: the build's own paths (mapped away by -ffile-prefix-map)
@@ -407,7 +415,7 @@ def _take_back(prefix: Path) -> None:
 
 
 def check_reproducible(cache_root: Path | None = None, jobs: int = 2, source: Source | None = None,
-                       progress: IO[str] | None = None) -> tuple[OpenCVBuild, list[str]]:
+                       progress: Progress | None = None) -> tuple[OpenCVBuild, list[str]]:
     """Build the cached entry's key once more, at the same paths, and compare every installed
     file's sha256 with the entry's: (the new build, the files that differ). The entry is set aside
     during the build and restored after it (the new build is dropped), so the cache stays the one

@@ -244,7 +244,7 @@ def _opencv_root(n: StepInputs) -> dict[str, str]:
 def _produce_opencv(n: StepInputs) -> dict[str, Any]:
     """--opencv=built: the minimal OpenCV's prefix, from the cache or built (build_steps.opencv_build)."""
     say("==> OpenCV core/imgproc/imgcodecs from pinned source (cached by source hash and flags)")
-    rec = opencv_build.build_opencv(progress=LIVE)
+    rec = opencv_build.build_opencv(jobs=n.options.jobs, progress=LIVE)  # --jobs, niced (a shared host)
     say(f"[opencv] {'reused' if rec.reused else 'built in %.0fs' % rec.seconds} {rec.prefix} "
         f"({rec.library_bytes / 1e6:.1f} MB of libopencv_*, key {rec.key})")
     return rec.to_json()
