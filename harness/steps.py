@@ -287,7 +287,8 @@ def _produce_stage(n: StepInputs) -> dict[str, Any]:
                                   wants_opencv=bool(built_with.get("USE_OPENCV")),
                                   prefix=_opencv_prefix(n), tree=n.build_paths.src)
     say(f"[stage] {len(staged.bundle)} libraries bundled into {staged.package_dir / 'lib'}"
-        + (f" (resolved from the OpenCV prefix {_opencv_prefix(n)} first)" if _opencv_prefix(n) else "")
+        + (f" (resolved from --opencv-prefix {n.options.opencv_prefix} first)" if n.options.opencv_prefix else
+           f" (resolved from the built OpenCV {_opencv_prefix(n)} first)" if _opencv_prefix(n) else "")
         + "; "
         f"libmxnet RUNPATH {':'.join(staged.runpath)}")
     _say_each("[stage] warning: ", staged.warnings)

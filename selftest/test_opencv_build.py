@@ -354,6 +354,7 @@ def test_sample_tree_built_with_opencv_built_bundles_it_and_round_trips(
     cache = (default_build(src, "cpu") / "CMakeCache.txt").read_text()
     assert f"OPENCV_ROOT:PATH={config}" in cache and f"OpenCV_DIR:PATH={config}" in cache
     assert f"[opencv] reused {minimal_opencv.prefix}" in out, out[-4000:]
+    assert f"resolved from the built OpenCV {minimal_opencv.prefix} first" in out, out[-4000:]
     for gate in ("test_png_rgb_roundtrip", "test_png_grayscale_roundtrip"):
         assert f"PASSED   tests/test_opencv_roundtrip.py::{gate}" in out, out[-4000:]
     lib_dir = default_build(src, "cpu") / "harness-package" / "python" / "mxnet" / "lib"
