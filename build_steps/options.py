@@ -69,6 +69,8 @@ class RunOptions:
     fast_compile_device: str | None = None
     #: --opencv-prefix: OpenCV installed in a prefix outside / (configure's OPENCV_ROOT, bundle's search)
     opencv_prefix: Path | None = None
+    #: --opencv: "system" (the host's or --opencv-prefix's) or "built" (build_steps.opencv_build)
+    opencv: str = "system"
     #: (as written, why) of each development run option (development_settings.toml [options])
     development_settings: tuple = ()
     #: --no-sandbox: the tree's and the wheel's code run without bubblewrap (build_steps.sandbox)
@@ -257,6 +259,7 @@ def make_options(raw: dict) -> RunOptions:
         fast_compile=bool(raw.get("fast_compile")),
         fast_compile_device=device,
         opencv_prefix=_opencv_prefix(raw.get("opencv_prefix")),
+        opencv=_opencv_choice(raw, profile),
         development_settings=used_options(raw),
         no_sandbox=bool(raw.get("no_sandbox")),
     )
@@ -267,7 +270,7 @@ BUILD_OPTIONS = (("jobs", "--jobs", None), ("build_dir", "--build-dir", None),
                  ("cuda_from_wheels", "--cuda-from-wheels", False), ("cuda_arch", "--cuda-arch", None),
                  ("fresh", "--fresh", False), ("compiler_launcher", "--compiler-launcher", "auto"),
                  ("allow_untracked", "--allow-untracked", False),
-                 ("fast_compile_device", "--fast-compile-device", None))
+                 ("fast_compile_device", "--fast-compile-device", None), ("opencv", "--opencv", None))
 
 
 def _refuse_build_options(raw: dict) -> None:
@@ -317,6 +320,19 @@ def _opencv_prefix(value: str | None) -> Path | None:
                          "usr/lib/x86_64-linux-gnu/cmake/opencv4 and lib/cmake/opencv4); pass the root the "
                          "OpenCV packages were unpacked into (python -m tools.opencv_prefix unpack)")
     return path
+
+
+def _opencv_choice(raw: dict, profile: Profile) -> str:
+    """``--opencv``: which OpenCV the build uses (default: the profile's, profiles.toml); ``built``
+    brings its own prefix, so an ``--opencv-prefix`` beside it would be two answers to one question.
+    An --opencv-prefix alone is the system choice, whatever the profile says."""
+    given = raw.get("opencv")
+    if given == "built" and raw.get("opencv_prefix"):
+        raise UsageError("--opencv=built and --opencv-prefix both choose the OpenCV the wheel is built "
+                         "against: keep one (--opencv=built builds its own prefix)")
+    if given is None and raw.get("opencv_prefix"):
+        return "system"
+    return str(given or profile.opencv)
 
 
 def _native_arch(profile: Profile, wheel: Path | None, cmake_defines: dict) -> tuple[str, tuple]:

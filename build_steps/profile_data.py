@@ -123,6 +123,12 @@ class Profile:
     release_arch: ArchSpec = NO_ARCH
     #: start-up files the wheel may install: site-packages path -> why (from startup_allowed)
     startup_allowed: dict[str, str] = field(default_factory=dict)
+    #: which OpenCV the flavor builds against and bundles (--opencv's default): "system" (the host's or
+    #: --opencv-prefix's, the recipe's) or "built" (build_steps.opencv_build; docs/opencv_build.md)
+    opencv: str = "system"
+    #: the bundled closure's budget (mxnet/lib: files, MB) per OpenCV choice, measured (issue 46):
+    #: {"system": (files, mb), "built": (files, mb)}; a choice without one has no budget gate
+    closure_budget: dict[str, tuple[int, float]] = field(default_factory=dict)
 
     @property
     def binary_format(self) -> str:
@@ -222,6 +228,11 @@ PROFILES_SCHEMA = _table({
         "nvcc_minimum": {"type": "string", "pattern": "^[0-9]+[.][0-9]+$"},
         "platform_tag": _STR,
         "startup_allowed": _KEYED_STRS,
+        "opencv": {"enum": ["system", "built"]},
+        "closure_budget": _table({choice: _table({"files": {"type": "integer", "minimum": 1},
+                                                  "mb": {"type": "number", "exclusiveMinimum": 0}},
+                                                 required=("files", "mb"))
+                                  for choice in ("system", "built")}, required=()),
         "cmake": {"type": "object", "additionalProperties": _CMAKE_VALUE,
                   "required": list(CMAKE_FEATURES),
                   "properties": {key: {"type": "boolean"} for key in CMAKE_FEATURES}},
@@ -333,6 +344,9 @@ def _profile(path: Path, name: str, raw: dict[str, Any], data: dict[str, Any],
         tmp_space_gib=float(raw.get("tmp_space_gib", 0.0)),
         cache_space_gib=float(raw.get("cache_space_gib", 0.0)),
         nvcc_minimum=raw.get("nvcc_minimum", ""),
+        opencv=raw.get("opencv", "system"),
+        closure_budget={choice: (int(b["files"]), float(b["mb"]))
+                        for choice, b in raw.get("closure_budget", {}).items()},
         release_arch=parse_cuda_arch(cuda_arch) if cuda_arch is not None else NO_ARCH,
         startup_allowed={member: _pick(path, data["reasons"], reason, f"{where} startup_allowed")
                          for member, reason in raw.get("startup_allowed", {}).items()},

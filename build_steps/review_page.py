@@ -319,6 +319,16 @@ def _gates(review: dict, doc: dict) -> list:
     return sorted(rows, key=lambda r: (order.get(r.get("verdict"), 1), r.get("nodeid", "")))
 
 
+def _closure_budget(profile, parts: dict | None) -> list[dict]:
+    """The profile's closure budget per OpenCV choice (profiles.toml closure_budget, the gate
+    test_bundled_closure_within_budget's), each with whether this wheel's mxnet/lib is within it."""
+    if profile is None or not parts or parts.get("error"):
+        return []
+    files, mb = len(parts["bundled"]), sum(b["bytes"] for b in parts["bundled"]) / 1e6
+    return [{"choice": choice, "files": f, "mb": m, "within": files <= f and mb <= m}
+            for choice, (f, m) in sorted(profile.closure_budget.items())]
+
+
 def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
     """Everything the template shows, from the run's JSON document ``doc``, the wheel's
     ``wheel_parts`` and the merged GPU reports."""
@@ -347,6 +357,7 @@ def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
         "parts": parts or {"error": "the wheel file was not available to this page"},
         "part_bars": bars(parts["parts"], "bytes") if parts and not parts.get("error") else None,
         "closure": closure,
+        "closure_budget": _closure_budget(profile, parts),
         "timeline": _timeline(review, doc),
         "overrides": review.get("overrides") or {},
         # the build's nvcc, c++, cmake, ninja and CUDA wheels, and whether it is reproducible

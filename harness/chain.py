@@ -123,6 +123,7 @@ def compiler_launcher(options: RunOptions) -> launcher.Launcher:
 _STEP_FIXTURES = {step.fixture: step.fixture_function() for step in CHAIN}
 mxnet_source = _STEP_FIXTURES.pop("mxnet_source")
 cuda_root = _STEP_FIXTURES.pop("cuda_root")
+built_opencv = _STEP_FIXTURES.pop("built_opencv")
 configured_tree = _STEP_FIXTURES.pop("configured_tree")
 libmxnet = _STEP_FIXTURES.pop("libmxnet")
 staged_package = _STEP_FIXTURES.pop("staged_package")

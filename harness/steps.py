@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import pytest
 
-from build_steps import (bundle, compile, configure, cuda_root, filesystem, launcher, package, reproducible,
-                         run_lock, source, toolchain)
+from build_steps import (bundle, compile, configure, cuda_root, filesystem, launcher, opencv_build, package,
+                         reproducible, run_lock, source, toolchain)
 from build_steps.errors import BuildInterrupted, EnvironmentFault
 from build_steps.once import run_once
 
@@ -92,6 +92,7 @@ class StepInputs:
     request: pytest.FixtureRequest
     build_paths: BuildPaths
     cuda_root: cuda_root.CudaRoot | None
+    built_opencv: opencv_build.OpenCVBuild | None
     compiler_launcher: launcher.Launcher
     configured_tree: configure.ConfigureResult
     libmxnet: compile.CompileResult
@@ -214,7 +215,7 @@ def _produce_configure(n: StepInputs) -> dict[str, Any]:
                                                       **launcher.cmake_defines(tool, reproducible.launcher_prefix(
                                                           paths.src, paths.build_dir,
                                                           development=bool(options.development_options))),
-                                                      **_opencv_root(options)},
+                                                      **_opencv_root(n)},
                               env={**(cuda.env if cuda else {}), **launcher.cache_env(paths.src)},
                               overrides=options.build_defines)
     say(f"[configure] {'first-time' if res.first_time else 'refresh'} in {res.seconds:.1f}s; "
@@ -223,11 +224,30 @@ def _produce_configure(n: StepInputs) -> dict[str, Any]:
     return res.to_json()
 
 
-def _opencv_root(options: RunOptions) -> dict[str, str]:
-    """The fork's own switch for an OpenCV outside the default search path (--opencv-prefix)."""
-    if options.opencv_prefix is None:
+def _opencv_prefix(n: StepInputs) -> Path | None:
+    """The prefix the build's OpenCV lies in: --opencv-prefix's, the harness's own build's
+    (--opencv=built), or None (the host's)."""
+    if n.options.opencv_prefix is not None:
+        return n.options.opencv_prefix
+    return n.built_opencv.prefix if n.built_opencv is not None else None
+
+
+def _opencv_root(n: StepInputs) -> dict[str, str]:
+    """The fork's own switch for an OpenCV outside the default search path (--opencv-prefix,
+    --opencv=built): the same OPENCV_ROOT either way."""
+    prefix = _opencv_prefix(n)
+    if prefix is None:
         return {}
-    return {"OPENCV_ROOT": str(bundle.opencv_config_dir(options.opencv_prefix))}
+    return {"OPENCV_ROOT": str(bundle.opencv_config_dir(prefix))}
+
+
+def _produce_opencv(n: StepInputs) -> dict[str, Any]:
+    """--opencv=built: the minimal OpenCV's prefix, from the cache or built (build_steps.opencv_build)."""
+    say("==> OpenCV core/imgproc/imgcodecs from pinned source (cached by source hash and flags)")
+    rec = opencv_build.build_opencv(jobs=n.options.jobs, progress=LIVE)  # --jobs, niced (a shared host)
+    say(f"[opencv] {'reused' if rec.reused else 'built in %.0fs' % rec.seconds} {rec.prefix} "
+        f"({rec.library_bytes / 1e6:.1f} MB of libopencv_*, key {rec.key})")
+    return rec.to_json()
 
 
 def _produce_compile(n: StepInputs) -> dict[str, Any]:
@@ -245,7 +265,7 @@ def _produce_compile(n: StepInputs) -> dict[str, Any]:
                                      **launcher.cache_env(paths.src)},
                                 progress=LIVE, launcher=n.compiler_launcher,
                                 # the sandbox's binds: the harness's own options, never the cache's
-                                src=paths.src, inputs=list(_opencv_root(n.options).values())).to_json()
+                                src=paths.src, inputs=list(_opencv_root(n).values())).to_json()
     nvcc = n.options.build_defines.get("CMAKE_CUDA_COMPILER") or \
         (n.cuda_root.cmake_args.get("CMAKE_CUDA_COMPILER") if n.cuda_root else None)
     tools = toolchain.versions(n.configured_tree.cache, n.cuda_root.wheels_dir if n.cuda_root else None,
@@ -265,9 +285,10 @@ def _produce_stage(n: StepInputs) -> dict[str, Any]:
     tree = package.stage_tree(n.build_paths.src, n.build_paths.package_tree)
     staged = bundle.stage_package(n.libmxnet.library, tree, n.profile,
                                   wants_opencv=bool(built_with.get("USE_OPENCV")),
-                                  prefix=n.options.opencv_prefix, tree=n.build_paths.src)
+                                  prefix=_opencv_prefix(n), tree=n.build_paths.src)
     say(f"[stage] {len(staged.bundle)} libraries bundled into {staged.package_dir / 'lib'}"
-        + (f" (resolved from --opencv-prefix {n.options.opencv_prefix} first)" if n.options.opencv_prefix else "")
+        + (f" (resolved from --opencv-prefix {n.options.opencv_prefix} first)" if n.options.opencv_prefix else
+           f" (resolved from the built OpenCV {_opencv_prefix(n)} first)" if _opencv_prefix(n) else "")
         + "; "
         f"libmxnet RUNPATH {':'.join(staged.runpath)}")
     _say_each("[stage] warning: ", staged.warnings)
@@ -303,14 +324,18 @@ CHAIN = (
          _produce_cuda_root, cuda_root.CudaRoot.from_json,
          where=lambda n: cuda_root.default_cache_dir(),
          applies=lambda n: n.options.cuda_from_wheels and n.options.profile.is_cuda, quiet=True),
+    Step("built_opencv", "opencv", "opencv", "OpenCV build", ("options", "shared_dir"),
+         _produce_opencv, opencv_build.OpenCVBuild.from_json, where=lambda n: opencv_build.default_cache_root(),
+         applies=lambda n: n.options.opencv == "built" and n.options.wheel is None),
     Step("configured_tree", "configure", "configure", "configure",
-         ("options", "profile", "shared_dir", "build_paths", "cuda_root", "compiler_launcher"),
+         ("options", "profile", "shared_dir", "build_paths", "cuda_root", "built_opencv", "compiler_launcher"),
          _produce_configure, configure.ConfigureResult.from_json, where=_in_build_dir),
     Step("libmxnet", "compile", "compile", "compile",
-         ("options", "shared_dir", "build_paths", "configured_tree", "cuda_root", "compiler_launcher"),
+         ("options", "shared_dir", "build_paths", "configured_tree", "cuda_root", "built_opencv",
+          "compiler_launcher"),
          _produce_compile, compile.CompileResult.from_json, where=_in_build_dir, detail=_compile_detail),
     Step("staged_package", "stage", "stage", "stage+bundle",
-         ("options", "profile", "shared_dir", "build_paths", "libmxnet"),
+         ("options", "profile", "shared_dir", "build_paths", "libmxnet", "built_opencv"),
          _produce_stage, bundle.StagedRecord.from_json, where=_in_build_dir, also_named=("bundle",)),
     Step("built_wheel", "built_wheel", "package", "package",
          ("options", "profile", "shared_dir", "build_paths", "staged_package"),

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import source
+from build_steps.profile_data import PROFILES
 
 FIXTURES_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures"
 FORK_TREE_ENV = "MXNET_FORK_TREE"
@@ -170,3 +171,53 @@ def fork_libmxnet(tmp_path_factory) -> Path:
     with lzma.open(src) as fin, open(dest, "wb") as fout:
         shutil.copyfileobj(fin, fout, 1 << 20)
     return dest
+
+
+#: the fork's headers that include OpenCV (grep of the fork at 3f13890): a source reaching any of them
+#: reaches opencv2/opencv.hpp, which includes every module's header that opencv_modules.hpp declares
+_OPENCV_HEADERS = ("opencv2/", "image_utils.h", "resize-inl.h", "image_random-inl.h", "image_augmenter.h",
+                   "opencv_compatibility.h")
+
+
+def assert_fork_compiles_against(fork_tree: Path, prefix: Path, config_dir: Path, tmp_path: Path) -> None:
+    """The fork configured (cpu profile) with OPENCV_ROOT=``config_dir``, and every source that reaches
+    an OpenCV header through the compiler's dependency pass, each header from ``prefix`` (also for
+    selftest/test_opencv_build.py's built OpenCV)."""
+    import json
+    import shlex
+
+    from build_steps import configure as configure_step
+    from build_steps.arch import make_arch
+
+    cpu = PROFILES["cpu"]
+    res = configure_step.configure(fork_tree, tmp_path / "build", cpu, make_arch(cpu, None, {}),
+                                   tmp_path / "logs", extra_defs={"OPENCV_ROOT": str(config_dir),
+                                                                  "CMAKE_EXPORT_COMPILE_COMMANDS": "ON"})
+    assert res.cache.get("OpenCV_DIR") == str(config_dir)
+    entries = json.loads((res.build_dir / "compile_commands.json").read_text())
+    reaching = []
+    for e in entries:
+        path = Path(e["file"])
+        if not path.is_relative_to(fork_tree / "src") and not path.is_relative_to(fork_tree / "plugin"):
+            continue
+        text = path.read_text(errors="replace")
+        if any(f'include <{h}' in text or f'include "{h}' in text or f'/{h}"' in text for h in _OPENCV_HEADERS):
+            reaching.append(e)
+    names = {Path(e["file"]).relative_to(fork_tree).as_posix() for e in reaching}
+    assert {"src/initialize.cc", "src/io/image_io.cc", "src/ndarray/ndarray.cc"} <= names, sorted(names)
+    failures, from_host = [], []
+    for e in reaching:
+        argv = shlex.split(e["command"])
+        # the compile's own flags; -M lists every header instead of compiling (-o is the dep file)
+        cut = [a for i, a in enumerate(argv) if a not in ("-c",) and argv[i - 1] != "-o" and a != "-o"]
+        deps = tmp_path / "deps" / (Path(e["file"]).name + ".d")
+        deps.parent.mkdir(exist_ok=True)
+        proc = subprocess.run([*cut, "-fdiagnostics-color=never", "-M", "-MF", str(deps)], cwd=e["directory"], capture_output=True, text=True)
+        if proc.returncode != 0:
+            failures.append(f"{Path(e['file']).relative_to(fork_tree)}: " + "/".join(l for l in proc.stderr.splitlines() if 'error' in l)[:300])
+            continue
+        headers = deps.read_text().replace("\\\n", " ").split()
+        from_host += [h for h in headers if "/opencv2/" in h and not Path(h).resolve().is_relative_to(prefix.resolve())]
+    assert not failures, f"{len(failures)} of {len(reaching)} fork sources do not compile against the prefix: " + \
+        "; ".join(failures[:5])
+    assert not from_host, f"OpenCV headers taken from the host, not the prefix: {sorted(set(from_host))[:5]}"

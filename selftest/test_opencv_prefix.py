@@ -20,6 +20,7 @@ from selftest.fixtures_build import default_build
 from build_steps.bundle import bundle_closure, opencv_config_dir
 from build_steps.profile_data import PROFILES
 from build_steps.readers.elf import read_dynamic
+from selftest.fixtures_realtree import assert_fork_compiles_against
 from selftest.fixtures_wheels import OPENCV_LIBS
 from tools.opencv_prefix import DEFAULT_DEBS, unpack
 
@@ -100,10 +101,6 @@ def test_sample_tree_built_against_the_prefix_bundles_it_and_round_trips(
     assert all(read_dynamic(lib_dir / n).runpath == ["$ORIGIN"] for n in names)
 
 
-#: the fork's headers that include OpenCV (grep of the fork at 3f13890): a source reaching any of them
-#: reaches opencv2/opencv.hpp, which includes every module's header that opencv_modules.hpp declares
-_OPENCV_HEADERS = ("opencv2/", "image_utils.h", "resize-inl.h", "image_random-inl.h", "image_augmenter.h",
-                   "opencv_compatibility.h")
 
 
 @pytest.mark.slow
@@ -115,42 +112,4 @@ def test_every_fork_source_that_includes_opencv_compiles_against_the_prefix(fork
     reaches an OpenCV header is run through the compiler's dependency pass (-M: every #include must
     resolve, as in the real compile) with its own command line; each OpenCV header must come from the
     prefix, never from this host's /usr/include/opencv4."""
-    import json
-    import shlex
-
-    from build_steps import configure as configure_step
-    from build_steps.arch import make_arch
-
-    cpu = PROFILES["cpu"]
-    config_dir = opencv_config_dir(prefix)
-    res = configure_step.configure(fork_tree, tmp_path / "build", cpu, make_arch(cpu, None, {}),
-                                   tmp_path / "logs", extra_defs={"OPENCV_ROOT": str(config_dir),
-                                                                  "CMAKE_EXPORT_COMPILE_COMMANDS": "ON"})
-    assert res.cache.get("OpenCV_DIR") == str(config_dir)
-    entries = json.loads((res.build_dir / "compile_commands.json").read_text())
-    reaching = []
-    for e in entries:
-        path = Path(e["file"])
-        if not path.is_relative_to(fork_tree / "src") and not path.is_relative_to(fork_tree / "plugin"):
-            continue
-        text = path.read_text(errors="replace")
-        if any(f'include <{h}' in text or f'include "{h}' in text or f'/{h}"' in text for h in _OPENCV_HEADERS):
-            reaching.append(e)
-    names = {Path(e["file"]).relative_to(fork_tree).as_posix() for e in reaching}
-    assert {"src/initialize.cc", "src/io/image_io.cc", "src/ndarray/ndarray.cc"} <= names, sorted(names)
-    failures, from_host = [], []
-    for e in reaching:
-        argv = shlex.split(e["command"])
-        # the compile's own flags; -M lists every header instead of compiling (-o is the dep file)
-        cut = [a for i, a in enumerate(argv) if a not in ("-c",) and argv[i - 1] != "-o" and a != "-o"]
-        deps = tmp_path / "deps" / (Path(e["file"]).name + ".d")
-        deps.parent.mkdir(exist_ok=True)
-        proc = subprocess.run([*cut, "-fdiagnostics-color=never", "-M", "-MF", str(deps)], cwd=e["directory"], capture_output=True, text=True)
-        if proc.returncode != 0:
-            failures.append(f"{Path(e['file']).relative_to(fork_tree)}: " + "/".join(l for l in proc.stderr.splitlines() if 'error' in l)[:300])
-            continue
-        headers = deps.read_text().replace("\\\n", " ").split()
-        from_host += [h for h in headers if "/opencv2/" in h and not Path(h).resolve().is_relative_to(prefix.resolve())]
-    assert not failures, f"{len(failures)} of {len(reaching)} fork sources do not compile against the prefix: " + \
-        "; ".join(failures[:5])
-    assert not from_host, f"OpenCV headers taken from the host, not the prefix: {sorted(set(from_host))[:5]}"
+    assert_fork_compiles_against(fork_tree, prefix, opencv_config_dir(prefix), tmp_path)

@@ -79,9 +79,14 @@ def _failed(out: str) -> set[str]:
 @pytest.fixture(scope="session")
 def fork_gates(fork_wheel, fork_tree, mxnet191_wheelhouse, tmp_path_factory) -> dict:
     """One child run of the runtime gates on the fork's wheel, its venv kept for the fork's own test."""
+    return run_fork_gates(fork_wheel, fork_tree, mxnet191_wheelhouse, tmp_path_factory.mktemp("fork-gates"))
+
+
+def run_fork_gates(fork_wheel: Path, fork_tree: Path, mxnet191_wheelhouse: Path, base: Path) -> dict:
+    """The runtime gates on ``fork_wheel`` in a child run, the venv kept under ``base`` (also for
+    selftest/test_opencv_build.py's wheel with the built OpenCV)."""
     # a child pytest as the `gates` fixture runs one, but session-scoped (pytester is per test)
     from selftest.conftest import HARNESS_ROOT
-    base = tmp_path_factory.mktemp("fork-gates")
     venv = base / "venv"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
     cmd = [sys.executable, "-m", "pytest", "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir", str(HARNESS_ROOT),
@@ -98,7 +103,10 @@ def fork_gates(fork_wheel, fork_tree, mxnet191_wheelhouse, tmp_path_factory) -> 
 
 @pytest.mark.slow
 def test_the_forks_wheel_passes_the_runtime_gates(fork_gates):
-    out = fork_gates["out"]
+    assert_runtime_gates_passed(fork_gates["out"])
+
+
+def assert_runtime_gates_passed(out: str) -> None:
     failed = _failed(out)
     assert failed == BY_DESIGN, out[-8000:]
     for gate in ("test_png_rgb_roundtrip", "test_png_grayscale_roundtrip"):
@@ -112,8 +120,14 @@ def test_the_forks_wheel_passes_the_runtime_gates(fork_gates):
 
 @pytest.mark.slow
 def test_the_forks_own_opencv_regression_test_passes_in_the_venv(fork_gates, fork_tree, tmp_path):
-    python = fork_gates["venv"] / "bin" / "python"
-    assert python.exists(), fork_gates["out"][-4000:]
+    assert (fork_gates["venv"] / "bin" / "python").exists(), fork_gates["out"][-4000:]
+    run_fork_opencv_test(fork_gates["venv"], fork_tree, tmp_path)
+
+
+def run_fork_opencv_test(venv: Path, fork_tree: Path, tmp_path: Path) -> None:
+    """The fork's own test_d2l_opencv_image_io_regression.py in ``venv``: 4 passed, none skipped."""
+    python = venv / "bin" / "python"
+    assert python.exists(), venv
     # pytest is not one of the wheel's dependencies: this interpreter's pytest, appended after the
     # venv's own packages (so numpy and mxnet stay the venv's)
     extra = tmp_path / "pytest-only"

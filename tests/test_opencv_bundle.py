@@ -74,3 +74,26 @@ def test_nothing_forbidden_bundled(audit):
         pytest.fail("the wheel bundles libraries it must never ship:\n  " + "\n  ".join(bad)
                     + f"\nfix: remove them from the wheel ({', '.join(d + '/' for d in audit.shipped_dirs) or 'mxnet/lib/'} "
                     "are searched by the loader; the bundle step skips host libraries)", pytrace=False)
+
+
+def test_bundled_closure_within_budget(audit, extracted_wheel, profile, options):
+    # Issue 46: the system OpenCV's closure was 133 libraries, 230 MB of the real fork's wheel (GDAL,
+    # poppler, OpenSSL, X11, database clients ...). The profile states, per OpenCV choice, how many
+    # files and MB mxnet/lib may hold (measured, profiles.toml closure_budget): a new dependency that
+    # drags a stack in is a failure here, not a surprise in a user's CVE scanner.
+    budget = profile.closure_budget.get(options.opencv)
+    if budget is None:
+        pytest.fail(f"the {profile.name} profile sets no closure budget for --opencv={options.opencv} "
+                    "(profiles.toml [profiles.<flavor>.closure_budget]): measure the bundled closure and "
+                    "state it", pytrace=False)
+    files, mb = budget
+    sizes = {m: (extracted_wheel.root / m).lstat().st_size for m in audit.bundled}
+    have_mb = sum(sizes.values()) / 1e6
+    if len(sizes) > files or have_mb > mb:
+        largest = sorted(sizes, key=sizes.get, reverse=True)[:8]
+        pytest.fail(f"{audit.filename} bundles {len(sizes)} files, {have_mb:.1f} MB in mxnet/lib; the "
+                    f"{profile.name} profile's budget with --opencv={options.opencv} is {files} files, "
+                    f"{mb:g} MB. Largest: " + ", ".join(f"{m.rsplit('/', 1)[-1]} ({sizes[m] / 1e6:.1f} MB)"
+                                                       for m in largest)
+                    + ". Build with --opencv=built (docs/opencv_build.md), or find the dependency that "
+                    "dragged the new libraries in", pytrace=False)
