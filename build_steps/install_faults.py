@@ -13,6 +13,10 @@ _UNREACHABLE = re.compile(r"Failed to establish a new connection|NewConnectionEr
                           r"|ConnectTimeoutError|Read timed out|ProxyError|SSLError|CERTIFICATE_VERIFY_FAILED"
                           r"|error sending request|dns error|tcp connect error|Failed to fetch")
 _NO_SPACE = re.compile(r"No space left on device|Disk quota exceeded")
+#: a download that broke off (pip 25's incomplete-download: seen with TMPDIR on a full tmpfs, and on
+#: a dropped connection): the host's, never the requirements' fault
+_BROKEN_DOWNLOAD = re.compile(r"incomplete-download|not enough bytes were received|IncompleteRead"
+                              r"|Connection broken")
 
 
 def environment_fault(output: str) -> str | None:
@@ -20,6 +24,9 @@ def environment_fault(output: str) -> str | None:
     of the host (then the wheel or its requirements are at fault: a verdict about the wheel)."""
     if _NO_SPACE.search(output):
         return "the disk is full (No space left on device)"
+    m = _BROKEN_DOWNLOAD.search(output)
+    if m:
+        return f"a download from the package index broke off ({m.group(0)}; a full TMPDIR or the network)"
     m = _UNREACHABLE.search(output)
     if m:
         urls = re.findall(r"(?:Looking in indexes|Looking in links): (\S+)", output)

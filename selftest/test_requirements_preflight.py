@@ -188,3 +188,16 @@ def test_an_audit_of_a_wheel_is_refused_the_same_way(gates, tmp_path):
     lines = _refusal_lines(out)
     assert len(lines) == 1 and "harnessb" in lines[0], out[-4000:]
     assert "installing the wheel" not in out, out[-3000:]
+
+
+def test_a_download_that_broke_off_is_the_hosts_fault_not_the_requirements():
+    """The CI run of 2026-12-06: TMPDIR on a 2 MB tmpfs, pip's dry run downloaded onnxruntime into it
+    and stopped with incomplete-download; the preflight called the requirements unsatisfiable (exit 4)
+    where the disk check would have named TMPDIR. pip's own words, from that run:"""
+    from build_steps.install_faults import environment_fault
+    said = ("error: incomplete-download\n\n× Download failed after 6 attempts because not enough bytes were "
+            "received (1.0 MB/27.8 MB)\n╰─> URL: https://files.pythonhosted.org/packages/1d/46/onnxruntime-1.32.0-"
+            "cp311-cp311-manylinux_2_28_x86_64.whl\n\nnote: This is an issue with network connectivity, not pip.")
+    fault = environment_fault(said)
+    assert fault is not None and "broke off" in fault
+    assert environment_fault("ERROR: Could not find a version that satisfies the requirement harnessb>=2") is None

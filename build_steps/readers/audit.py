@@ -142,6 +142,9 @@ class Audit:
     shipped_dirs: list[str] = field(default_factory=list)
     #: every member in those directories (the forbidden-library rule judges them all)
     shipped: list[str] = field(default_factory=list)
+    #: bytes of each file of ``bundled``, by its installed name (a wheel may ship mxnet/lib under
+    #: <name>.data/platlib: the closure budget gate weighs what pip installs, where it installs it)
+    bundled_bytes: dict[str, int] = field(default_factory=dict)
     #: every ELF of the wheel that carries a .nv_fatbin: member -> FatbinReport.to_json()
     fatbins: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: member -> why its .nv_fatbin cannot be read
@@ -283,6 +286,7 @@ def collect(extracted: ExtractedWheel, options: Any) -> Audit:
         audit.fatbin = audit.fatbins.get(LIBMXNET)
         audit.fatbin_error = audit.fatbin_errors.get(LIBMXNET)
         audit._fatbin_obj = audit._fatbin_objs.get(LIBMXNET)
+    audit.bundled_bytes = {m: (root / m).stat().st_size for m in bundled}
     audit.shipped_dirs = reached_dirs(root, closure, BUNDLE_DIR)
     audit.shipped = sorted(m for m in members if not m.endswith("/")
                            and m.rsplit("/", 1)[0] in audit.shipped_dirs and "/" in m)
