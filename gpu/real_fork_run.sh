@@ -305,21 +305,34 @@ stop-shards)
   ;;
 sha)
   # what two holds compare: the carried commit, libmxnet.so and the wheel (sha256 each), against the
-  # first hold's (gpu/hold1.sha256, issue 44); and every object's sha256 ($W/objects.sha256, which
-  # `collect` brings back), so a later hold that differs can name the objects that do
-  git -C "$W/mxnet" log -1 --format='commit %H'
-  sha256sum "$W/build/libmxnet.so" "$W"/mxnet/dist/*.whl "$W"/mxnet/dist/rejected/*.whl.FAILED-GATES 2>/dev/null
-  (cd "$W/build" && find . -name '*.o' -type f -print0 | sort -z | xargs -0 sha256sum) > "$W/objects.sha256"
-  echo "objects: $(wc -l < "$W/objects.sha256") hashed into $W/objects.sha256"
-  (cd "$W" && sha256sum -c "$ROOT/gpu/hold1.sha256") && echo "the first hold's bytes: SAME" \
-    || echo "the first hold's bytes: DIFFERENT (or not built with its command: see gpu/hold1.sha256)"
+  # first hold's (gpu/hold1.sha256, issue 44: the features-ON build of
+  # docs/gpu_runs/real_fork_features_2026-12-06.md; gpu/hold1_onednn_off.sha256 is the oneDNN-OFF one's);
+  # and every object's sha256 ($W/objects.sha256), against the first hold's (gpu/hold1.objects.sha256),
+  # naming the objects that differ. Everything printed is kept in $W/sha.txt, which `collect` brings
+  # back (a device call's output keeps only its tail: the first features-ON hold lost its
+  # libmxnet.so line that way).
+  {
+    git -C "$W/mxnet" log -1 --format='commit %H'
+    sha256sum "$W/build/libmxnet.so" "$W"/mxnet/dist/*.whl "$W"/mxnet/dist/rejected/*.whl.FAILED-GATES 2>/dev/null
+    (cd "$W/build" && find . -name '*.o' -type f -print0 | sort -z | xargs -0 sha256sum) > "$W/objects.sha256"
+    echo "objects: $(wc -l < "$W/objects.sha256") hashed into $W/objects.sha256"
+    (cd "$W" && sha256sum -c "$ROOT/gpu/hold1.sha256") && echo "the first hold's bytes: SAME" \
+      || echo "the first hold's bytes: DIFFERENT (or not built with its command: see gpu/hold1.sha256)"
+    if [ -f "$ROOT/gpu/hold1.objects.sha256" ]; then
+      differ=$(diff <(sort -k2 "$ROOT/gpu/hold1.objects.sha256") <(sort -k2 "$W/objects.sha256") \
+               | sed -n 's/^> [0-9a-f]*  //p')
+      if [ -z "$differ" ]; then echo "objects: every one SAME as the first hold's"
+      else echo "objects: $(echo "$differ" | wc -l) DIFFERENT from the first hold's (or new), the first 20:"
+           echo "$differ" | head -20 | sed 's/^/  /'; fi
+    fi
+  } 2>&1 | tee "$W/sha.txt"
   ;;
 collect)
   out=${2:?collect DIR}
   mkdir -p "$out"
   cp "$W/pytest.log" "$W/report.json" "$W/gpu_report.json" "$W/gpu-lane.log" "$out/" 2>/dev/null
   cp "$W/build/.ninja_log" "$out/ninja_log.txt" 2>/dev/null
-  cp "$W/objects.sha256" "$out/" 2>/dev/null
+  cp "$W/objects.sha256" "$W/sha.txt" "$out/" 2>/dev/null
   cp "$W/build/harness-logs/review.html" "$out/" 2>/dev/null
   # the bundled closure as the package step staged it: each file, its size, and the MB in all
   lib="$W/build/harness-package/python/mxnet/lib"
