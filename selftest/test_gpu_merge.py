@@ -384,3 +384,28 @@ def test_the_gpu_section_files_a_not_judged_gate_as_not_judged():
     assert runs["tests/test_cublas.py::test_cublas_preflight"]["message"] == why
     assert runs["tests/test_gpu_smoke.py::test_gpu_visible"]["verdict"] == "failed"
     assert runs["tests/test_gpu_smoke.py::test_gpu_elementwise_matches_cpu"]["verdict"] == "passed"
+
+
+#: The GPU lane's report of the real fork's features-ON development build on the H100 (driver 580,
+#: gpu_operator_classic part 1/5, gpu_operator_numpy part 1/4 cut by the hold's end;
+#: docs/gpu_runs/real_fork_features_2026-12-06.md)
+REAL_H100_FEATURES = ROOT / "docs" / "gpu_runs" / "real_fork_features_2026-12-06.gpu-lane.json"
+
+
+def test_the_real_h100_features_report_leaves_sm90_not_judged_naming_the_missing_parts(tmp_path):
+    """A real runner's report from an R580 host: the cuBLAS gates were not judged (the wheel's cuBLAS
+    needs R590), so sm_90 is NOT JUDGED, never FAILED and never verified; the operator shards' parts
+    that did not run on these bytes are named, so the next hold knows what to run."""
+    doc = json.loads(REAL_H100_FEATURES.read_text())
+    gates = doc["gpu_verification"]["gates"]
+    assert {g["verdict"] for n, g in gates.items() if "test_cublas" in n} == {"not judged"}
+    d = tmp_path / "as-run"
+    d.mkdir()
+    (d / REAL_H100_FEATURES.name).write_text(json.dumps(doc))
+    r = _merge_cli(d)
+    row = _row(r.stdout, "sm_90")
+    assert r.returncode == 1 and row.split()[1:3] == ["NOT", "JUDGED:"] and "NVIDIA H100" in row, r.stdout
+    assert "driver 580 is below the wheel's floor" in row, row
+    assert "test_shard[gpu_operator_classic] (part 2/5, 3/5, 4/5, 5/5 missing)" in r.stdout, r.stdout
+    assert "test_shard[gpu_operator_numpy]" in r.stdout, r.stdout
+    assert "strict verdict: FAIL - the host could not judge the GPU gates on sm_90" in r.stdout, r.stdout
