@@ -44,17 +44,17 @@
 #   gpu/real_fork_run.sh gfortran [GFORTRAN_DEBS] [DEBS]  (here) .carry/gfortran/: Debian's gfortran 12
 #                                         alone (and libgfortran5, which its libgfortran.so names),
 #                                         pruned as `opencv` prunes it, one xz with a sha256 manifest
-#   gpu/real_fork_run.sh gfortran-stash   (the call that carries .carry/gfortran) check it, unpack
-#                                         $W/gfortran-prefix, compile and link a Fortran probe
+#   gpu/real_fork_run.sh gfortran-stash   (the call that carries .carry/gfortran) check it, unpack it
+#                                         into $GFORTRAN_PREFIX, compile and link a Fortran probe
 #   gpu/real_fork_run.sh opencv-src [SDIST]  (here) the pinned sdist (build_steps/opencv_source.lock.toml;
 #                                         default: the harness cache's copy) cut into .carry/opencv-src-N/
-#                                         pieces of OPENCV_SRC_PIECE_MB (default 44) with a sha256 manifest
+#                                         pieces of OPENCV_SRC_PIECE_MB (default 45) with a sha256 manifest
 #   gpu/real_fork_run.sh opencv-src-stash (each call that carries a .carry/opencv-src-N) keep its piece in
 #                                         $W; once every piece is there and verified, put the sdist into
 #                                         the harness's OpenCV cache (opencv_build --add-source: the lock
 #                                         file's sha256) for the run to build from
 #   gpu/real_fork_run.sh start-built [ARGS]  `start` with --opencv=built instead of --opencv-prefix and FC
-#                                         from $W/gfortran-prefix; refuses (exit 4) before launching when
+#                                         from $GFORTRAN_PREFIX; refuses (exit 4) before launching when
 #                                         gfortran, the OpenCV source or the host's libgfortran.so.5 is missing
 #   gpu/real_fork_run.sh setup            unpack, commit, wheelhouse, bwrap (about a minute)
 #   gpu/real_fork_run.sh harness-copy     (part of start and gpu-lane) copy this checkout to $W/harness,
@@ -149,6 +149,13 @@ harness_copy() {
 
 # --- a built-OpenCV hold's helpers (used by the new verbs only) ---
 
+#: Where gfortran-stash unpacks the gfortran carry: outside /tmp and the homes. The fork's configure runs
+#: in the project's sandbox, which shows /tmp and the homes as empty tmpfs and binds back only its
+#: inputs (the tree, the caches, OPENCV_ROOT's prefix): `start`'s gfortran is seen because it lies in
+#: the --opencv-prefix; with --opencv=built nothing binds $W, so a gfortran there is not found by
+#: CMake's Fortran probe (FC is not in the build steps' allow-list either: CMake finds it on PATH).
+GFORTRAN_PREFIX=${REAL_FORK_GFORTRAN:-/opt/realfork/gfortran-prefix}
+
 # DIR's sha256 MANIFEST checked: one line naming the first file that is damaged or missing
 check_manifest() {  # DIR WHAT
   local bad
@@ -196,11 +203,16 @@ gfortran-stash)
   c="$ROOT/.carry/gfortran"
   [ -f "$c/MANIFEST" ] || { echo "no .carry/gfortran in this call's carry (gpu/real_fork_run.sh gfortran makes it)"; exit 4; }
   check_manifest "$c" "the gfortran carry" || exit 1
-  mkdir -p "$W" && rm -rf "$W/gfortran.new" && mkdir "$W/gfortran.new" || exit 1
-  tar xJf "$c/gfortran-prefix.tar.xz" -C "$W/gfortran.new" || exit 1
-  rm -rf "$W/gfortran-prefix" && mv "$W/gfortran.new/gfortran-prefix" "$W/gfortran-prefix" && rmdir "$W/gfortran.new" || exit 1
-  gfortran_probe "$W/gfortran-prefix" "$W" || exit 4
-  echo "gfortran ready: $("$W/gfortran-prefix/usr/bin/gfortran" --version | head -1) in $W/gfortran-prefix"
+  case "$GFORTRAN_PREFIX/" in /tmp/*|/root/*|/home/*|"$HOME"/*)
+    echo "REAL_FORK_GFORTRAN=$GFORTRAN_PREFIX: under /tmp or a home, which the configure sandbox hides; take a dir outside them"; exit 4;; esac
+  new="$GFORTRAN_PREFIX.new"
+  mkdir -p "$W" "$(dirname "$GFORTRAN_PREFIX")" && rm -rf "$new" && mkdir "$new" || exit 1
+  tar xJf "$c/gfortran-prefix.tar.xz" -C "$new" || exit 1
+  # read and run by the sandbox's uid (a root host's steps run as another uid)
+  chmod 755 "$new/gfortran-prefix" && rm -rf "$GFORTRAN_PREFIX" && mv "$new/gfortran-prefix" "$GFORTRAN_PREFIX" \
+    && rmdir "$new" || exit 1
+  gfortran_probe "$GFORTRAN_PREFIX" "$W" || exit 4
+  echo "gfortran ready: $("$GFORTRAN_PREFIX/usr/bin/gfortran" --version | head -1) in $GFORTRAN_PREFIX"
   ;;
 opencv-src)
   lock_sha=$(cd "$ROOT" && $PY -c 'from build_steps.opencv_build import load_source; print(load_source().sha256)') || exit 1
@@ -210,7 +222,7 @@ print(r() / "sources" / (s().sha256 + ".tar.gz"))')}
   got=$(sha256sum "$sdist" | cut -d' ' -f1)
   [ "$got" = "$lock_sha" ] || { echo "$sdist: sha256 $got, the lock file pins $lock_sha: refused"; exit 1; }
   tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
-  split -b "${OPENCV_SRC_PIECE_MB:-44}M" -d "$sdist" "$tmp/opencv-src.tar.gz.part-" || exit 1
+  split -b "${OPENCV_SRC_PIECE_MB:-45}M" -d "$sdist" "$tmp/opencv-src.tar.gz.part-" || exit 1
   (cd "$tmp" && sha256sum opencv-src.tar.gz.part-*) > "$tmp/MANIFEST"
   rm -rf "$ROOT"/.carry/opencv-src-*
   n=0
@@ -382,12 +394,14 @@ start-built)
   # source (the run builds it offline), and libgfortran.so.5 in the host's loader cache, where the bundle
   # step resolves libmxnet's (the --opencv-prefix run found it in the prefix).
   shift
-  if [ ! -x "$W/gfortran-prefix/usr/bin/gfortran" ]; then
-    echo "no gfortran in $W/gfortran-prefix: carry .carry/gfortran and run gfortran-stash first"; exit 4
+  if [ ! -x "$GFORTRAN_PREFIX/usr/bin/gfortran" ]; then
+    echo "no gfortran in $GFORTRAN_PREFIX: carry .carry/gfortran and run gfortran-stash first"; exit 4
   fi
+  case "$GFORTRAN_PREFIX/" in /tmp/*|/root/*|/home/*|"$HOME"/*)
+    echo "REAL_FORK_GFORTRAN=$GFORTRAN_PREFIX: under /tmp or a home, which the configure sandbox hides"; exit 4;; esac
   harness_copy
-  gfortran_probe "$W/gfortran-prefix" "$W" || exit 4
-  export FC="$W/gfortran-prefix/usr/bin/gfortran" PATH="$W/gfortran-prefix/usr/bin:$PATH"
+  gfortran_probe "$GFORTRAN_PREFIX" "$W" || exit 4
+  export FC="$GFORTRAN_PREFIX/usr/bin/gfortran" PATH="$GFORTRAN_PREFIX/usr/bin:$PATH"
   use_bwrap
   ready=$($PY -m build_steps.opencv_build --ready 2>&1) \
     || { echo "$(echo "$ready" | tail -1); carry .carry/opencv-src-N and run opencv-src-stash first"; exit 4; }

@@ -14,11 +14,13 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from build_steps import opencv_build
+from build_steps import configure, opencv_build, sandbox
+from build_steps.venv import build_env
 from selftest.conftest import HARNESS_ROOT
 from selftest.test_real_fork_script import SCRIPT, _checkout
 
@@ -29,9 +31,21 @@ CALL_LIMIT = 64 * 1024 * 1024
 TREE_ALLOWANCE = 6_000_000
 
 
-def _run(root: Path, work: Path, cache: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+@pytest.fixture
+def gfortran_at():
+    """Where gfortran-stash unpacks (REAL_FORK_GFORTRAN; /opt/realfork/gfortran-prefix on the host): outside
+    /tmp and the homes, as there, and readable by the sandbox's uid."""
+    d = Path(tempfile.mkdtemp(prefix="realfork-gfortran-", dir="/var/tmp"))
+    d.chmod(0o755)
+    yield d / "gfortran-prefix"
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _run(root: Path, work: Path, cache: Path, *args: str, timeout: int = 900,
+         gfortran: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "REAL_FORK_WORK": str(work), "MXNET_HARNESS_CACHE": str(cache),
-           "PYTHON": str(HARNESS_ROOT / ".venv" / "bin" / "python")}
+           "PYTHON": str(HARNESS_ROOT / ".venv" / "bin" / "python"),
+           "REAL_FORK_GFORTRAN": str(gfortran or work / "not-stashed")}
     return subprocess.run(["bash", SCRIPT, *args], cwd=root, capture_output=True, text=True, env=env,
                           timeout=timeout)
 
@@ -62,7 +76,24 @@ def _call(root: Path, carried: list[Path]) -> None:
         shutil.copytree(d, root / ".carry" / d.name)
 
 
-def test_the_gfortran_carry_alone_compiles_a_fortran_probe_and_a_damaged_one_is_refused(tmp_path):
+def _sandboxed_probe(prefix: Path, build_dir: Path) -> subprocess.CompletedProcess:
+    """CMake's Fortran probe as the fork's configure runs it: in the project's sandbox with the
+    configure step's binds (build_box), the compiler found on PATH (FC is not in the allow-list)."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    (build_dir / "probe.f90").write_text("end\n")
+    env = build_env({})
+    env["PATH"] = f"{prefix}/usr/bin:{env.get('PATH', '/usr/bin:/bin')}"
+    saved = (sandbox._State.enabled, sandbox._State.hidden)
+    try:
+        sandbox.configure(True, hidden=[])
+        argv, child = sandbox.wrap(["sh", "-c", "command -v gfortran && gfortran probe.f90 -o probe"], env,
+                                   **configure.build_box(None, build_dir, env=env))
+        return subprocess.run(argv, env=child, capture_output=True, text=True, timeout=120)
+    finally:
+        sandbox._State.enabled, sandbox._State.hidden = saved
+
+
+def test_the_gfortran_carry_alone_compiles_a_fortran_probe_and_a_damaged_one_is_refused(tmp_path, gfortran_at):
     if not list(GFORTRAN_DEBS.glob("*.deb")) or not list(RUNTIME_DEBS.glob("libgfortran5_*.deb")):
         pytest.skip(f"gfortran .debs absent in {GFORTRAN_DEBS} / {RUNTIME_DEBS}: "
                     "python -m tools.opencv_prefix download-gfortran / download")
@@ -78,22 +109,37 @@ def test_the_gfortran_carry_alone_compiles_a_fortran_probe_and_a_damaged_one_is_
     assert "libopencv" not in listing and "/cc1\n" not in listing and "/lto1\n" not in listing
     assert "gfortran-prefix/usr/lib/x86_64-linux-gnu/libgfortran.so.5" in listing
 
-    stash = _run(root, work, cache, "gfortran-stash")
+    # under /tmp (the host's $W), the configure sandbox would hide it: refused in one line
+    hidden = _run(root, work, cache, "gfortran-stash", gfortran=work / "gfortran-prefix")
+    assert hidden.returncode == 4 and "sandbox hides" in _one_line(hidden)
+    assert not (work / "gfortran-prefix").exists()
+
+    stash = _run(root, work, cache, "gfortran-stash", gfortran=gfortran_at)
     assert stash.returncode == 0, stash.stdout + stash.stderr
     probe = work / "probe.o"
     assert probe.read_bytes()[:4] == b"\x7fELF", "the carried gfortran compiled the probe"
-    assert os.path.realpath(work / "gfortran-prefix/usr/lib/gcc/x86_64-linux-gnu/12/libgfortran.so") \
-        == str((work / "gfortran-prefix/usr/lib/x86_64-linux-gnu").resolve() / "libgfortran.so.5.0.0")
+    assert os.path.realpath(gfortran_at / "usr/lib/gcc/x86_64-linux-gnu/12/libgfortran.so") \
+        == str((gfortran_at / "usr/lib/x86_64-linux-gnu").resolve() / "libgfortran.so.5.0.0")
+    # the fork's configure finds and runs it inside its sandbox (as the sandbox's uid when root) ...
+    boxed = _sandboxed_probe(gfortran_at, tmp_path / "build")
+    assert boxed.returncode == 0, boxed.stdout + boxed.stderr
+    assert boxed.stdout.splitlines()[0] == f"{gfortran_at}/usr/bin/gfortran"
+    assert (tmp_path / "build" / "probe").read_bytes()[:4] == b"\x7fELF"
+    # ... which it would not under /tmp, where `start-built` would otherwise have had it: there CMake
+    # finds another gfortran on PATH (this host's own), or none (the GPU host has none)
+    shutil.copytree(gfortran_at, work / "in-tmp", symlinks=True)
+    unseen = _sandboxed_probe(work / "in-tmp", tmp_path / "build2")
+    assert f"{work}/in-tmp/usr/bin/gfortran" not in unseen.stdout
 
     # a damaged carry: refused in one line, the stashed prefix left as it was
     body = bytearray((carry / "gfortran-prefix.tar.xz").read_bytes())
     body[len(body) // 2] ^= 0xFF
     (carry / "gfortran-prefix.tar.xz").write_bytes(body)
-    before = (work / "gfortran-prefix/usr/bin/gfortran-12").stat().st_ino
-    bad = _run(root, work, cache, "gfortran-stash")
+    before = (gfortran_at / "usr/bin/gfortran-12").stat().st_ino
+    bad = _run(root, work, cache, "gfortran-stash", gfortran=gfortran_at)
     assert bad.returncode == 1
     assert "damaged" in _one_line(bad)
-    assert (work / "gfortran-prefix/usr/bin/gfortran-12").stat().st_ino == before
+    assert (gfortran_at / "usr/bin/gfortran-12").stat().st_ino == before
 
 
 def test_the_sdist_travels_in_pieces_and_lands_in_the_harness_cache(tmp_path):
@@ -164,7 +210,7 @@ def test_pieces_of_another_archive_are_refused_by_the_lock_files_hash(tmp_path):
     assert cut.returncode != 0 and "refused" in _one_line(cut)
 
 
-def test_start_built_passes_opencv_built_and_the_carried_gfortran(tmp_path):
+def test_start_built_passes_opencv_built_and_the_carried_gfortran(tmp_path, gfortran_at):
     """`start-built` composes the run as `start` does, but with --opencv=built (no --opencv-prefix) and
     FC from the gfortran carry; without the carry it stops in one line before anything is launched."""
     root, work, cache = _checkout(tmp_path), tmp_path / "realfork", tmp_path / "cache"
@@ -173,26 +219,29 @@ def test_start_built_passes_opencv_built_and_the_carried_gfortran(tmp_path):
     assert not (work / "pytest.cmd").exists()
     # a stand-in prefix whose gfortran is the host's compiler driver, and the host's bwrap
     gf = shutil.which("gfortran") or pytest.skip("no gfortran here to stand in for the carried one")
-    (work / "gfortran-prefix" / "usr" / "bin").mkdir(parents=True)
-    (work / "gfortran-prefix" / "usr" / "bin" / "gfortran").symlink_to(gf)
+    for prefix in (gfortran_at, work / "gfortran-prefix"):
+        (prefix / "usr" / "bin").mkdir(parents=True)
+        (prefix / "usr" / "bin" / "gfortran").symlink_to(gf)
     (work / "bwrap-prefix" / "usr" / "bin").mkdir(parents=True)
     (work / "bwrap-prefix" / "usr" / "bin" / "bwrap").symlink_to(shutil.which("bwrap"))
-    nosrc = _run(root, work, cache, "start-built")
+    under_tmp = _run(root, work, cache, "start-built", gfortran=work / "gfortran-prefix")
+    assert under_tmp.returncode == 4 and "sandbox hides" in _one_line(under_tmp)
+    nosrc = _run(root, work, cache, "start-built", gfortran=gfortran_at)
     assert nosrc.returncode == 4 and "opencv-src-stash" in _one_line(nosrc)
     # the source in the (tmp) cache; a failed packing ends the detached run before pytest starts
     sdist = _cached_sdist()
     (cache / "opencv" / "sources").mkdir(parents=True)
     (cache / "opencv" / "sources" / sdist.name).symlink_to(sdist)  # a link is not the source
-    assert _run(root, work, cache, "start-built").returncode == 4
+    assert _run(root, work, cache, "start-built", gfortran=gfortran_at).returncode == 4
     (cache / "opencv" / "sources" / sdist.name).unlink()
     shutil.copyfile(sdist, cache / "opencv" / "sources" / sdist.name)
     (work / "wheelhouse.rc").write_text("1\n")
-    proc = _run(root, work, cache, "start-built", "-n", "14", "-m", "release and not acceptance")
+    proc = _run(root, work, cache, "start-built", "-n", "14", "-m", "release and not acceptance", gfortran=gfortran_at)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     cmd = (work / "pytest.cmd").read_text()
     assert "--opencv=built" in cmd and "--opencv-prefix" not in cmd
     assert f"--mxnet-src={work}/mxnet" in cmd and "'-n' '14'" in cmd and "'release and not acceptance'" in cmd
-    assert (work / "start.env").read_text().splitlines()[0] == f"FC={work}/gfortran-prefix/usr/bin/gfortran"
+    assert (work / "start.env").read_text().splitlines()[0] == f"FC={gfortran_at}/usr/bin/gfortran"
     for _ in range(30):
         if (work / "pytest.rc").exists():
             break
