@@ -247,12 +247,14 @@ opencv-src-stash)
     cp "$d"/MANIFEST "$parts/" && cp "$d"/opencv-src.tar.gz.part-* "$parts/" || exit 1
   done
   [ -f "$parts/MANIFEST" ] || { echo "no .carry/opencv-src-N in this call's carry (gpu/real_fork_run.sh opencv-src makes them)"; exit 4; }
-  want=$(wc -l < "$parts/MANIFEST")
-  got=$(cd "$parts" && ls opencv-src.tar.gz.part-* 2>/dev/null | wc -l)
+  # the pieces the manifest names, in its order (a piece left from another cut is not one of them)
+  mapfile -t listed < <(awk '{print $2}' "$parts/MANIFEST")
+  want=${#listed[@]} got=0
+  for p in "${listed[@]}"; do [ -f "$parts/$p" ] && got=$((got + 1)); done
   if [ "$got" -lt "$want" ]; then echo "OpenCV source: $got of $want pieces here; carry the next"; exit 0; fi
   check_manifest "$parts" "the OpenCV source" || exit 1
   sdist="$W/opencv-src.tar.gz"
-  cat "$parts"/opencv-src.tar.gz.part-* > "$sdist.part" && mv "$sdist.part" "$sdist" || exit 1
+  (cd "$parts" && cat "${listed[@]}") > "$sdist.part" && mv "$sdist.part" "$sdist" || exit 1
   # the harness's offline path: the whole checked against the lock file's sha256, then cached
   (cd "$ROOT" && $PY -m build_steps.opencv_build --add-source "$sdist" --no-build); rc=$?
   rm -f "$sdist"

@@ -163,6 +163,8 @@ def test_the_sdist_travels_in_pieces_and_lands_in_the_harness_cache(tmp_path):
     assert "1 of 2" in first.stdout
     assert not (cache / "opencv" / "sources").exists()
 
+    # a piece left in $W from another cut (the manifest does not name it) takes no part
+    (work / "opencv-src-parts" / "opencv-src.tar.gz.part-07").write_bytes(b"left from another cut")
     # call 3 the second piece: reassembled, checked against the lock, put into the harness's cache
     _call(root, [kept / "opencv-src-2"])
     second = _run(root, work, cache, "opencv-src-stash")
