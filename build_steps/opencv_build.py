@@ -245,8 +245,33 @@ def add_source(source: Source, archive: Path, cache_root: Path) -> Path:
         raise UsageError(f"{archive}: sha256 {got}, the lock file pins {source.sha256} ({source.sdist}): refused")
     dest = cache_root / "sources" / f"{source.sha256}.tar.gz"
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(archive, dest)
+    part = dest.parent / f".{source.sha256}.{os.getpid()}.part"
+    try:  # whole or not at all: a copy cut short is never left under the source's name
+        shutil.copyfile(archive, part)
+        os.replace(part, dest)
+    finally:
+        part.unlink(missing_ok=True)
     return dest
+
+
+class NotReady(Exception):
+    """An offline host cannot make the build: neither this host's entry nor the pinned source is cached."""
+
+
+def readiness(source: Source, cache_root: Path) -> str:
+    """Whether a run can have the minimal OpenCV without the network: this host's cache entry (its
+    key: source, flags, toolchain) is complete, or the pinned source is in the cache, a regular file
+    with the pinned sha256 (what fetch_source would take). An offline host's run (the GPU host's,
+    gpu/real_fork_run.sh start-built) is checked with this before it starts, not after its venv."""
+    key = cache_key(source)
+    if (cache_root / key / "record.json").is_file():
+        return f"OpenCV {source.version}: built for this host in {cache_root / key} (key {key})"
+    dest = cache_root / "sources" / f"{source.sha256}.tar.gz"
+    if dest.is_file() and not dest.is_symlink() and sha256_of(dest) == source.sha256:
+        return f"OpenCV {source.version}: source in {dest}; the run builds it (key {key})"
+    raise NotReady(f"OpenCV {source.version}: not built for this host (key {key}) and its source is not in "
+                   f"{dest.parent} ({source.sdist}, sha256 {source.sha256}): an offline host needs it carried "
+                   "(--add-source)")
 
 
 def unpack_tree(archive: Path, tree: str, dest: Path) -> Path:
@@ -448,20 +473,37 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--add-source", type=Path, metavar="SDIST",
                     help="put this copy of the pinned sdist into the cache (an offline host), then build")
+    ap.add_argument("--no-build", action="store_true",
+                    help="with --add-source: only put the sdist into the cache (an offline host's carry, "
+                         "gpu/real_fork_run.sh opencv-src-stash), the build left to the run")
+    ap.add_argument("--ready", action="store_true",
+                    help="exit 0 when this host's entry is built or the pinned source is in the cache (a run "
+                         "can make it offline), else one line and exit 3; nothing is fetched or built")
     ap.add_argument("--check-reproducible", action="store_true",
                     help="build the cached entry once more at the same paths and compare every file's sha256")
     args = ap.parse_args(argv)
+    if args.no_build and not args.add_source:
+        ap.error("--no-build goes with --add-source")
     try:
         source = load_source()
         root = args.cache or default_cache_root()
+        if args.ready:
+            print(readiness(source, Path(root)))
+            return 0
         if args.add_source:
-            add_source(source, args.add_source, root)
+            dest = add_source(source, args.add_source, root)
+            if args.no_build:
+                print(f"OpenCV {source.version} source in the cache: {dest}")
+                return 0
         if args.check_reproducible:
             again, differ = check_reproducible(root, args.jobs, source, progress=sys.stderr)
             print(f"second build of {again.key}: {again.build_seconds:.0f}s, {len(again.files)} files; "
                   + (f"{len(differ)} differ: {', '.join(differ[:20])}" if differ else "every file has the same bytes"))
             return 1 if differ else 0
         rec = build_opencv(root, args.jobs, source, progress=sys.stderr)
+    except NotReady as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
     except (StepError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -38,6 +38,24 @@
 #   gpu/real_fork_run.sh opencv-stash     (each call that carries a .carry/opencv-N) keep its piece in
 #                                         $W; once every piece is there, unpack $W/opencv-prefix
 #   gpu/real_fork_run.sh bwrap [DIR]      (here) apt-get download bubblewrap into .carry/bubblewrap/
+# A built-OpenCV hold (--opencv=built, issue 46: the harness builds OpenCV 4.6 from the pinned sdist on the
+# host, so Debian's OpenCV does not travel; the build's cache key has the host's toolchain, so an entry
+# made here does not serve there):
+#   gpu/real_fork_run.sh gfortran [GFORTRAN_DEBS] [DEBS]  (here) .carry/gfortran/: Debian's gfortran 12
+#                                         alone (and libgfortran5, which its libgfortran.so names),
+#                                         pruned as `opencv` prunes it, one xz with a sha256 manifest
+#   gpu/real_fork_run.sh gfortran-stash   (the call that carries .carry/gfortran) check it, unpack it
+#                                         into $GFORTRAN_PREFIX, compile and link a Fortran probe
+#   gpu/real_fork_run.sh opencv-src [SDIST]  (here) the pinned sdist (build_steps/opencv_source.lock.toml;
+#                                         default: the harness cache's copy) cut into .carry/opencv-src-N/
+#                                         pieces of OPENCV_SRC_PIECE_MB (default 45) with a sha256 manifest
+#   gpu/real_fork_run.sh opencv-src-stash (each call that carries a .carry/opencv-src-N) keep its piece in
+#                                         $W; once every piece is there and verified, put the sdist into
+#                                         the harness's OpenCV cache (opencv_build --add-source: the lock
+#                                         file's sha256) for the run to build from
+#   gpu/real_fork_run.sh start-built [ARGS]  `start` with --opencv=built instead of --opencv-prefix and FC
+#                                         from $GFORTRAN_PREFIX; refuses (exit 4) before launching when
+#                                         gfortran, the OpenCV source or the host's libgfortran.so.5 is missing
 #   gpu/real_fork_run.sh setup            unpack, commit, wheelhouse, bwrap (about a minute)
 #   gpu/real_fork_run.sh harness-copy     (part of start and gpu-lane) copy this checkout to $W/harness,
 #                                         which they run from: a device call re-lays the checkout
@@ -129,7 +147,119 @@ harness_copy() {
   cd "$W/harness" || exit 1
 }
 
+# --- a built-OpenCV hold's helpers (used by the new verbs only) ---
+
+#: Where gfortran-stash unpacks the gfortran carry: outside /tmp and the homes. The fork's configure runs
+#: in the project's sandbox, which shows /tmp and the homes as empty tmpfs and binds back only its
+#: inputs (the tree, the caches, OPENCV_ROOT's prefix): `start`'s gfortran is seen because it lies in
+#: the --opencv-prefix; with --opencv=built nothing binds $W, so a gfortran there is not found by
+#: CMake's Fortran probe (FC is not in the build steps' allow-list either: CMake finds it on PATH).
+GFORTRAN_PREFIX=${REAL_FORK_GFORTRAN:-/opt/realfork/gfortran-prefix}
+
+# DIR's sha256 MANIFEST checked: one line naming the first file that is damaged or missing
+check_manifest() {  # DIR WHAT
+  local bad
+  if ! (cd "$1" && sha256sum --status -c MANIFEST 2>/dev/null); then
+    bad=$(cd "$1" && sha256sum -c MANIFEST 2>/dev/null | grep -v ': OK$' | head -1 | sed 's/: [^:]*$//')
+    echo "$2: ${bad:-a piece} is damaged (its sha256 is not the manifest's): carry it again"; return 1
+  fi
+}
+
+# PREFIX's gfortran compiles and links a one-line program (CMake's Fortran probe links one; f951 needs
+# the host's libisl, libmpc, libmpfr, libgmp; the link, libgfortran.so.5 and libquadmath.so.0)
+gfortran_probe() {  # PREFIX DIR
+  echo "end" > "$2/probe.f90"
+  if ! "$1/usr/bin/gfortran" -c "$2/probe.f90" -o "$2/probe.o" || ! "$1/usr/bin/gfortran" "$2/probe.o" -o "$2/probe-fortran"; then
+    echo "the carried gfortran cannot compile and link ($1/usr/bin/gfortran): LAPACK ON needs it"; return 1
+  fi
+}
+
 case "${1:-}" in
+gfortran)
+  gfortran_debs=${2:-$ROOT/.opencv/gfortran-debs}
+  runtime_debs=${3:-$ROOT/.opencv/debs}
+  [ -n "$(ls "$gfortran_debs"/*.deb 2>/dev/null)" ] || {
+    echo "no gfortran .debs in $gfortran_debs: python -m tools.opencv_prefix download-gfortran $gfortran_debs"; exit 4; }
+  # libgfortran-12-dev's libgfortran.so names libgfortran.so.5, which the `opencv` prefix has from
+  # OpenCV's closure (OpenBLAS): alone, gfortran brings it itself
+  rt=$(ls "$runtime_debs"/libgfortran5_*.deb 2>/dev/null | head -1)
+  [ -n "$rt" ] || { echo "no libgfortran5_*.deb in $runtime_debs: python -m tools.opencv_prefix download $runtime_debs"; exit 4; }
+  tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
+  mkdir "$tmp/runtime" && cp "$rt" "$tmp/runtime/" || exit 1
+  (cd "$ROOT" && $PY -m tools.opencv_prefix unpack "$gfortran_debs" "$tmp/gfortran-prefix" "$tmp/runtime") > /dev/null || exit 1
+  # pruned as `opencv` prunes it: what a Fortran probe and the link never run
+  rm -rf "$tmp"/gfortran-prefix/usr/share "$tmp"/gfortran-prefix/etc
+  g="$tmp/gfortran-prefix/usr/lib/gcc/x86_64-linux-gnu/12"
+  rm -rf "$g"/cc1 "$g"/lto1 "$g"/plugin "$g"/lib{tsan,asan,lsan,ubsan,hwasan}* \
+         "$tmp"/gfortran-prefix/usr/bin/*lto-dump*
+  # f95, as the gfortran package's alternative names it: CMake's Fortran probe looks its names up one
+  # by one along PATH (ftn, ifx, ifort, ifc, af95, af90, efc, f95, ... gfortran), and FC does not reach
+  # the sandboxed configure (not in the build steps' allow-list). Measured here: with the carry first on
+  # PATH and only `gfortran` in it, the fork's configure took the host's /usr/bin/f95; with this link
+  # the carried compiler, as on a host that has no Fortran compiler of its own
+  ln -s gfortran-12 "$tmp/gfortran-prefix/usr/bin/f95" || exit 1
+  gfortran_probe "$tmp/gfortran-prefix" "$tmp" || exit 1
+  rm -rf "$ROOT/.carry/gfortran" && mkdir -p "$ROOT/.carry/gfortran" || exit 1
+  tar cf - -C "$tmp" gfortran-prefix | xz -T0 -6 > "$tmp/gfortran-prefix.tar.xz" || exit 1
+  (cd "$tmp" && sha256sum gfortran-prefix.tar.xz) > "$tmp/MANIFEST"
+  mv "$tmp/gfortran-prefix.tar.xz" "$tmp/MANIFEST" "$ROOT/.carry/gfortran/" || exit 1
+  echo "gfortran carry: $(du -sb "$ROOT/.carry/gfortran" | cut -f1) bytes in .carry/gfortran ($(du -sh "$tmp/gfortran-prefix" | cut -f1) unpacked)"
+  ;;
+gfortran-stash)
+  c="$ROOT/.carry/gfortran"
+  [ -f "$c/MANIFEST" ] || { echo "no .carry/gfortran in this call's carry (gpu/real_fork_run.sh gfortran makes it)"; exit 4; }
+  check_manifest "$c" "the gfortran carry" || exit 1
+  case "$GFORTRAN_PREFIX/" in /tmp/*|/root/*|/home/*|"$HOME"/*)
+    echo "REAL_FORK_GFORTRAN=$GFORTRAN_PREFIX: under /tmp or a home, which the configure sandbox hides; take a dir outside them"; exit 4;; esac
+  new="$GFORTRAN_PREFIX.new"
+  mkdir -p "$W" "$(dirname "$GFORTRAN_PREFIX")" && rm -rf "$new" && mkdir "$new" || exit 1
+  tar xJf "$c/gfortran-prefix.tar.xz" -C "$new" || exit 1
+  # read and run by the sandbox's uid (a root host's steps run as another uid)
+  chmod 755 "$new/gfortran-prefix" && rm -rf "$GFORTRAN_PREFIX" && mv "$new/gfortran-prefix" "$GFORTRAN_PREFIX" \
+    && rmdir "$new" || exit 1
+  gfortran_probe "$GFORTRAN_PREFIX" "$W" || exit 4
+  echo "gfortran ready: $("$GFORTRAN_PREFIX/usr/bin/gfortran" --version | head -1) in $GFORTRAN_PREFIX"
+  ;;
+opencv-src)
+  lock_sha=$(cd "$ROOT" && $PY -c 'from build_steps.opencv_build import load_source; print(load_source().sha256)') || exit 1
+  sdist=${2:-$(cd "$ROOT" && $PY -c 'from build_steps.opencv_build import default_cache_root as r, load_source as s
+print(r() / "sources" / (s().sha256 + ".tar.gz"))')}
+  [ -f "$sdist" ] || { echo "no $sdist: python -m build_steps.opencv_build fetches the pinned sdist into the cache"; exit 4; }
+  got=$(sha256sum "$sdist" | cut -d' ' -f1)
+  [ "$got" = "$lock_sha" ] || { echo "$sdist: sha256 $got, the lock file pins $lock_sha: refused"; exit 1; }
+  tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
+  split -b "${OPENCV_SRC_PIECE_MB:-45}M" -d "$sdist" "$tmp/opencv-src.tar.gz.part-" || exit 1
+  (cd "$tmp" && sha256sum opencv-src.tar.gz.part-*) > "$tmp/MANIFEST"
+  rm -rf "$ROOT"/.carry/opencv-src-*
+  n=0
+  for piece in "$tmp"/opencv-src.tar.gz.part-*; do
+    n=$((n + 1)); mkdir -p "$ROOT/.carry/opencv-src-$n"
+    mv "$piece" "$ROOT/.carry/opencv-src-$n/" && cp "$tmp/MANIFEST" "$ROOT/.carry/opencv-src-$n/" || exit 1
+  done
+  for d in "$ROOT"/.carry/opencv-src-*; do echo "$(du -sb "$d" | cut -f1) bytes in .carry/$(basename "$d")"; done
+  echo "carry one .carry/opencv-src-N per device call, then: gpu/real_fork_run.sh opencv-src-stash"
+  ;;
+opencv-src-stash)
+  parts="$W/opencv-src-parts"
+  mkdir -p "$parts"
+  for d in "$ROOT"/.carry/opencv-src-*/; do
+    [ -f "$d/MANIFEST" ] || continue
+    cp "$d"/MANIFEST "$parts/" && cp "$d"/opencv-src.tar.gz.part-* "$parts/" || exit 1
+  done
+  [ -f "$parts/MANIFEST" ] || { echo "no .carry/opencv-src-N in this call's carry (gpu/real_fork_run.sh opencv-src makes them)"; exit 4; }
+  # the pieces the manifest names, in its order (a piece left from another cut is not one of them)
+  mapfile -t listed < <(awk '{print $2}' "$parts/MANIFEST")
+  want=${#listed[@]} got=0
+  for p in "${listed[@]}"; do [ -f "$parts/$p" ] && got=$((got + 1)); done
+  if [ "$got" -lt "$want" ]; then echo "OpenCV source: $got of $want pieces here; carry the next"; exit 0; fi
+  check_manifest "$parts" "the OpenCV source" || exit 1
+  sdist="$W/opencv-src.tar.gz"
+  (cd "$parts" && cat "${listed[@]}") > "$sdist.part" && mv "$sdist.part" "$sdist" || exit 1
+  # the harness's offline path: the whole checked against the lock file's sha256, then cached
+  (cd "$ROOT" && $PY -m build_steps.opencv_build --add-source "$sdist" --no-build); rc=$?
+  rm -f "$sdist"
+  exit $rc
+  ;;
 bwrap)
   dest=${2:-$ROOT/.carry/bubblewrap}
   rm -rf "$dest" && mkdir -p "$dest" || exit 1
@@ -260,6 +390,42 @@ start)
   echo "$cmd" > "$W/pytest.cmd"
   # The harness resolves the venv's requirements against the wheelhouse before it configures, so
   # the run waits (detached: the device call returns at once) for `setup`'s packing to finish.
+  wait_packed="for _ in \$(seq 600); do [ -f $W/wheelhouse.rc ] && break; sleep 1; done; \
+      [ \"\$(cat $W/wheelhouse.rc 2>/dev/null)\" = 0 ] || { echo 'the wheelhouse packing failed or did not finish: $W/wheelhouse.log'; exit 4; }"
+  setsid nohup bash -c "( $wait_packed ) > $W/pytest.log 2>&1 && $cmd >> $W/pytest.log 2>&1; echo \$? > $W/pytest.rc" \
+      < /dev/null > /dev/null 2>&1 &
+  sleep 20; tail -5 "$W/pytest.log"
+  ;;
+start-built)
+  # `start` with the harness's own minimal OpenCV (--opencv=built): no Debian OpenCV prefix; FC from the
+  # gfortran carry (LAPACK ON, as `start`). Checked before anything is launched: gfortran, the OpenCV
+  # source (the run builds it offline), and libgfortran.so.5 in the host's loader cache, where the bundle
+  # step resolves libmxnet's (the --opencv-prefix run found it in the prefix).
+  shift
+  if [ ! -x "$GFORTRAN_PREFIX/usr/bin/gfortran" ]; then
+    echo "no gfortran in $GFORTRAN_PREFIX: carry .carry/gfortran and run gfortran-stash first"; exit 4
+  fi
+  case "$GFORTRAN_PREFIX/" in /tmp/*|/root/*|/home/*|"$HOME"/*)
+    echo "REAL_FORK_GFORTRAN=$GFORTRAN_PREFIX: under /tmp or a home, which the configure sandbox hides"; exit 4;; esac
+  harness_copy
+  gfortran_probe "$GFORTRAN_PREFIX" "$W" || exit 4
+  export FC="$GFORTRAN_PREFIX/usr/bin/gfortran" PATH="$GFORTRAN_PREFIX/usr/bin:$PATH"
+  use_bwrap
+  ready=$($PY -m build_steps.opencv_build --ready 2>&1) \
+    || { echo "$(echo "$ready" | tail -1); carry .carry/opencv-src-N and run opencv-src-stash first"; exit 4; }
+  # (not `ldconfig -p | grep -q`: with pipefail, grep's early exit fails the pipe through SIGPIPE)
+  if ! grep -q 'libgfortran\.so\.5 ' <(ldconfig -p); then
+    echo "no libgfortran.so.5 in this host's loader cache: the bundle step resolves libmxnet's there (LAPACK ON)"; exit 4
+  fi
+  rm -f "$W/pytest.rc"
+  printf 'FC=%s\n%s\n' "$FC" "$ready" > "$W/start.env"
+  # The profile's toggles untouched (OpenCV, oneDNN, LAPACK ON): no -D define at all.
+  cmd="$PY -m pytest -p no:cacheprovider -m release --mxnet-src=$W/mxnet \
+      --cuda-arch=native --fast-compile --opencv=built \
+      --compiler-launcher=none --jobs=$(nproc) --build-dir=$W/build --venv-dir=$W/venv --keep-venv \
+      --no-deps --no-index --find-links=$W/wheelhouse ${EXTRA_REQS[*]@Q} --lanes=gpu \
+      --acceptance-dir=$W/acceptance --provenance-json=$W/report.json ${*@Q}"
+  echo "$cmd" > "$W/pytest.cmd"
   wait_packed="for _ in \$(seq 600); do [ -f $W/wheelhouse.rc ] && break; sleep 1; done; \
       [ \"\$(cat $W/wheelhouse.rc 2>/dev/null)\" = 0 ] || { echo 'the wheelhouse packing failed or did not finish: $W/wheelhouse.log'; exit 4; }"
   setsid nohup bash -c "( $wait_packed ) > $W/pytest.log 2>&1 && $cmd >> $W/pytest.log 2>&1; echo \$? > $W/pytest.rc" \

@@ -1,0 +1,252 @@
+"""The carry of a built-OpenCV hold on the offline GPU host (issue 46's GPU half): gfortran alone, and
+the pinned OpenCV sdist in pieces, through gpu/real_fork_run.sh's verbs, run here for real.
+
+A `--opencv=built` hold does not carry Debian's OpenCV (51 + 30 MB): it carries Debian's gfortran 12
+alone (LAPACK ON: the fork's ChooseBlas probes a Fortran compiler, and the host's static OpenBLAS
+needs libgfortran) and the 90 MB sdist the harness builds OpenCV from, in pieces under one call's
+64 MiB, each checked by a sha256 manifest and the whole by the lock file's sha256 (the harness's
+offline add-source path). Each test runs the script in a copy of the checkout, as a device call lays
+it, with REAL_FORK_WORK (the host's /tmp/realfork) and MXNET_HARNESS_CACHE in tmp dirs.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from build_steps import configure, opencv_build, sandbox
+from build_steps.venv import build_env
+from selftest.conftest import HARNESS_ROOT
+from selftest.test_real_fork_script import SCRIPT, _checkout
+
+GFORTRAN_DEBS = HARNESS_ROOT / ".opencv" / "gfortran-debs"
+RUNTIME_DEBS = HARNESS_ROOT / ".opencv" / "debs"
+#: one device call carries at most 64 MiB, the working tree (about 5.3 MB) included
+CALL_LIMIT = 64 * 1024 * 1024
+TREE_ALLOWANCE = 6_000_000
+
+
+@pytest.fixture
+def gfortran_at():
+    """Where gfortran-stash unpacks (REAL_FORK_GFORTRAN; /opt/realfork/gfortran-prefix on the host): outside
+    /tmp and the homes, as there, and readable by the sandbox's uid."""
+    d = Path(tempfile.mkdtemp(prefix="realfork-gfortran-", dir="/var/tmp"))
+    d.chmod(0o755)
+    yield d / "gfortran-prefix"
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _run(root: Path, work: Path, cache: Path, *args: str, timeout: int = 900,
+         gfortran: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "REAL_FORK_WORK": str(work), "MXNET_HARNESS_CACHE": str(cache),
+           "PYTHON": str(HARNESS_ROOT / ".venv" / "bin" / "python"),
+           "REAL_FORK_GFORTRAN": str(gfortran or work / "not-stashed")}
+    return subprocess.run(["bash", SCRIPT, *args], cwd=root, capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def _size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def _one_line(proc: subprocess.CompletedProcess) -> str:
+    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def _cached_sdist() -> Path:
+    src = opencv_build.load_source()
+    path = opencv_build.default_cache_root() / "sources" / f"{src.sha256}.tar.gz"
+    if not path.is_file():
+        pytest.skip(f"the pinned sdist is not in {path.parent}: python -m build_steps.opencv_build fetches it")
+    return path
+
+
+def _call(root: Path, carried: list[Path]) -> None:
+    """Lay the checkout's .carry as a device call would: only ``carried`` there."""
+    shutil.rmtree(root / ".carry", ignore_errors=True)
+    (root / ".carry").mkdir()
+    for d in carried:
+        shutil.copytree(d, root / ".carry" / d.name)
+
+
+def _sandboxed_probe(prefix: Path, build_dir: Path) -> subprocess.CompletedProcess:
+    """CMake's Fortran probe as the fork's configure runs it: in the project's sandbox with the
+    configure step's binds (build_box), the compiler found on PATH (FC is not in the allow-list)."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    (build_dir / "probe.f90").write_text("end\n")
+    env = build_env({})
+    env["PATH"] = f"{prefix}/usr/bin:{env.get('PATH', '/usr/bin:/bin')}"
+    saved = (sandbox._State.enabled, sandbox._State.hidden)
+    try:
+        sandbox.configure(True, hidden=[])
+        argv, child = sandbox.wrap(["sh", "-c", "command -v gfortran && command -v f95 && gfortran probe.f90 -o probe"], env,
+                                   **configure.build_box(None, build_dir, env=env))
+        return subprocess.run(argv, env=child, capture_output=True, text=True, timeout=120)
+    finally:
+        sandbox._State.enabled, sandbox._State.hidden = saved
+
+
+def test_the_gfortran_carry_alone_compiles_a_fortran_probe_and_a_damaged_one_is_refused(tmp_path, gfortran_at):
+    if not list(GFORTRAN_DEBS.glob("*.deb")) or not list(RUNTIME_DEBS.glob("libgfortran5_*.deb")):
+        pytest.skip(f"gfortran .debs absent in {GFORTRAN_DEBS} / {RUNTIME_DEBS}: "
+                    "python -m tools.opencv_prefix download-gfortran / download")
+    root, work, cache = _checkout(tmp_path), tmp_path / "realfork", tmp_path / "cache"
+    made = _run(root, work, cache, "gfortran", str(GFORTRAN_DEBS), str(RUNTIME_DEBS))
+    assert made.returncode == 0, made.stdout + made.stderr
+    carry = root / ".carry" / "gfortran"
+    assert sorted(p.name for p in carry.iterdir()) == ["MANIFEST", "gfortran-prefix.tar.xz"]
+    # small: gfortran without Debian's OpenCV, beside the largest sdist piece and the tree in one call
+    assert _size(carry) < 20_000_000, _size(carry)
+    listing = subprocess.run(["tar", "tJf", str(carry / "gfortran-prefix.tar.xz")], capture_output=True,
+                             text=True, check=True).stdout
+    assert "libopencv" not in listing and "/cc1\n" not in listing and "/lto1\n" not in listing
+    assert "gfortran-prefix/usr/lib/x86_64-linux-gnu/libgfortran.so.5" in listing
+
+    # under /tmp (the host's $W), the configure sandbox would hide it: refused in one line
+    hidden = _run(root, work, cache, "gfortran-stash", gfortran=work / "gfortran-prefix")
+    assert hidden.returncode == 4 and "sandbox hides" in _one_line(hidden)
+    assert not (work / "gfortran-prefix").exists()
+
+    stash = _run(root, work, cache, "gfortran-stash", gfortran=gfortran_at)
+    assert stash.returncode == 0, stash.stdout + stash.stderr
+    probe = work / "probe.o"
+    assert probe.read_bytes()[:4] == b"\x7fELF", "the carried gfortran compiled the probe"
+    assert os.path.realpath(gfortran_at / "usr/lib/gcc/x86_64-linux-gnu/12/libgfortran.so") \
+        == str((gfortran_at / "usr/lib/x86_64-linux-gnu").resolve() / "libgfortran.so.5.0.0")
+    # the fork's configure finds and runs it inside its sandbox (as the sandbox's uid when root) ...
+    boxed = _sandboxed_probe(gfortran_at, tmp_path / "build")
+    assert boxed.returncode == 0, boxed.stdout + boxed.stderr
+    # the name CMake's probe tries before gfortran is the carry's too, not this host's /usr/bin/f95
+    assert boxed.stdout.splitlines()[:2] == [f"{gfortran_at}/usr/bin/gfortran", f"{gfortran_at}/usr/bin/f95"]
+    assert (tmp_path / "build" / "probe").read_bytes()[:4] == b"\x7fELF"
+    # ... which it would not under /tmp, where `start-built` would otherwise have had it: there CMake
+    # finds another gfortran on PATH (this host's own), or none (the GPU host has none)
+    shutil.copytree(gfortran_at, work / "in-tmp", symlinks=True)
+    unseen = _sandboxed_probe(work / "in-tmp", tmp_path / "build2")
+    assert f"{work}/in-tmp/usr/bin/gfortran" not in unseen.stdout
+
+    # a damaged carry: refused in one line, the stashed prefix left as it was
+    body = bytearray((carry / "gfortran-prefix.tar.xz").read_bytes())
+    body[len(body) // 2] ^= 0xFF
+    (carry / "gfortran-prefix.tar.xz").write_bytes(body)
+    before = (gfortran_at / "usr/bin/gfortran-12").stat().st_ino
+    bad = _run(root, work, cache, "gfortran-stash", gfortran=gfortran_at)
+    assert bad.returncode == 1
+    assert "damaged" in _one_line(bad)
+    assert (gfortran_at / "usr/bin/gfortran-12").stat().st_ino == before
+
+
+def test_the_sdist_travels_in_pieces_and_lands_in_the_harness_cache(tmp_path):
+    sdist = _cached_sdist()
+    src = opencv_build.load_source()
+    root, work, cache = _checkout(tmp_path), tmp_path / "realfork", tmp_path / "cache"
+    made = _run(root, work, cache, "opencv-src", str(sdist))
+    assert made.returncode == 0, made.stdout + made.stderr
+    pieces = sorted((root / ".carry").glob("opencv-src-*"))
+    assert [p.name for p in pieces] == ["opencv-src-1", "opencv-src-2"]
+    for p in pieces:
+        assert _size(p) + TREE_ALLOWANCE < CALL_LIMIT
+    kept = tmp_path / "kept"
+    shutil.copytree(root / ".carry", kept)
+
+    # call 2 carries the first piece: kept, nothing in the cache yet
+    _call(root, [kept / "opencv-src-1"])
+    first = _run(root, work, cache, "opencv-src-stash")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "1 of 2" in first.stdout
+    assert not (cache / "opencv" / "sources").exists()
+
+    # a piece left in $W from another cut (the manifest does not name it) takes no part
+    (work / "opencv-src-parts" / "opencv-src.tar.gz.part-07").write_bytes(b"left from another cut")
+    # call 3 the second piece: reassembled, checked against the lock, put into the harness's cache
+    _call(root, [kept / "opencv-src-2"])
+    second = _run(root, work, cache, "opencv-src-stash")
+    assert second.returncode == 0, second.stdout + second.stderr
+    landed = cache / "opencv" / "sources" / f"{src.sha256}.tar.gz"
+    assert opencv_build.sha256_of(landed) == src.sha256
+    assert not list((cache / "opencv").glob("*/record.json")), "stash only adds the source: nothing built"
+
+
+def test_a_damaged_piece_is_refused_in_one_line(tmp_path):
+    sdist = _cached_sdist()
+    root, work, cache = _checkout(tmp_path), tmp_path / "realfork", tmp_path / "cache"
+    assert _run(root, work, cache, "opencv-src", str(sdist)).returncode == 0
+    piece = next((root / ".carry" / "opencv-src-2").glob("opencv-src.tar.gz.part-*"))
+    with open(piece, "r+b") as fh:
+        fh.seek(1000)
+        byte = fh.read(1)
+        fh.seek(1000)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    bad = _run(root, work, cache, "opencv-src-stash")
+    assert bad.returncode == 1
+    line = _one_line(bad)
+    assert "damaged" in line and piece.name in line
+    assert not (cache / "opencv" / "sources").exists()
+
+
+def test_pieces_of_another_archive_are_refused_by_the_lock_files_hash(tmp_path):
+    """Pieces whose manifest agrees with them, of an archive that is not the pinned one: the add-source
+    path (the lock file's sha256) refuses it, and the cache stays empty."""
+    root, work, cache = _checkout(tmp_path), tmp_path / "realfork", tmp_path / "cache"
+    wrong = os.urandom(3000)
+    d = root / ".carry" / "opencv-src-1"
+    d.mkdir(parents=True)
+    (d / "opencv-src.tar.gz.part-00").write_bytes(wrong)
+    (d / "MANIFEST").write_text(f"{hashlib.sha256(wrong).hexdigest()}  opencv-src.tar.gz.part-00\n")
+    bad = _run(root, work, cache, "opencv-src-stash")
+    assert bad.returncode != 0
+    line = _one_line(bad)
+    assert "refused" in line and opencv_build.load_source().sha256 in line
+    assert not (cache / "opencv" / "sources").exists() or not list((cache / "opencv" / "sources").iterdir())
+
+    # and here, the carry verb refuses to cut pieces of a file that is not the pinned sdist
+    other = tmp_path / "other.tar.gz"
+    other.write_bytes(wrong)
+    cut = _run(root, work, cache, "opencv-src", str(other))
+    assert cut.returncode != 0 and "refused" in _one_line(cut)
+
+
+def test_start_built_passes_opencv_built_and_the_carried_gfortran(tmp_path, gfortran_at):
+    """`start-built` composes the run as `start` does, but with --opencv=built (no --opencv-prefix) and
+    FC from the gfortran carry; without the carry it stops in one line before anything is launched."""
+    root, work, cache = _checkout(tmp_path), tmp_path / "realfork", tmp_path / "cache"
+    none = _run(root, work, cache, "start-built", "-n", "14")
+    assert none.returncode == 4 and "gfortran-stash" in _one_line(none)
+    assert not (work / "pytest.cmd").exists()
+    # a stand-in prefix whose gfortran is the host's compiler driver, and the host's bwrap
+    gf = shutil.which("gfortran") or pytest.skip("no gfortran here to stand in for the carried one")
+    for prefix in (gfortran_at, work / "gfortran-prefix"):
+        (prefix / "usr" / "bin").mkdir(parents=True)
+        (prefix / "usr" / "bin" / "gfortran").symlink_to(gf)
+    (work / "bwrap-prefix" / "usr" / "bin").mkdir(parents=True)
+    (work / "bwrap-prefix" / "usr" / "bin" / "bwrap").symlink_to(shutil.which("bwrap"))
+    under_tmp = _run(root, work, cache, "start-built", gfortran=work / "gfortran-prefix")
+    assert under_tmp.returncode == 4 and "sandbox hides" in _one_line(under_tmp)
+    nosrc = _run(root, work, cache, "start-built", gfortran=gfortran_at)
+    assert nosrc.returncode == 4 and "opencv-src-stash" in _one_line(nosrc)
+    # the source in the (tmp) cache; a failed packing ends the detached run before pytest starts
+    sdist = _cached_sdist()
+    (cache / "opencv" / "sources").mkdir(parents=True)
+    (cache / "opencv" / "sources" / sdist.name).symlink_to(sdist)  # a link is not the source
+    assert _run(root, work, cache, "start-built", gfortran=gfortran_at).returncode == 4
+    (cache / "opencv" / "sources" / sdist.name).unlink()
+    shutil.copyfile(sdist, cache / "opencv" / "sources" / sdist.name)
+    (work / "wheelhouse.rc").write_text("1\n")
+    proc = _run(root, work, cache, "start-built", "-n", "14", "-m", "release and not acceptance", gfortran=gfortran_at)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cmd = (work / "pytest.cmd").read_text()
+    assert "--opencv=built" in cmd and "--opencv-prefix" not in cmd
+    assert f"--mxnet-src={work}/mxnet" in cmd and "'-n' '14'" in cmd and "'release and not acceptance'" in cmd
+    assert (work / "start.env").read_text().splitlines()[0] == f"FC={gfortran_at}/usr/bin/gfortran"
+    for _ in range(30):
+        if (work / "pytest.rc").exists():
+            break
+        subprocess.run(["sleep", "1"])
+    assert (work / "pytest.rc").read_text().strip() == "4"
