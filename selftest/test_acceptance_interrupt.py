@@ -153,7 +153,9 @@ def test_an_interrupted_run_has_a_row_for_every_requested_shard_and_does_not_pas
     assert re.search(r"^sample_slow +cpu +INCOMPLETE +[0-9.]+ +partial: 1 passed \(cut short: the run was interrupted", out, re.M), \
         out[-4000:]
     summary = (interrupted_run["acc"] / "summary.md").read_text()
-    assert "| sample_slow | cpu | INCOMPLETE | partial: 1 passed |" in summary, summary
+    assert ("| sample_slow | cpu | INCOMPLETE | partial: 1 passed (cut short: the run was interrupted while this "
+            "shard (part 1/2) ran; it has no result) |") in summary, summary
+    assert "NOT COMPLETE: `cut short: sample_slow; not started: sample_zlater`" in summary, summary
     assert re.search(r"\| sample_zlater \| cpu \| INCOMPLETE \| not started", summary), summary
     # the shard's log says it was cut short
     assert "interrupted" in Path(cut["log"]).read_text().splitlines()[-1]
