@@ -164,3 +164,28 @@ def test_an_interrupted_run_has_a_row_for_every_requested_shard_and_does_not_pas
 @pytest.mark.slow
 def test_no_shard_process_outlives_the_interrupted_run(interrupted_run):
     assert interrupted_run["left"] == [], interrupted_run["left"]
+
+
+def test_a_cut_short_row_reads_only_a_plain_log(tmp_path):
+    """The row of a shard cut short counts its log's -v lines; the log dir is the shard's to write
+    (its sandbox), so a link put there is not followed and a FIFO is not waited on."""
+    from build_steps.acceptance_run import unreported_result
+    from build_steps.acceptance_suite import load_suite
+    shard = load_suite(HARNESS_ROOT / "selftest" / "sample_acceptance_shards.toml").by_id()["sample_hang"]
+    lines = ("tests/python/unittest/test_sample_slow.py::test_quick PASSED [ 50%]\n"
+             "tests/python/unittest/test_sample_slow.py::test_hangs \n")
+    log = tmp_path / "sample_hang.log"
+    log.write_text(lines)
+    row = unreported_result(shard, log, started=12.34, part="2/3", why="the run was interrupted")
+    assert (row.result, row.summary, row.seconds, row.part) == ("INCOMPLETE", "partial: 1 passed", 12.3, "2/3")
+    assert row.reason == "cut short: the run was interrupted while this shard (part 2/3) ran; it has no result"
+    elsewhere = tmp_path / "outside.log"
+    elsewhere.write_text(lines)
+    link = tmp_path / "linked.log"
+    link.symlink_to(elsewhere)
+    assert unreported_result(shard, link, started=1.0, part="", why="x").summary == ""
+    fifo = tmp_path / "fifo.log"
+    os.mkfifo(fifo)
+    assert unreported_result(shard, fifo, started=1.0, part="", why="x").summary == ""
+    never = unreported_result(shard, tmp_path / "none.log", started=None, part="", why="the run ended")
+    assert (never.result, never.log, never.reason) == ("INCOMPLETE", "", "not started: the run ended before this shard began")
