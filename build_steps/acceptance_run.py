@@ -117,14 +117,14 @@ def run_shard(shard: Shard, venv: Venv, source_root: Path, log_dir: Path, *, par
             # The shard's own xdist workers and spawned children go with it.
             os.killpg(proc.pid, signal.SIGKILL)
             rc = proc.wait()
-        except BaseException:
+        except BaseException as exc:
             # Ctrl-C reaches only the foreground group: the shard's own session must be ended here.
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             # the log says it was cut short (the run's table reads it: harness.shard_plan)
             fh.write(f"\n### interrupted: {datetime.now(timezone.utc):%a %b %d %H:%M:%S UTC %Y}   "
-                     "the run was stopped while this shard ran; its processes were killed\n")
+                     f"the harness stopped waiting for this shard ({type(exc).__name__}); its processes were killed\n")
             raise
         rc = sandbox.returncode(rc)  # bwrap's 128+N of a pytest killed by signal N
         seconds = time.monotonic() - start
