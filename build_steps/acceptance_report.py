@@ -31,6 +31,9 @@ def summary_markdown(results: Sequence[Mapping[str, Any]], header: Mapping[str, 
                                                           "| Shard | Lane | Result | pytest summary | Seconds | Log |",
                                                           "|---|---|---|---|---|---|"]
     for r in sorted(results, key=lambda r: r["id"]):
-        text = (r["summary"] or r.get("reason") or "").replace("|", "\\|")
+        text = r["summary"] or r.get("reason") or ""
+        if r["summary"] and r.get("reason"):
+            text += f" ({r['reason']})"  # as the terminal table: a partial count says why it is one
+        text = text.replace("|", "\\|")
         out.append(f"| {r['id']} | {r['lane']} | {r['result']} | {text} | {r['seconds']:.1f} | {r['log']} |")
     return "\n".join(out) + "\n"

@@ -3,10 +3,12 @@ source tree, in its sandbox, with its own log and junit XML, killed after its ti
 verdict (build_steps.acceptance_verdict) as a ``ShardResult``."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -18,7 +20,7 @@ from typing import Any
 from . import sandbox
 from .acceptance_suite import Shard
 from .acceptance_venv import shard_box, shard_env
-from .acceptance_verdict import judge, junit_counts, read_shard_log
+from .acceptance_verdict import judge, junit_counts, partial_results, read_shard_log
 from .venv import Venv
 
 #: --shard-split: the plugin the shard's own pytest loads, and the directory that holds it alone
@@ -115,10 +117,14 @@ def run_shard(shard: Shard, venv: Venv, source_root: Path, log_dir: Path, *, par
             # The shard's own xdist workers and spawned children go with it.
             os.killpg(proc.pid, signal.SIGKILL)
             rc = proc.wait()
-        except BaseException:
+        except BaseException as exc:
             # Ctrl-C reaches only the foreground group: the shard's own session must be ended here.
-            os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+            # the log says it was cut short (the run's table reads it: harness.shard_plan)
+            fh.write(f"\n### interrupted: {datetime.now(timezone.utc):%a %b %d %H:%M:%S UTC %Y}   "
+                     f"the harness stopped waiting for this shard ({type(exc).__name__}); its processes were killed\n")
             raise
         rc = sandbox.returncode(rc)  # bwrap's 128+N of a pytest killed by signal N
         seconds = time.monotonic() - start
@@ -130,3 +136,33 @@ def run_shard(shard: Shard, venv: Venv, source_root: Path, log_dir: Path, *, par
                        log=str(log), returncode=124 if timed_out else rc, failing=failing, reason=reason,
                        command=" ".join(shlex.quote(c) for c in cmd), env=dict(env or {}),
                        first_error=read_shard_log(text).first_error, part=f"{part[0]}/{part[1]}" if part else "")
+
+
+def unreported_result(shard: Shard, log: Path, *, started: float | None, part: str, why: str) -> ShardResult:
+    """The row of a shard whose gate never reported (the run was interrupted, or stopped early):
+    INCOMPLETE, never absent. ``started``: seconds it had run when the run ended, None when it never
+    began; a shard that began says what its log shows it got through (``partial: 264 passed``) and
+    the failing tests it shows. ``why`` says what ended the run. Never a FAIL: nothing judged it."""
+    which = f"this shard (part {part})" if part else "this shard"
+    if started is None:
+        return ShardResult(id=shard.id, lane=shard.lane, result="INCOMPLETE", summary="", seconds=0.0, log="",
+                           reason=f"not started: {why} before {which} began", part=part)
+    text = _read_log(log)
+    done, failing = partial_results(text)
+    return ShardResult(id=shard.id, lane=shard.lane, result="INCOMPLETE",
+                       summary=f"partial: {done}" if done else "", seconds=round(started, 1), log=str(log),
+                       failing=failing, reason=f"cut short: {why} while {which} ran; it has no result",
+                       first_error=read_shard_log(text).first_error, part=part)
+
+
+def _read_log(log: Path) -> str:
+    """A shard's log as text, "" when it is missing, unreadable or not a plain file (the shard's
+    sandbox can write its log dir: a link or a FIFO put there is neither followed nor waited on)."""
+    try:
+        fd = os.open(log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    with open(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return fh.read().decode(errors="replace")

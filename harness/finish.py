@@ -29,7 +29,7 @@ from build_steps.readers.report import provenance_document, summary_lines, write
 from .common import say
 from .pin_record import load_pin
 from .report_doc import destinations, extra_sections, merged_gpu_runs, review_section, wants_page
-from .shard_plan import SECTION as SHARD_SECTION, write_summary
+from .shard_plan import SECTION as SHARD_SECTION, has_table, write_summary
 from .state import HarnessRun, harness_run
 from .steps import WHEEL_STEP, after_chain_records, chain_records
 from .verdicts import NOT_JUDGED, NOT_JUDGED_EXIT
@@ -230,7 +230,7 @@ def gpu_policy(run: HarnessRun) -> Outcome:
 
 def shard_table(run: HarnessRun) -> Outcome:
     """The acceptance shards' table, summary.md/summary.json, and the JSON report's ``acceptance``."""
-    if not run.shard_rows:
+    if not has_table(run):
         return NOTHING
     lines, doc = write_summary(run)
     path = run.options.provenance_json

@@ -5,12 +5,16 @@ from the rows it gathered (HarnessRun.shard_rows).
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from build_steps import acceptance
+from build_steps.acceptance_run import unreported_result
 from build_steps.errors import UsageError
 from build_steps.source import resolve_source
 
@@ -81,19 +85,76 @@ def notes(run: HarnessRun) -> list[str]:
             if (why := acceptance.not_applicable(s, root))]
 
 
+def shard_log_dir(run: HarnessRun) -> Path:
+    """Where each shard's log and junit XML go (tests/test_acceptance.py hands it to run_shard)."""
+    return acceptance_dir(run) / "shards"
+
+
+def has_table(run: HarnessRun) -> bool:
+    """Whether this run has a shard table: a shard gate filed its row, or one began and never
+    reported (the run was interrupted in it). A run whose shard gates all failed at setup (its build
+    failed) has none: the gate table says it."""
+    return bool(run.shard_rows) or any(sid not in run.shard_reported for sid in run.shard_started)
+
+
+def unreported_rows(run: HarnessRun) -> dict[str, dict[str, Any]]:
+    """A row for every shard gate this run collected that filed none: the run ended (an interrupt,
+    ``timeout -s INT``, -x) while the shard ran, or before it began. INCOMPLETE, with what the
+    log of one cut short shows it passed and its part (K/N of a split shard): a run cut short must
+    never read as a pass. Only once some shard gate began (a run stopped before the shards, or a
+    --co run, has no acceptance table)."""
+    if not run.shard_plan or not has_table(run):
+        return {}
+    by_id = run.shard_plan["suite"].by_id()
+    split = run.shard_plan.get("split") or {}
+    why = "the run was interrupted" if run.exitstatus == pytest.ExitCode.INTERRUPTED else "the run ended"
+    now = time.monotonic()
+    out = {}
+    for sid in run.shard_requested:
+        if sid in run.shard_rows or sid not in by_id:
+            continue
+        began = run.shard_started.get(sid)
+        k_n = split.get(sid)
+        if sid in run.shard_reported:
+            # its gate ended before the shard ran (a setup error): the gate table says why
+            shard = by_id[sid]
+            out[sid] = {"id": sid, "lane": shard.lane, "seconds": 0.0, "log": "", "result": "NOT_RUN", "summary": "",
+                        "reason": run.shard_reported[sid] or "its gate failed before the shard ran", "failing": [],
+                        "part": f"{k_n[0]}/{k_n[1]}" if k_n else ""}
+            continue
+        out[sid] = unreported_result(by_id[sid], shard_log_dir(run) / f"{sid}.log",
+                                     started=None if began is None else now - began,
+                                     part=f"{k_n[0]}/{k_n[1]}" if k_n else "", why=why).to_dict()
+    return out
+
+
 def write_summary(run: HarnessRun, created: datetime | None = None) -> tuple[list[str], dict[str, Any]]:
     """The shard table's lines, and the document written to ``summary.json``/``summary.md`` in the
-    acceptance dir (the provenance JSON gets it as its ``acceptance`` key)."""
-    rows = sorted(run.shard_rows.values(), key=lambda r: r["id"])
-    lines = acceptance.table_lines(rows) + notes(run)
+    acceptance dir (the provenance JSON gets it as its ``acceptance`` key). The shards the run
+    requested but never got a result of are rows too (unreported_rows): ``passed`` is true only
+    when every requested shard reported PASS."""
+    missing = unreported_rows(run)
+    rows = sorted([*run.shard_rows.values(), *missing.values()], key=lambda r: r["id"])
+    lines = acceptance.table_lines(rows)
+    cut = sorted(r["id"] for r in missing.values() if r["result"] == "INCOMPLETE" and r["log"])
+    never = sorted(r["id"] for r in missing.values() if r["result"] == "INCOMPLETE" and not r["log"])
+    incomplete = "; ".join([*([f"cut short: {', '.join(cut)}"] if cut else []),
+                            *([f"not started: {', '.join(never)}"] if never else [])])
+    if incomplete:
+        lines.append(f"NOT COMPLETE, not a pass: {incomplete}")
+    lines += notes(run)
     created = created or datetime.now(timezone.utc)
     doc = {"created": created.isoformat(timespec="seconds"),
            "shards_file": str(run.shard_plan["suite"].source) if run.shard_plan else "",
-           "shards": rows, "mxnet": run.shard_mxnet, "passed": all(r["result"] == "PASS" for r in rows)}
+           "shards": rows, "mxnet": run.shard_mxnet,
+           "passed": bool(rows) and not missing and all(r["result"] == "PASS" for r in rows),
+           "complete": not missing}
     out = acceptance_dir(run)
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(doc, indent=2) + "\n")
     header = {"Shards file": doc["shards_file"], "When": doc["created"]}
+    if incomplete:
+        header["NOT COMPLETE"] = incomplete
     mx = run.shard_mxnet
     if mx:
         header["mxnet"] = f"{mx.get('version')} from {mx.get('file')}"

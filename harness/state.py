@@ -83,6 +83,12 @@ class HarnessRun:
     shard_plan: dict[str, Any] | None = None
     shard_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     shard_mxnet: dict[str, Any] | None = None
+    # ... the shard gates this run collected (shard ids), and those whose gate began (id -> its
+    # start, time.monotonic()): a requested shard without a row was cut short or never started
+    shard_requested: list[str] = field(default_factory=list)
+    shard_started: dict[str, float] = field(default_factory=dict)
+    # ... and those whose gate ended without passing before a row was filed (id -> the first line of why)
+    shard_reported: dict[str, str] = field(default_factory=dict)
     # harness.gates: the session stopped because a chain step failed (not a Ctrl-C)
     stopped_for_step: bool = False
     # harness.publish_plugin: what the publish gate reported (None: it did not run)
