@@ -108,6 +108,35 @@ def _private_compiler_caches(monkeypatch, _selftest_compiler_caches):
         monkeypatch.setenv(key, value)
 
 
+#: The session fixtures of the longest chains (minutes each, one after the other): the real fork's
+#: wheel (staged, packaged, installed with its runtime gates) and the one built from the harness's
+#: own OpenCV (minimal_opencv, the one-time OpenCV build, then the same chain with it).
+_FORK_WHEEL_CHAIN = frozenset({"fork_staged", "fork_wheel", "fork_gates"})
+_BUILT_OPENCV_CHAIN = "minimal_opencv"
+
+
+def _chain_rank(item: pytest.Item) -> int:
+    names = set(getattr(item, "fixturenames", ()))
+    if names & _FORK_WHEEL_CHAIN:
+        return 0
+    if _BUILT_OPENCV_CHAIN in names:
+        return 1
+    return 2
+
+
+def pytest_collection_modifyitems(config, items):
+    """The selftests of the longest chains first, the rest in their own order (a stable sort).
+
+    pytest-xdist's load scheduling hands each worker contiguous runs of the collection in its
+    order: left in file order these chains came halfway through the run, one worker waited there on
+    the OpenCV build while the other ran, and the run ended with the chains' tail on one worker.
+    First, they run on one worker from the start (each chain's session fixtures built once, by it)
+    while the other worker takes the rest; the OpenCV build (started by .ci/run in the background,
+    or by the fixture) has the fork wheel's chain to overlap before its selftests need it. Every
+    xdist worker sorts the same collection the same way, as xdist requires."""
+    items.sort(key=_chain_rank)
+
+
 @pytest.fixture
 def gates(pytester):
     """``gates(*args)`` runs the harness's gates in a subprocess and returns the RunResult."""

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import source
+from build_steps.once import run_once
 from build_steps.profile_data import PROFILES
 
 FIXTURES_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures"
@@ -101,14 +102,27 @@ def commit_tree(root: Path, submodules: str = "vendored", message: str = "fork t
     return root
 
 
+def _once_for_the_run(shared_dir: Path, key: str, make) -> Path:
+    """``make(dest)``'s path, made in ``<shared_dir>/<key>`` by one xdist worker for all of them
+    (build_steps.once.run_once: the others wait on its lock and take the path, or its failure).
+    The trees below are read-only to every test, and the run's shared dir outlives every worker."""
+    def produce() -> dict:
+        dest = shared_dir / key
+        if dest.exists():  # a worker that was killed while making it (its record was never written)
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        return {"path": str(make(dest))}
+    return Path(run_once(shared_dir, key, produce)["path"])
+
+
 @pytest.fixture(scope="session")
-def fork_pristine(tmp_path_factory) -> Path:
+def fork_pristine(shared_dir) -> Path:
     """The real fork tree, unpacked once per run (no git metadata): copy it, never change it."""
     src = fork_source()
     if src is None:
         pytest.skip(f"no real fork tree: neither {FIXTURES_DIR}/mxnet-fork-*.tar.xz nor "
                     f"${FORK_TREE_ENV} exists (set {FORK_TREE_ENV} to an unpacked fork or its .tar.xz)")
-    return unpack_fork(src, tmp_path_factory.mktemp("fork-pristine"))
+    return _once_for_the_run(shared_dir, "fork-pristine", lambda dest: unpack_fork(src, dest))
 
 
 def link_copy(src: Path, dest: Path) -> Path:
@@ -121,15 +135,17 @@ def link_copy(src: Path, dest: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def fork_tree(fork_pristine, tmp_path_factory) -> Path:
+def fork_tree(fork_pristine, shared_dir) -> Path:
     """The real fork tree as a git repo with one commit, submodules vendored; shared by the run."""
-    return commit_tree(link_copy(fork_pristine, tmp_path_factory.mktemp("fork-tree") / "mxnet"))
+    return _once_for_the_run(shared_dir, "fork-tree",
+                             lambda dest: commit_tree(link_copy(fork_pristine, dest / "mxnet")))
 
 
 @pytest.fixture(scope="session")
-def fork_tree_repos(fork_pristine, tmp_path_factory) -> Path:
+def fork_tree_repos(fork_pristine, shared_dir) -> Path:
     """The same with every submodule its own repo, pinned by the superproject at its HEAD."""
-    return commit_tree(link_copy(fork_pristine, tmp_path_factory.mktemp("fork-repos") / "mxnet"), "repos")
+    return _once_for_the_run(shared_dir, "fork-repos",
+                             lambda dest: commit_tree(link_copy(fork_pristine, dest / "mxnet"), "repos"))
 
 
 @pytest.fixture
@@ -159,18 +175,20 @@ def fork_library_source() -> Path | None:
 
 
 @pytest.fixture(scope="session")
-def fork_libmxnet(tmp_path_factory) -> Path:
-    """The fixture's libmxnet.so, unpacked once per session (341 MB from 28 MB of xz)."""
+def fork_libmxnet(shared_dir) -> Path:
+    """The fixture's libmxnet.so, unpacked once per run (341 MB from 28 MB of xz)."""
     src = fork_library_source()
     if src is None:
         pytest.skip(f"{NO_LIBRARY}: neither {FIXTURES_DIR}/mxnet-fork-*-cpu-*/libmxnet.so.xz nor "
                     f"${LIBMXNET_ENV} exists (set {LIBMXNET_ENV} to a libmxnet.so of the fork or its .xz)")
     if src.suffix != ".xz":
         return src
-    dest = tmp_path_factory.mktemp("fork-libmxnet") / "libmxnet.so"
-    with lzma.open(src) as fin, open(dest, "wb") as fout:
-        shutil.copyfileobj(fin, fout, 1 << 20)
-    return dest
+
+    def unxz(dest: Path) -> Path:
+        with lzma.open(src) as fin, open(dest / "libmxnet.so", "wb") as fout:
+            shutil.copyfileobj(fin, fout, 1 << 20)
+        return dest / "libmxnet.so"
+    return _once_for_the_run(shared_dir, "fork-libmxnet", unxz)
 
 
 #: the fork's headers that include OpenCV (grep of the fork at 3f13890): a source reaching any of them
