@@ -58,4 +58,8 @@ PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q -e ".[selftest]"
 # into a prefix outside / and bundles from it (issue 30); without them that module skips.
 .venv/bin/python -m tools.opencv_prefix download \
   || echo "WARNING: apt-get download of the OpenCV .debs failed; selftest/test_opencv_prefix.py will skip" >&2
+# Debian's gfortran 12 .debs (not installed): the GPU flow's gfortran carry (gpu/real_fork_run.sh
+# gfortran) is built from them by selftest/test_real_fork_offline_carry.py, which skips without them.
+.venv/bin/python -m tools.opencv_prefix download-gfortran .opencv/gfortran-debs \
+  || echo "WARNING: apt-get download of the gfortran .debs failed; selftest/test_real_fork_offline_carry.py's carry test will skip" >&2
 echo "==> ready: $(.venv/bin/python -m pytest --version 2>&1)"
