@@ -174,6 +174,26 @@ gfortran_probe() {  # PREFIX DIR
   fi
 }
 
+# The release run, detached (the device call returns at once): the profile's toggles untouched
+# (OpenCV, oneDNN, LAPACK ON; no -D define at all), the OpenCV option first ($1: `start`'s
+# --opencv-prefix or `start-built`'s --opencv=built), the rest of the arguments after it.
+launch_release_run() {
+  local opencv=$1; shift
+  cmd="$PY -m pytest -p no:cacheprovider -m release --mxnet-src=$W/mxnet \
+      --cuda-arch=native --fast-compile $opencv \
+      --compiler-launcher=none --jobs=$(nproc) --build-dir=$W/build --venv-dir=$W/venv --keep-venv \
+      --no-deps --no-index --find-links=$W/wheelhouse ${EXTRA_REQS[*]@Q} --lanes=gpu \
+      --acceptance-dir=$W/acceptance --provenance-json=$W/report.json ${*@Q}"
+  echo "$cmd" > "$W/pytest.cmd"
+  # The harness resolves the venv's requirements against the wheelhouse before it configures, so
+  # the run waits for `setup`'s packing to finish.
+  wait_packed="for _ in \$(seq 600); do [ -f $W/wheelhouse.rc ] && break; sleep 1; done; \
+      [ \"\$(cat $W/wheelhouse.rc 2>/dev/null)\" = 0 ] || { echo 'the wheelhouse packing failed or did not finish: $W/wheelhouse.log'; exit 4; }"
+  setsid nohup bash -c "( $wait_packed ) > $W/pytest.log 2>&1 && $cmd >> $W/pytest.log 2>&1; echo \$? > $W/pytest.rc" \
+      < /dev/null > /dev/null 2>&1 &
+  sleep 20; tail -5 "$W/pytest.log"
+}
+
 case "${1:-}" in
 gfortran)
   gfortran_debs=${2:-$ROOT/.opencv/gfortran-debs}
@@ -381,20 +401,7 @@ start)
   fi
   export FC="$W/opencv-prefix/usr/bin/gfortran" PATH="$W/opencv-prefix/usr/bin:$PATH"
   use_bwrap
-  # The profile's toggles untouched (OpenCV, oneDNN, LAPACK ON): no -D define at all.
-  cmd="$PY -m pytest -p no:cacheprovider -m release --mxnet-src=$W/mxnet \
-      --cuda-arch=native --fast-compile --opencv-prefix=$W/opencv-prefix \
-      --compiler-launcher=none --jobs=$(nproc) --build-dir=$W/build --venv-dir=$W/venv --keep-venv \
-      --no-deps --no-index --find-links=$W/wheelhouse ${EXTRA_REQS[*]@Q} --lanes=gpu \
-      --acceptance-dir=$W/acceptance --provenance-json=$W/report.json ${*@Q}"
-  echo "$cmd" > "$W/pytest.cmd"
-  # The harness resolves the venv's requirements against the wheelhouse before it configures, so
-  # the run waits (detached: the device call returns at once) for `setup`'s packing to finish.
-  wait_packed="for _ in \$(seq 600); do [ -f $W/wheelhouse.rc ] && break; sleep 1; done; \
-      [ \"\$(cat $W/wheelhouse.rc 2>/dev/null)\" = 0 ] || { echo 'the wheelhouse packing failed or did not finish: $W/wheelhouse.log'; exit 4; }"
-  setsid nohup bash -c "( $wait_packed ) > $W/pytest.log 2>&1 && $cmd >> $W/pytest.log 2>&1; echo \$? > $W/pytest.rc" \
-      < /dev/null > /dev/null 2>&1 &
-  sleep 20; tail -5 "$W/pytest.log"
+  launch_release_run "--opencv-prefix=$W/opencv-prefix" "$@"
   ;;
 start-built)
   # `start` with the harness's own minimal OpenCV (--opencv=built): no Debian OpenCV prefix; FC from the
@@ -419,18 +426,7 @@ start-built)
   fi
   rm -f "$W/pytest.rc"
   printf 'FC=%s\n%s\n' "$FC" "$ready" > "$W/start.env"
-  # The profile's toggles untouched (OpenCV, oneDNN, LAPACK ON): no -D define at all.
-  cmd="$PY -m pytest -p no:cacheprovider -m release --mxnet-src=$W/mxnet \
-      --cuda-arch=native --fast-compile --opencv=built \
-      --compiler-launcher=none --jobs=$(nproc) --build-dir=$W/build --venv-dir=$W/venv --keep-venv \
-      --no-deps --no-index --find-links=$W/wheelhouse ${EXTRA_REQS[*]@Q} --lanes=gpu \
-      --acceptance-dir=$W/acceptance --provenance-json=$W/report.json ${*@Q}"
-  echo "$cmd" > "$W/pytest.cmd"
-  wait_packed="for _ in \$(seq 600); do [ -f $W/wheelhouse.rc ] && break; sleep 1; done; \
-      [ \"\$(cat $W/wheelhouse.rc 2>/dev/null)\" = 0 ] || { echo 'the wheelhouse packing failed or did not finish: $W/wheelhouse.log'; exit 4; }"
-  setsid nohup bash -c "( $wait_packed ) > $W/pytest.log 2>&1 && $cmd >> $W/pytest.log 2>&1; echo \$? > $W/pytest.rc" \
-      < /dev/null > /dev/null 2>&1 &
-  sleep 20; tail -5 "$W/pytest.log"
+  launch_release_run "--opencv=built" "$@"
   ;;
 wait)
   limit=${2:-540}
