@@ -8,7 +8,6 @@ import os
 import re
 import shlex
 import signal
-import stat
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -21,6 +20,7 @@ from . import sandbox
 from .acceptance_suite import Shard
 from .acceptance_venv import shard_box, shard_env
 from .acceptance_verdict import judge, junit_counts, partial_results, read_shard_log
+from .errors import PlantedLink, read_log
 from .venv import Venv
 
 #: --shard-split: the plugin the shard's own pytest loads, and the directory that holds it alone
@@ -157,12 +157,9 @@ def unreported_result(shard: Shard, log: Path, *, started: float | None, part: s
 
 def _read_log(log: Path) -> str:
     """A shard's log as text, "" when it is missing, unreadable or not a plain file (the shard's
-    sandbox can write its log dir: a link or a FIFO put there is neither followed nor waited on)."""
+    sandbox can write its log dir: a link or a FIFO put there is neither followed nor waited on,
+    errors.read_log's rule)."""
     try:
-        fd = os.open(log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+        return read_log(log).decode(errors="replace")
+    except (OSError, PlantedLink):
         return ""
-    with open(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return ""
-        return fh.read().decode(errors="replace")

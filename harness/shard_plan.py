@@ -115,16 +115,16 @@ def unreported_rows(run: HarnessRun) -> dict[str, dict[str, Any]]:
             continue
         began = run.shard_started.get(sid)
         k_n = split.get(sid)
+        part = f"{k_n[0]}/{k_n[1]}" if k_n else ""
         if sid in run.shard_reported:
             # its gate ended before the shard ran (a setup error): the gate table says why
             shard = by_id[sid]
             out[sid] = {"id": sid, "lane": shard.lane, "seconds": 0.0, "log": "", "result": "NOT_RUN", "summary": "",
                         "reason": run.shard_reported[sid] or "its gate failed before the shard ran", "failing": [],
-                        "part": f"{k_n[0]}/{k_n[1]}" if k_n else ""}
+                        "part": part}
             continue
         out[sid] = unreported_result(by_id[sid], shard_log_dir(run) / f"{sid}.log",
-                                     started=None if began is None else now - began,
-                                     part=f"{k_n[0]}/{k_n[1]}" if k_n else "", why=why).to_dict()
+                                     started=None if began is None else now - began, part=part, why=why).to_dict()
     return out
 
 
