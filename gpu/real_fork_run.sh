@@ -165,6 +165,45 @@ check_manifest() {  # DIR WHAT
   fi
 }
 
+# A prefix of Debian's gcc 12 packages pruned to what configure, a Fortran probe, the link and the
+# bundle read: the packages' docs, data and manual pages stay behind, and so do the parts of gcc a
+# Fortran probe never runs (cc1: gfortran preprocesses in f951; lto1; the sanitizers)
+prune_gcc() {  # PREFIX
+  rm -rf "$1"/usr/share "$1"/etc
+  local g="$1/usr/lib/gcc/x86_64-linux-gnu/12"
+  rm -rf "$g"/cc1 "$g"/lto1 "$g"/plugin "$g"/lib{tsan,asan,lsan,ubsan,hwasan}* "$1"/usr/bin/*lto-dump*
+}
+
+# PIECES (a dir of NAME's *.part-NN files) as the carries .carry/NAME-1, -2, ...: one piece and the
+# sha256 MANIFEST of all in each (a device call carries one); NAME's older carries replaced
+carry_pieces() {  # PIECES NAME
+  (cd "$1" && sha256sum *.part-*) > "$1/MANIFEST" || return 1
+  rm -rf "$ROOT/.carry/$2"-[0-9]*
+  local n=0 piece
+  for piece in "$1"/*.part-*; do
+    n=$((n + 1)); mkdir -p "$ROOT/.carry/$2-$n"
+    mv "$piece" "$ROOT/.carry/$2-$n/" && cp "$1/MANIFEST" "$ROOT/.carry/$2-$n/" || return 1
+  done
+}
+
+# This call's .carry/NAME-N pieces kept in PARTS (/tmp survives between a hold's calls). Returns 0
+# once every piece MANIFEST names is there and sound (their names, in its order, in the array
+# `listed`: a piece left from another cut is not one of them), 2 while some are still to come
+# (said in one line), 4 when this call carried none, 1 when one is damaged.
+stash_pieces() {  # NAME PARTS WHAT
+  local d p got=0
+  mkdir -p "$2"
+  for d in "$ROOT/.carry/$1"-[0-9]*/; do
+    [ -f "$d/MANIFEST" ] || continue
+    cp "$d"/MANIFEST "$d"/*.part-* "$2/" || return 1
+  done
+  [ -f "$2/MANIFEST" ] || { echo "no .carry/$1-N in this call's carry (gpu/real_fork_run.sh $1 makes them)"; return 4; }
+  mapfile -t listed < <(awk '{print $2}' "$2/MANIFEST")
+  for p in "${listed[@]}"; do [ -f "$2/$p" ] && got=$((got + 1)); done
+  if [ "$got" -lt "${#listed[@]}" ]; then echo "$3: $got of ${#listed[@]} pieces here; carry the next"; return 2; fi
+  check_manifest "$2" "$3"
+}
+
 # PREFIX's gfortran compiles and links a one-line program (CMake's Fortran probe links one; f951 needs
 # the host's libisl, libmpc, libmpfr, libgmp; the link, libgfortran.so.5 and libquadmath.so.0)
 gfortran_probe() {  # PREFIX DIR
@@ -207,11 +246,7 @@ gfortran)
   tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
   mkdir "$tmp/runtime" && cp "$rt" "$tmp/runtime/" || exit 1
   (cd "$ROOT" && $PY -m tools.opencv_prefix unpack "$gfortran_debs" "$tmp/gfortran-prefix" "$tmp/runtime") > /dev/null || exit 1
-  # pruned as `opencv` prunes it: what a Fortran probe and the link never run
-  rm -rf "$tmp"/gfortran-prefix/usr/share "$tmp"/gfortran-prefix/etc
-  g="$tmp/gfortran-prefix/usr/lib/gcc/x86_64-linux-gnu/12"
-  rm -rf "$g"/cc1 "$g"/lto1 "$g"/plugin "$g"/lib{tsan,asan,lsan,ubsan,hwasan}* \
-         "$tmp"/gfortran-prefix/usr/bin/*lto-dump*
+  prune_gcc "$tmp/gfortran-prefix"
   # f95, as the gfortran package's alternative names it: CMake's Fortran probe looks its names up one
   # by one along PATH (ftn, ifx, ifort, ifc, af95, af90, efc, f95, ... gfortran), and FC does not reach
   # the sandboxed configure (not in the build steps' allow-list). Measured here: with the carry first on
@@ -249,30 +284,15 @@ print(r() / "sources" / (s().sha256 + ".tar.gz"))')}
   [ "$got" = "$lock_sha" ] || { echo "$sdist: sha256 $got, the lock file pins $lock_sha: refused"; exit 1; }
   tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
   split -b "${OPENCV_SRC_PIECE_MB:-45}M" -d "$sdist" "$tmp/opencv-src.tar.gz.part-" || exit 1
-  (cd "$tmp" && sha256sum opencv-src.tar.gz.part-*) > "$tmp/MANIFEST"
-  rm -rf "$ROOT"/.carry/opencv-src-*
-  n=0
-  for piece in "$tmp"/opencv-src.tar.gz.part-*; do
-    n=$((n + 1)); mkdir -p "$ROOT/.carry/opencv-src-$n"
-    mv "$piece" "$ROOT/.carry/opencv-src-$n/" && cp "$tmp/MANIFEST" "$ROOT/.carry/opencv-src-$n/" || exit 1
-  done
+  carry_pieces "$tmp" opencv-src || exit 1
   for d in "$ROOT"/.carry/opencv-src-*; do echo "$(du -sb "$d" | cut -f1) bytes in .carry/$(basename "$d")"; done
   echo "carry one .carry/opencv-src-N per device call, then: gpu/real_fork_run.sh opencv-src-stash"
   ;;
 opencv-src-stash)
   parts="$W/opencv-src-parts"
-  mkdir -p "$parts"
-  for d in "$ROOT"/.carry/opencv-src-*/; do
-    [ -f "$d/MANIFEST" ] || continue
-    cp "$d"/MANIFEST "$parts/" && cp "$d"/opencv-src.tar.gz.part-* "$parts/" || exit 1
-  done
-  [ -f "$parts/MANIFEST" ] || { echo "no .carry/opencv-src-N in this call's carry (gpu/real_fork_run.sh opencv-src makes them)"; exit 4; }
-  # the pieces the manifest names, in its order (a piece left from another cut is not one of them)
-  mapfile -t listed < <(awk '{print $2}' "$parts/MANIFEST")
-  want=${#listed[@]} got=0
-  for p in "${listed[@]}"; do [ -f "$parts/$p" ] && got=$((got + 1)); done
-  if [ "$got" -lt "$want" ]; then echo "OpenCV source: $got of $want pieces here; carry the next"; exit 0; fi
-  check_manifest "$parts" "the OpenCV source" || exit 1
+  stash_pieces opencv-src "$parts" "the OpenCV source"; rc=$?
+  [ "$rc" = 2 ] && exit 0
+  [ "$rc" = 0 ] || exit "$rc"
   sdist="$W/opencv-src.tar.gz"
   (cd "$parts" && cat "${listed[@]}") > "$sdist.part" && mv "$sdist.part" "$sdist" || exit 1
   # the harness's offline path: the whole checked against the lock file's sha256, then cached
@@ -312,36 +332,19 @@ opencv)
   tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
   (cd "$ROOT" && $PY -m tools.opencv_prefix unpack "$debs" "$tmp/opencv-prefix" "$gfortran_debs") || exit 1
   # what configure (headers, OpenCVConfig.cmake, the gfortran probe), the link and the bundle (the
-  # libraries) read; the packages' docs, data and manual pages stay behind, and so do the parts of
-  # gcc 12 a Fortran probe never runs (cc1: gfortran preprocesses in f951; lto1; the sanitizers)
-  rm -rf "$tmp"/opencv-prefix/usr/share "$tmp"/opencv-prefix/etc
-  g="$tmp/opencv-prefix/usr/lib/gcc/x86_64-linux-gnu/12"
-  rm -rf "$g"/cc1 "$g"/lto1 "$g"/plugin "$g"/lib{tsan,asan,lsan,ubsan,hwasan}* \
-         "$tmp"/opencv-prefix/usr/bin/*lto-dump*
-  rm -rf "$ROOT"/.carry/opencv-*
+  # libraries) read
+  prune_gcc "$tmp/opencv-prefix"
   mkdir -p "$tmp/pieces" && tar cf - -C "$tmp" opencv-prefix | xz -T0 -6 \
     | split -b "${OPENCV_PIECE_MB:-24}M" -d - "$tmp/pieces/opencv-prefix.tar.xz.part-" || exit 1
-  (cd "$tmp/pieces" && sha256sum opencv-prefix.tar.xz.part-*) > "$tmp/MANIFEST"
-  n=0
-  for piece in "$tmp"/pieces/*; do
-    n=$((n + 1)); mkdir -p "$ROOT/.carry/opencv-$n"
-    mv "$piece" "$ROOT/.carry/opencv-$n/" && cp "$tmp/MANIFEST" "$ROOT/.carry/opencv-$n/"
-  done
+  carry_pieces "$tmp/pieces" opencv || exit 1
   du -sh "$tmp/opencv-prefix" "$ROOT"/.carry/opencv-*
   echo "carry one .carry/opencv-N per device call, then: gpu/real_fork_run.sh opencv-stash"
   ;;
 opencv-stash)
-  mkdir -p "$W/opencv-parts"
-  for d in "$ROOT"/.carry/opencv-*/; do
-    [ -f "$d/MANIFEST" ] || continue
-    cp "$d"/MANIFEST "$W/opencv-parts/" && cp "$d"/opencv-prefix.tar.xz.part-* "$W/opencv-parts/"
-  done
-  [ -f "$W/opencv-parts/MANIFEST" ] || { echo "no .carry/opencv-N in this call's carry"; exit 4; }
-  want=$(wc -l < "$W/opencv-parts/MANIFEST")
-  got=$(cd "$W/opencv-parts" && ls opencv-prefix.tar.xz.part-* | wc -l)
-  if [ "$got" -lt "$want" ]; then echo "OpenCV prefix: $got of $want pieces here; carry the next"; exit 0; fi
-  (cd "$W/opencv-parts" && sha256sum --quiet -c MANIFEST) || { echo "a piece of the OpenCV prefix is damaged"; exit 1; }
-  rm -rf "$W/opencv-prefix" && cat "$W"/opencv-parts/opencv-prefix.tar.xz.part-* | tar xJf - -C "$W" || exit 1
+  stash_pieces opencv "$W/opencv-parts" "OpenCV prefix"; rc=$?
+  [ "$rc" = 2 ] && exit 0
+  [ "$rc" = 0 ] || exit "$rc"
+  rm -rf "$W/opencv-prefix" && (cd "$W/opencv-parts" && cat "${listed[@]}") | tar xJf - -C "$W" || exit 1
   echo "OpenCV prefix ready: $W/opencv-prefix ($(du -sh "$W/opencv-prefix" | cut -f1))"
   ;;
 setup)
