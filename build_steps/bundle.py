@@ -222,6 +222,12 @@ def bundle_closure(libmxnet: Path, lib_dir: Path, profile, wants_opencv: bool | 
     NEEDED lists of everything bundled, skipping host libraries by whole name. A seed that does
     not resolve is an error (the wheel would not import); an unresolved transitive dependency is
     recorded in ``Bundle.warnings`` (left to the host, as the fork does) for the gates to judge.
+    Then libmxnet's other NEEDED entries that no host provides by policy (libgfortran.so.5: the
+    static OpenBLAS's LAPACK is Fortran; the fork's setup.py copies it in too) join, with their
+    closure, unless the OpenCV closure already brought them: a Debian OpenCV brings libgfortran
+    through its OpenBLAS, the minimal built one does not, and the real fork's wheel then NEEDED a
+    libgfortran.so.5 it did not ship (GPU hold 5, 2026-12-06: test_every_needed_resolves). Added
+    after the OpenCV closure, so a build whose OpenCV closure has them bundles in the same order.
     ``prefix``: an install prefix whose library dirs are searched before the host's.
     """
     libmxnet, lib_dir = Path(libmxnet), Path(lib_dir)
@@ -233,6 +239,7 @@ def bundle_closure(libmxnet: Path, lib_dir: Path, profile, wants_opencv: bool | 
 
     needed = read_dynamic(libmxnet).needed
     seeds = [n for n in needed if n.startswith("libopencv_")]
+    own = [n for n in needed if not n.startswith("libopencv_") and not is_host_library(n)]
     if wants_opencv is None:
         wants_opencv = bool(profile.features.get("USE_OPENCV"))
     if not seeds:
@@ -243,7 +250,8 @@ def bundle_closure(libmxnet: Path, lib_dir: Path, profile, wants_opencv: bool | 
                 "profile wants OpenCV: the library was built with OpenCV compiled out (CMake did "
                 "not find it). Install libopencv-dev, delete the build dir and reconfigure with "
                 "USE_OPENCV=ON.")
-        return Bundle()
+        if not own:
+            return Bundle()
 
     cache = ld_cache()
     first = prefix_lib_dirs(prefix)
@@ -269,25 +277,32 @@ def bundle_closure(libmxnet: Path, lib_dir: Path, profile, wants_opencv: bool | 
             + f"the ld.so cache or {', '.join(map(str, STANDARD_LIB_DIRS[:2]))}: install libopencv-dev "
             "(the OpenCV the build linked against) on this host, or pass the prefix it was linked from")
 
-    # Fixpoint: walk each newly bundled library once; new libraries extend the worklist.
-    i = 0
-    while i < len(bundle):
-        item = bundle[i]
-        i += 1
-        for soname in read_dynamic(item.path).needed:
-            if soname in have or is_host_library(soname):
-                continue
-            src = resolve_soname(soname, cache, first)
-            if src is None:
-                have.add(soname)
-                bundle.unresolved.append(soname)
-                bundle.warnings.append(
-                    f"unresolved transitive dependency {soname} (NEEDED by {item.soname}); left to the host")
-                continue
-            dest = _copy_in(src, soname, lib_dir)
-            bundle.append(BundledLib(soname, dest, src.resolve(), False, item.soname, soname))
-            have.add(soname)
+    def add(soname: str, needed_by: str) -> None:
+        have.add(soname)
+        src = resolve_soname(soname, cache, first)
+        if src is None:
+            bundle.unresolved.append(soname)
+            kind = "dependency" if needed_by == libmxnet.name else "transitive dependency"
+            bundle.warnings.append(f"unresolved {kind} {soname} (NEEDED by {needed_by}); left to the host")
+            return
+        bundle.append(BundledLib(soname, _copy_in(src, soname, lib_dir), src.resolve(), False, needed_by, soname))
 
+    def closure(start: int) -> None:
+        # Fixpoint: walk each newly bundled library once; new libraries extend the worklist.
+        i = start
+        while i < len(bundle):
+            item = bundle[i]
+            i += 1
+            for soname in read_dynamic(item.path).needed:
+                if soname not in have and not is_host_library(soname):
+                    add(soname, item.soname)
+
+    closure(0)
+    walked = len(bundle)
+    for soname in own:
+        if soname not in have:
+            add(soname, libmxnet.name)
+    closure(walked)
     return graft(bundle, libmxnet, lib_dir)
 
 

@@ -104,3 +104,67 @@ def test_grafting_adds_no_padding(bundled):
         if len(data) > 20 * len(zlib.compress(data, 1)) and len(data) > 2 * b.source.stat().st_size:
             padded.append(f"{b.soname}: {b.source.stat().st_size} -> {len(data)} bytes")
     assert not padded, padded
+
+
+# --- libmxnet's own non-host NEEDED (real-fork defect 10, GPU hold 5, 2026-12-06) ---------------------
+
+def _stub_opencv_prefix(root):
+    """A prefix holding three libopencv_* that need only libc, as the minimal built OpenCV's do
+    (build_steps.opencv_build): their closure brings no libgfortran along."""
+    lib = root / "lib"
+    lib.mkdir(parents=True)
+    (root / "cv.c").write_text("int cv_selftest(void) { return 1; }\n")
+    for name in OPENCV_LIBS:
+        subprocess.run(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{name}", "-o", str(lib / name),
+                        str(root / "cv.c")], check=True)
+    return root
+
+
+def _libmxnet_needing(d, *libs):
+    (d / "f.c").write_text("int mxnet_selftest(void) { return 0; }\n")
+    lib = d / "libmxnet.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(d / "f.c"), "-Wl,--no-as-needed",
+                    *map(str, libs)], check=True)
+    return lib
+
+
+GFORTRAN = OPENCV_DIR / "libgfortran.so.5"
+
+
+@pytest.mark.skipif(not GFORTRAN.exists(), reason="libgfortran5 is not installed (scripts/setup.sh installs it)")
+def test_libmxnets_own_gfortran_is_bundled_when_the_opencv_closure_lacks_it(tmp_path):
+    """The real fork's libmxnet NEEDs libgfortran.so.5 itself (LAPACK ON: static OpenBLAS's LAPACK is
+    Fortran). Bundled with a minimal OpenCV, whose closure does not reach it, the wheel shipped
+    without it and test_every_needed_resolves failed it on the GPU host. It is bundled and grafted,
+    with its own closure (libquadmath stays the host's, by policy), and libmxnet asks for the copy."""
+    prefix = _stub_opencv_prefix(tmp_path / "opencv")
+    lib = _libmxnet_needing(tmp_path, *[prefix / "lib" / n for n in OPENCV_LIBS], GFORTRAN)
+    assert "libgfortran.so.5" in read_dynamic(lib).needed
+    bundle = bundle_closure(lib, tmp_path / "lib", PROFILES["cuda"], prefix=prefix)
+    by_original = {b.original: b for b in bundle}
+    assert "libgfortran.so.5" in by_original, sorted(by_original)
+    gf = by_original["libgfortran.so.5"]
+    assert gf.soname.startswith("libgfortran-") and (tmp_path / "lib" / gf.soname).is_file()
+    assert gf.needed_by == "libmxnet.so" and not gf.seed
+    assert not [b for b in bundle if b.original.startswith("libquadmath")], "GPL: never bundled"
+    assert gf.soname in read_dynamic(lib).needed and "libgfortran.so.5" not in read_dynamic(lib).needed
+    assert not bundle.unresolved
+
+
+@pytest.mark.skipif(not GFORTRAN.exists(), reason="libgfortran5 is not installed (scripts/setup.sh installs it)")
+def test_libmxnets_own_gfortran_is_bundled_without_opencv(tmp_path):
+    lib = _libmxnet_needing(tmp_path, GFORTRAN)
+    bundle = bundle_closure(lib, tmp_path / "lib", PROFILES["cpu"], wants_opencv=False)
+    assert [b.original for b in bundle] == ["libgfortran.so.5"]
+
+
+def test_an_opencv_closure_that_has_gfortran_bundles_in_the_same_order(bundled, tmp_path):
+    """The system-OpenCV build (#44's holds compare its bytes) reaches libgfortran through OpenCV's
+    closure: libmxnet's own NEEDED of it changes neither what is bundled nor the order."""
+    bundle, _lib_dir, _lib = bundled
+    originals = [b.original for b in bundle]
+    if "libgfortran.so.5" not in originals:
+        pytest.skip("this host's OpenCV closure does not reach libgfortran")
+    lib = _libmxnet_needing(tmp_path, *[OPENCV_DIR / n for n in OPENCV_LIBS], GFORTRAN)
+    again = bundle_closure(lib, tmp_path / "lib", PROFILES["cpu"])
+    assert [b.original for b in again] == originals

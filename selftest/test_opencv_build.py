@@ -327,6 +327,20 @@ def test_the_forks_own_opencv_regression_test_passes_with_the_built_opencv(fork_
 
 
 @pytest.mark.slow
+def test_the_forks_wheel_with_the_built_opencv_ships_its_gfortran(gates, fork_wheel_built, fork_staged_built, fork_tree):
+    """Real-fork defect 10 (GPU hold 5, 2026-12-06): the fork's libmxnet NEEDs libgfortran.so.5
+    itself (LAPACK ON). A Debian OpenCV's closure brought it along; the minimal one does not, and
+    the wheel shipped without it: test_every_needed_resolves failed the GPU host's wheel. The same
+    gate, on the CPU side, on the fork's wheel with the built OpenCV."""
+    originals = [b.original for b in fork_staged_built["staged"].bundle]
+    assert "libgfortran.so.5" in originals, originals
+    r = gates("-m", "provenance", "-k", "test_every_needed_resolves", "--flavor=cpu",
+              f"--mxnet-src={fork_tree}", f"--wheel={fork_wheel_built}")
+    assert r.ret == 0, r.stdout.str()[-3000:]
+    r.assert_outcomes(passed=1)
+
+
+@pytest.mark.slow
 def test_every_fork_source_that_includes_opencv_compiles_against_the_built_opencv(fork_tree, minimal_opencv, tmp_path):
     """The fork's initialize.cc includes opencv2/opencv.hpp, which includes the header of every module
     opencv_modules.hpp declares: with three modules built, only theirs (issue 40's calib3d.hpp stop
