@@ -37,7 +37,7 @@ from typing import Any, Protocol
 from . import processes, sandbox
 from .atomic import write_json
 from .checked_toml import load_checked_toml
-from .errors import StepError, UsageError, log_excerpt
+from .errors import NotReady, OpenCVBuildError, StepError, UsageError, log_excerpt
 from .once import JsonRecord
 from .own_files import open_log
 from .venv import build_env
@@ -133,11 +133,6 @@ DEFINES: tuple[tuple[str, str, str], ...] = (
 
 #: What a build of ``jobs`` jobs is run under: a shared host, so niced.
 NICE = ("nice", "-n", "10")
-
-
-class OpenCVBuildError(StepError):
-    def __init__(self, message: str, log: Path | None = None, tail: str = "") -> None:
-        super().__init__("opencv", message, log=log, tail=tail)
 
 
 @dataclass(frozen=True)
@@ -252,10 +247,6 @@ def add_source(source: Source, archive: Path, cache_root: Path) -> Path:
     finally:
         part.unlink(missing_ok=True)
     return dest
-
-
-class NotReady(Exception):
-    """An offline host cannot make the build: neither this host's entry nor the pinned source is cached."""
 
 
 def readiness(source: Source, cache_root: Path) -> str:

@@ -22,10 +22,10 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import FAIL, NOT_JUDGED_EXIT, UsageError, WheelNameError
 from .readers import gitstate
 from .readers.elf import find_strings
-from .readers.wheel_name import WheelNameError, parse_wheel_name
+from .readers.wheel_name import parse_wheel_name
 
 LIBRARY = "libmxnet.so"
 

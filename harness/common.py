@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from build_steps.errors import SandboxUnavailable
 from build_steps.options import RunOptions
 
 from .state import harness_run, the_run
@@ -30,7 +31,7 @@ def start_sandbox(config: pytest.Config, options: RunOptions, run_dir: Path) -> 
         return
     try:
         sandbox.check()
-    except sandbox.SandboxUnavailable as exc:
+    except SandboxUnavailable as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
