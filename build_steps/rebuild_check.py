@@ -186,12 +186,12 @@ def main(argv=None) -> int:
                     args.allow_dirty)
     except UsageError as exc:
         print(f"mxnet-release rebuild-check: {exc}", file=sys.stderr)
-        return 4
-    except RuntimeError as exc:
+        return exc.exit_code  # 4: refused before the rebuild
+    except RuntimeError as exc:  # the rebuild itself could not be made: the host's fault, no verdict
         print(f"mxnet-release rebuild-check: {exc}", file=sys.stderr)
-        return 3
+        return NOT_JUDGED_EXIT
     print("\n".join(out.lines()))
-    return 0 if not out.differing else 1
+    return 0 if not out.differing else FAIL
 
 
 if __name__ == "__main__":

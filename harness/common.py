@@ -13,6 +13,7 @@ import pytest
 from build_steps.errors import SandboxUnavailable
 from build_steps.options import RunOptions
 
+from .exits import refuse
 from .state import harness_run, the_run
 
 
@@ -32,7 +33,7 @@ def start_sandbox(config: pytest.Config, options: RunOptions, run_dir: Path) -> 
     try:
         sandbox.check()
     except SandboxUnavailable as exc:
-        raise pytest.UsageError(str(exc)) from None
+        refuse(exc)
 
 
 #: name prefixes of this harness's plugins: its modules and the plugin objects they register
