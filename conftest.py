@@ -20,6 +20,7 @@ from build_steps.options import RunOptions, make_options  # noqa: E402
 from harness.common import (disabled_harness_plugins, disabled_plugins_message, harness_options,  # noqa: E402
                             shared_root, start_sandbox)
 from harness.cli_options import OPTION_DESTS  # noqa: E402
+from harness.exits import refuse  # noqa: E402
 from harness.state import open_run_dir, start_run  # noqa: E402
 
 #: One module per concern: a thin adapter that files its own fields of the run's state
