@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-from pathlib import Path
 
 import pytest
 
