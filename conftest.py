@@ -20,6 +20,7 @@ from build_steps.options import RunOptions, make_options  # noqa: E402
 from harness.common import (disabled_harness_plugins, disabled_plugins_message, harness_options,  # noqa: E402
                             shared_root, start_sandbox)
 from harness.cli_options import OPTION_DESTS  # noqa: E402
+from harness.exits import refuse  # noqa: E402
 from harness.state import open_run_dir, start_run  # noqa: E402
 
 #: One module per concern: a thin adapter that files its own fields of the run's state
@@ -57,14 +58,14 @@ def pytest_configure(config):
     # addopts) would quietly drop a check, e.g. the GPU policy or the release set.
     disabled = disabled_harness_plugins(config)
     if disabled:
-        raise pytest.UsageError(disabled_plugins_message(disabled))
+        refuse(disabled_plugins_message(disabled))
     raw = {dest: config.getoption(dest) for dest in OPTION_DESTS}
     # development options registered by other plugins (--shards-file, --no-sandbox)
     raw.update({d: config.getoption(d, None) for d in option_dests() if d not in raw})
     try:
         options = make_options(raw)
     except UsageError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        refuse(exc)
     run = start_run(config, options, tuple(pytest_plugins), open_run_dir(config))
     start_sandbox(config, options, run.dir.root)
 

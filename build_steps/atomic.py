@@ -17,19 +17,11 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from .errors import HarnessError
+from .errors import DigestMismatch, OutputError
 
 #: errors that mean "this filesystem cannot take the file", answered with the space block
 _NO_ROOM = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _BLOCK = 1 << 20
-
-
-class OutputError(HarnessError):
-    """A file for the user could not be written; nothing partial was left."""
-
-
-class DigestMismatch(HarnessError):
-    """The bytes copied are not the bytes the run pinned."""
 
 
 def _human(size: int | None) -> str:

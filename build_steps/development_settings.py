@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .checked_toml import load_checked_toml
-from .errors import HarnessError, UsageError
+from .errors import SettingsDataError, UsageError
 
 SETTINGS_FILE = Path(__file__).resolve().with_name("development_settings.toml")
 
@@ -38,10 +38,6 @@ SETTINGS_SCHEMA = {
 CREDENTIAL_PATTERNS = ("*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*PASSPHRASE*", "*CREDENTIAL*",
                        "*API_KEY*", "*_KEY", "*KEY_*", "*JWT*", "*AUTH*", "*COOKIE*", "*SESSION*",
                        "SSH_*", "GPG_*", "AWS_*", "GH_*", "GITHUB_*", "NPM_*", "PYPI_*", "TWINE_*")
-
-
-class SettingsDataError(HarnessError):
-    """development_settings.toml breaks its schema."""
 
 
 @dataclass(frozen=True)

@@ -21,14 +21,10 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
-from .errors import HarnessError
+from .errors import GitError
 
 #: How long a network operation (ls-remote, push) may take before the remote counts as unreachable.
 NETWORK_TIMEOUT_S = 60
-
-
-class GitError(HarnessError):
-    """A git command failed; the message carries the command and git's stderr."""
 
 
 #: Config keys whose value git executes (or that make it execute something), each set to a value

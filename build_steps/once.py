@@ -29,36 +29,11 @@ from typing import Callable, TypeVar
 
 from filelock import FileLock
 
-from .errors import BuildInterrupted, HarnessError, NotJudged
+from .errors import (BuildInterrupted, HarnessError, NotJudged, NotJudgedElsewhere, ProductFailed,
+                     ProductNotJudged, StepFailedElsewhere)
 
 #: what a shared product's producer returns, and so what every process gets back
 _T = TypeVar("_T")
-
-
-class StepFailedElsewhere(HarnessError):
-    """The step failed in the worker that ran it; the full report is in that worker's output."""
-
-
-class ProductFailed(HarnessError):
-    """A shared product could not be made (in this process or another); the message is the
-    original error's."""
-
-
-class NotJudgedElsewhere(StepFailedElsewhere, NotJudged):
-    """The step could not judge the wheel in the process that ran it (an environment fault):
-    every process that wanted its product files its gates "not judged" too."""
-
-    def __init__(self, reason: str):
-        StepFailedElsewhere.__init__(self, reason)
-        self.reason = reason
-
-
-class ProductNotJudged(ProductFailed, NotJudged):
-    """A shared product an environment fault kept from being made (see NotJudgedElsewhere)."""
-
-    def __init__(self, reason: str):
-        ProductFailed.__init__(self, reason)
-        self.reason = reason
 
 
 def _failure(exc: BaseException) -> dict:

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 from . import processes, sandbox
 from .atomic import write_json
 from .checked_toml import load_checked_toml
-from .errors import StepError, UsageError, log_excerpt
+from .errors import FAIL, NotReady, OpenCVBuildError, StepError, UsageError, log_excerpt
 from .once import JsonRecord
 from .own_files import open_log
 from .venv import build_env
@@ -133,11 +133,9 @@ DEFINES: tuple[tuple[str, str, str], ...] = (
 
 #: What a build of ``jobs`` jobs is run under: a shared host, so niced.
 NICE = ("nice", "-n", "10")
-
-
-class OpenCVBuildError(StepError):
-    def __init__(self, message: str, log: Path | None = None, tail: str = "") -> None:
-        super().__init__("opencv", message, log=log, tail=tail)
+#: ``python -m build_steps.opencv_build``'s exit status for a failed or refused build (its own, since
+#: it was written; .ci/run and gpu/real_fork_run.sh pass it on), not the classes' exit_code
+OPENCV_BUILD_FAILED = 2
 
 
 @dataclass(frozen=True)
@@ -252,10 +250,6 @@ def add_source(source: Source, archive: Path, cache_root: Path) -> Path:
     finally:
         part.unlink(missing_ok=True)
     return dest
-
-
-class NotReady(Exception):
-    """An offline host cannot make the build: neither this host's entry nor the pinned source is cached."""
 
 
 def readiness(source: Source, cache_root: Path) -> str:
@@ -499,14 +493,14 @@ def main(argv: list[str] | None = None) -> int:
             again, differ = check_reproducible(root, args.jobs, source, progress=sys.stderr)
             print(f"second build of {again.key}: {again.build_seconds:.0f}s, {len(again.files)} files; "
                   + (f"{len(differ)} differ: {', '.join(differ[:20])}" if differ else "every file has the same bytes"))
-            return 1 if differ else 0
+            return FAIL if differ else 0
         rec = build_opencv(root, args.jobs, source, progress=sys.stderr)
     except NotReady as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 3
+        return exc.exit_code  # 3: the host's fault (build_steps.errors.NOT_JUDGED_EXIT)
     except (StepError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return OPENCV_BUILD_FAILED
     print(json.dumps({k: v for k, v in rec.to_json().items() if k != "files"}, indent=1))
     return 0
 

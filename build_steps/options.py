@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .bundle import opencv_config_dir
 from .development_settings import cmake_define_reason, host_workarounds, used_options
-from .errors import UsageError, WheelError
+from .errors import UsageError, WheelError, WheelNameError
 from .host_gpus import host_gpus, native_arch_list
 from .profile_data import PLATFORM_FLAVORS, Profile, get_profile
 from .arch import Arch, make_arch
@@ -21,7 +21,7 @@ from .fast_compile import DEVICE_LEVELS, fast_compile_defines
 from .versions import validate_version
 from .readers.symbol_floor import parse_floor
 from .readers.wheel import check_archive
-from .readers.wheel_name import WheelNameError, parse_wheel_name
+from .readers.wheel_name import parse_wheel_name
 from .venv import check_pass_env
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from . import atomic, filesystem, processes, reproducible, sandbox, tree_links
 from .step_record import record_step
 from .own_files import open_log
-from .errors import EnvironmentFault, HarnessError, StepError, log_tail
+from .errors import EnvironmentFault, GitError, ReleasedWheel, StepError, log_tail
 from .once import JsonRecord
 from .venv import clean_env
 
@@ -110,10 +110,6 @@ def build_wheel(src: Path, version: str, profile, staging_dir: Path, log_dir: Pa
     return PackageResult(wheel=wheels[0], seconds=seconds, log=log)
 
 
-class ReleasedWheel(HarnessError):
-    """dist/ holds a wheel of a version that is already tagged: a release is never rewritten."""
-
-
 def released_tag(src: Path, version: str, remote_tags=()) -> str | None:
     """The tag ``v<version>`` when it exists in ``src`` (locally) or among ``remote_tags``."""
     from . import gitops
@@ -122,7 +118,7 @@ def released_tag(src: Path, version: str, remote_tags=()) -> str | None:
         return tag
     try:
         return tag if gitops.is_git_repo(src) and gitops.local_tag_exists(src, tag) else None
-    except gitops.GitError:
+    except GitError:
         return None
 
 

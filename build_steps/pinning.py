@@ -16,16 +16,12 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import HarnessError
+from .errors import WheelChanged
 from .once import JsonRecord
 
 _BLOCK = 1 << 20
 #: the pin's directory while the run uses it (owner read/search only) and afterwards (removable)
 _LOCKED, _UNLOCKED = 0o500, 0o700
-
-
-class WheelChanged(HarnessError):
-    """The wheel's bytes are no longer those the run pinned."""
 
 
 @dataclass(frozen=True)

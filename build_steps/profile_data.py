@@ -23,7 +23,7 @@ from packaging.utils import canonicalize_name
 from .arch import NO_ARCH, ArchSpec, parse_cuda_arch
 from .checked_toml import load_checked_toml
 from .cuda_stack import CUBLAS_PROBE_LIBRARIES, CublasPolicy, CudaStack
-from .errors import HarnessError, UsageError
+from .errors import ProfileDataError, UsageError
 from .versions import release_version, release_version_pattern
 
 #: CMake feature toggles the gates compare (cache key -> runtime Features name).
@@ -155,10 +155,6 @@ class Profile:
 
 #: The data file the profiles are loaded from (schema: PROFILES_SCHEMA).
 PROFILES_FILE = Path(__file__).resolve().with_name("profiles.toml")
-
-
-class ProfileDataError(HarnessError):
-    """The profiles data file breaks its schema or names something it does not define."""
 
 
 def _table(values: dict[str, Any], *, required: Iterable[str] = (),

@@ -27,19 +27,11 @@ from typing import Callable, Iterable, Mapping
 
 
 from . import gitops
-from .errors import HarnessError, UsageError
+from .errors import GitError, PublishFailed, PublishRefused, WheelNameError
 from .pinning import sha256_of
 from .profile_data import Profile
 from .versions import validate_version
-from .readers.wheel_name import WheelNameError, parse_wheel_name
-
-
-class PublishRefused(UsageError):
-    """The release cannot be published from this state (checked before anything is built)."""
-
-
-class PublishFailed(HarnessError):
-    """A publish command failed; the message says what exists now and how to undo it."""
+from .readers.wheel_name import parse_wheel_name
 
 
 # --------------------------------------------------------------------------------------------
@@ -145,7 +137,7 @@ def preflight(src: Path, remote: str, *, dry_run: bool, yes: bool = False,
         check_gh(gh)
         try:
             gitops.committer_ident(repo)
-        except gitops.GitError:
+        except GitError:
             # An annotated tag needs one; finding out after the build would waste the build.
             raise PublishRefused(
                 f"--publish: git has no committer identity in {repo} (needed for the annotated "
@@ -153,7 +145,7 @@ def preflight(src: Path, remote: str, *, dry_run: bool, yes: bool = False,
     try:
         url = gitops.remote_url(repo, remote)
         remote_tags = gitops.remote_tags(repo, remote)
-    except gitops.GitError as exc:
+    except GitError as exc:
         raise PublishRefused(
             f"--publish: cannot read the tags of remote {remote!r}.\nRefusing to pick a version or "
             "call a tag free without seeing the remote; fix the network/credentials or choose "

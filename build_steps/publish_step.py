@@ -25,7 +25,8 @@ from . import acceptance, publish
 from .pinning import pin_wheel, sha256_of, unlock
 from .profile_data import get_profile
 from .release_manifest import load_manifest
-from .release_report import ReportRefused, check_key_place, key_path, read_report
+from .release_report import check_key_place, key_path, read_report
+from .errors import PublishFailed, ReportRefused
 
 
 def publish_from_report(report_path: Path, *, dry_run: bool, yes: bool, say=print) -> str:
@@ -62,7 +63,7 @@ def publish_from_report(report_path: Path, *, dry_run: bool, yes: bool, say=prin
             facts = publish.ReleaseFacts(**_facts(content["facts"]))
             try:
                 publish.check_commit(facts, state.head)
-            except publish.PublishFailed as exc:
+            except PublishFailed as exc:
                 raise ReportRefused(f"publish refused: {exc}") from None
             version = publish.resolve_release_version(state, profile, explicit=release["version"])
             plan = publish.plan_release(

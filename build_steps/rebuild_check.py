@@ -22,10 +22,10 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import FAIL, NOT_JUDGED_EXIT, UsageError, WheelNameError
 from .readers import gitstate
 from .readers.elf import find_strings
-from .readers.wheel_name import WheelNameError, parse_wheel_name
+from .readers.wheel_name import parse_wheel_name
 
 LIBRARY = "libmxnet.so"
 
@@ -186,12 +186,12 @@ def main(argv=None) -> int:
                     args.allow_dirty)
     except UsageError as exc:
         print(f"mxnet-release rebuild-check: {exc}", file=sys.stderr)
-        return 4
-    except RuntimeError as exc:
+        return exc.exit_code  # 4: refused before the rebuild
+    except RuntimeError as exc:  # the rebuild itself could not be made: the host's fault, no verdict
         print(f"mxnet-release rebuild-check: {exc}", file=sys.stderr)
-        return 3
+        return NOT_JUDGED_EXIT
     print("\n".join(out.lines()))
-    return 0 if not out.differing else 1
+    return 0 if not out.differing else FAIL
 
 
 if __name__ == "__main__":

@@ -24,15 +24,11 @@ import secrets
 from pathlib import Path
 
 from .atomic import write_atomic
-from .errors import UsageError
+from .errors import ReportRefused
 from .release_manifest import FLAVORS, MANIFEST_DIR, load_manifest
 
 SCHEMA = 1
 KEY_ENV = "MXNET_RELEASE_REPORT_KEY_FILE"
-
-
-class ReportRefused(UsageError):
-    """The report cannot be published from (forged, edited, partial, or another harness's)."""
 
 
 def key_path() -> Path:

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from . import supervise
 from .run_as import sandbox_ids
-from .errors import UsageError
+from .errors import SandboxUnavailable, UsageError
 
 #: This harness's checkout (read-only in every sandbox: the build's interpreter may live in it).
 CHECKOUT = Path(__file__).resolve().parent.parent
@@ -63,10 +63,6 @@ def _scratch_in_checkout(real: Path) -> bool:
     parent = SAMPLE_TREES.parent
     return _within(real, parent) and real != parent and \
         real.relative_to(parent).parts[0].startswith(SAMPLE_BUILD_PREFIX)
-
-
-class SandboxUnavailable(UsageError):
-    """bubblewrap cannot make a sandbox on this host and --no-sandbox was not given."""
 
 
 class _State:

@@ -23,8 +23,8 @@ from . import sandbox
 from .install_faults import environment_fault
 from .development_settings import CREDENTIAL_PATTERNS
 from .development_settings import check_pass_env as _check_pass_env
-from .errors import EnvironmentFault, StepError, UsageError, log_tail
-from .readers.wheel_name import WheelNameError, parse_wheel_name
+from .errors import EnvironmentFault, StepError, UsageError, WheelNameError, log_tail
+from .readers.wheel_name import parse_wheel_name
 
 #: Variables that would let the venv find libraries or modules outside itself (never passed,
 #: and refused by --pass-env).

@@ -18,6 +18,7 @@ import pytest
 from build_steps import acceptance
 from build_steps.errors import UsageError
 
+from .exits import refuse
 from .common import is_release_run
 from .shard_plan import SECTION, acceptance_dir, source_root
 from .state import HarnessRun, the_run
@@ -36,10 +37,10 @@ def pytest_configure(config: pytest.Config) -> None:
         parallel = acceptance.parse_parallel(config.getoption("shard_workers"), suite)
         split = acceptance.parse_shard_split(config.getoption("shard_split"), known)
     except UsageError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        refuse(exc)
     timeout = config.getoption("shard_timeout")
     if timeout is not None and timeout <= 0:
-        raise pytest.UsageError(f"--shard-timeout {timeout}: must be a positive number of minutes")
+        refuse(f"--shard-timeout {timeout}: must be a positive number of minutes")
     run = the_run(config)
     run.shard_plan = {"suite": suite, "selected": acceptance.select(suite, ids, lanes), "parallel": parallel,
                       "timeout": timeout, "dir": config.getoption("acceptance_dir"), "split": split}

@@ -14,6 +14,7 @@ from build_steps import launcher, preflight, source
 from build_steps.cuda_root import default_cache_dir
 from build_steps.errors import UsageError
 
+from .exits import refuse
 from .common import LIVE, is_release_run
 from .state import the_run
 from .steps import CHAIN, BuildPaths
@@ -77,7 +78,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     markexpr = config.option.markexpr or ""
     if markexpr and not (is_release_run(config) or re.search(r"(?<!not )\bbuild\b", markexpr)):
-        raise pytest.UsageError(
+        refuse(
             f"-m {markexpr!r} selects gates that audit an existing wheel and never builds one: pass "
             "--wheel=PATH (or select -m release to build and verify a wheel from --mxnet-src)")
     if run.is_worker:
@@ -98,14 +99,14 @@ def _refuse_or_go(config: pytest.Config) -> None:
                                      compiler_cache=launcher.choose(options.compiler_launcher).name == "sccache",
                                      allow_untracked=options.allow_untracked)
     except UsageError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        refuse(exc)
     if refused:
-        raise pytest.UsageError("refusing to build (nothing was configured or compiled):\n  - "
-                                + "\n  - ".join(refused))
+        refuse("refusing to build (nothing was configured or compiled):\n  - "
+               + "\n  - ".join(refused))
     try:
         launcher.choose(options.compiler_launcher)
     except UsageError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        refuse(exc)
 
 
 @pytest.fixture(scope="session")

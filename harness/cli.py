@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from build_steps.errors import REFUSED
 from build_steps.source import is_mxnet_tree
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +51,7 @@ def pytest_args(args: list[str], cwd: Path | None = None, root: Path = HARNESS_R
 def publish_main(argv: list[str]) -> int:
     import argparse
 
-    from build_steps.errors import HarnessError, UsageError
+    from build_steps.errors import HarnessError, exit_status
     from build_steps.publish_step import publish_from_report
     parser = argparse.ArgumentParser(
         prog="mxnet-release publish",
@@ -63,12 +64,12 @@ def publish_main(argv: list[str]) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
-        return 4 if exc.code else 0
+        return REFUSED if exc.code else 0  # argparse: --help is 0, a bad argument is refused
     try:
         url = publish_from_report(args.report, dry_run=args.dry_run, yes=args.yes)
     except HarnessError as exc:
         print(f"mxnet-release publish: {exc}", file=sys.stderr)
-        return 4 if isinstance(exc, UsageError) else 1
+        return exit_status(exc)  # its class's exit_code: 4 refused (PublishRefused, ReportRefused), else 1
     print(f"PUBLISHED {url}" if not args.dry_run else "dry run: nothing was changed")
     return 0
 
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"mxnet-release: {root} has no {', '.join(missing)}: the harness must be installed from "
               "its checkout (`pip install -e <harness checkout>`, as scripts/setup.sh does)", file=sys.stderr)
-        return 4
+        return REFUSED
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["publish"]:
         return publish_main(args[1:])

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from build_steps.errors import SandboxUnavailable
 from build_steps.options import RunOptions
 
+from .exits import refuse
 from .state import harness_run, the_run
 
 
@@ -30,8 +32,8 @@ def start_sandbox(config: pytest.Config, options: RunOptions, run_dir: Path) -> 
         return
     try:
         sandbox.check()
-    except sandbox.SandboxUnavailable as exc:
-        raise pytest.UsageError(str(exc)) from None
+    except SandboxUnavailable as exc:
+        refuse(exc)
 
 
 #: name prefixes of this harness's plugins: its modules and the plugin objects they register

@@ -14,6 +14,7 @@ import pytest
 from build_steps import filesystem, run_lock, source
 from build_steps.errors import UsageError
 
+from .exits import refuse
 from .common import harness_options, is_worker, say
 from .state import the_run
 
@@ -80,7 +81,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             lock = run_lock.take(directory, what, fix, inside=inside)
         except UsageError as exc:
             _release(held)
-            raise pytest.UsageError(str(exc)) from None
+            refuse(exc)
         held.append(lock)
         if lock.note:
             say(f"==> {lock.note}")

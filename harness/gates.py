@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from build_steps.errors import EnvironmentFault, HarnessError, StepError, UsageError, WheelUnusable
-from build_steps.once import ProductFailed, StepFailedElsewhere
+from build_steps.errors import (EnvironmentFault, HarnessError, ProductFailed, StepError, StepFailedElsewhere,
+                                UsageError, WheelUnusable)
 from build_steps.release_manifest import left_out_by_flavor
 
 from .common import harness_options, is_release_run, is_worker

@@ -37,6 +37,8 @@ from build_steps.errors import UsageError
 from build_steps.pinning import sha256_of
 from build_steps.release_manifest import FLAVORS, load_manifest
 
+from .exits import refuse
+
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
 #: where the harness's own code lives (never its .venv, which holds third-party code)
 _OWN_DIRS = tuple(HARNESS_ROOT / d for d in ("harness", "build_steps", "tests", "tools", "selftest"))
@@ -150,7 +152,7 @@ def foreign_dirs(early_config: pytest.Config) -> list[Path]:
 
 def _refuse_rootdir(rootpath: Path) -> None:
     if Path(rootpath).resolve() != HARNESS_ROOT:
-        raise pytest.UsageError(
+        refuse(
             f"release run with rootdir {rootpath}: a release run's gate ids are those of the harness "
             f"at {HARNESS_ROOT} (tests of another rootdir could stand in for them); drop --rootdir "
             "or -c, or use mxnet-release, which sets both")
@@ -164,14 +166,14 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     _refuse_rootdir(early_config.rootpath)
     foreign = foreign_initial_conftests(early_config)
     if foreign:
-        raise pytest.UsageError(
+        refuse(
             f"release run refused: {', '.join(map(str, foreign))} would be imported into the harness "
             "(a conftest outside the harness's root can rewrite any verdict); only the harness's "
             "gates in tests/ take part in a release run: name no directory holding a foreign "
             "conftest.py on the command line, and write path options as --option=PATH")
     dirs = foreign_dirs(early_config)
     if dirs:
-        raise pytest.UsageError(
+        refuse(
             f"release run refused: it would collect {', '.join(map(str, dirs))}, outside the harness's "
             f"gates ({HARNESS_ROOT / 'tests'}), importing any conftest.py below; name the harness's "
             "tests/ (plain pytest collects the current directory when given no path) or use mxnet-release")
@@ -205,7 +207,7 @@ def pytest_configure(config: pytest.Config) -> None:
                     or getattr(config.option, "wheel", None)):
         # pytest.ini's -p declares the options, but the harness itself (its root conftest, with the
         # ledger, the release set, the strict release rules) is loaded only along the paths given
-        raise pytest.UsageError(
+        refuse(
             "the harness's root conftest.py was not loaded: the paths on the command line are all outside "
             f"{HARNESS_ROOT}, so none of its checks would run; name the harness's tests/ too, or use mxnet-release")
     if not _is_release_config(config):
@@ -217,23 +219,23 @@ def pytest_configure(config: pytest.Config) -> None:
                # an xdist worker's own interactor: pytest-xdist's remote.py, run by execnet as this module
                and not (worker and type(plugin).__module__ == "__channelexec__")]
     if foreign:
-        raise pytest.UsageError(
+        refuse(
             f"release run refused: {len(foreign)} plugin(s) that are not the harness's, pytest's or a "
             f"declared dependency's (pytest-xdist, pytest-timeout): {'; '.join(foreign)}. A plugin "
             "runs inside the harness and can rewrite any verdict: unset PYTEST_PLUGINS, drop -p, "
             "uninstall the distribution (or block it with -p no:NAME)")
     reruns = _active_rerun_plugins(config)
     if reruns:
-        raise pytest.UsageError(
+        refuse(
             f"release run refused: {', '.join(reruns)} would rerun failed gates until they pass; a "
             "gate that failed once is a failed gate. Drop --reruns (and the reruns ini) for a release run")
     try:
         explained = parse_credential_steps(config.getoption("credential_for", None), _step_names())
     except UsageError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        refuse(exc)
     secrets = unexplained_credentials(os.environ, explained)
     if secrets:
-        raise pytest.UsageError(
+        refuse(
             f"release run refused: credential-shaped variable(s) in its environment: {', '.join(secrets)}. "
             "The verify run needs no credential (publishing is its own step: mxnet-release publish "
             "--report=R); unset them, or name the build step that needs one with --credential-for NAME=STEP")
@@ -252,15 +254,15 @@ def _manifest_modules() -> dict[str, str]:
         try:
             modules.update(load_manifest(flavor).modules)
         except UsageError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            refuse(exc)
     return modules
 
 
 def _check_gate_modules(config: pytest.Config) -> None:
     modules = _manifest_modules()
     if not modules:
-        raise pytest.UsageError("the release manifests record no gate module hashes; regenerate them "
-                                "with python -m harness.release_set --write")
+        refuse("the release manifests record no gate module hashes; regenerate them "
+               "with python -m harness.release_set --write")
     changed = []
     for rel, digest in sorted(modules.items()):
         path = HARNESS_ROOT / rel
@@ -268,7 +270,7 @@ def _check_gate_modules(config: pytest.Config) -> None:
         if have != digest:
             changed.append(rel)
     if changed:
-        raise pytest.UsageError(
+        refuse(
             f"release run refused: gate module(s) {', '.join(changed)} are not the ones the release "
             "manifests recorded (their sha256 differs): a release runs the gates the set was made from. "
             "Commit the change and regenerate with python -m harness.release_set --write")
@@ -294,7 +296,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     late = [p for p in _PENDING if str(p) in {n for n, _ in config.pluginmanager.list_name_plugin()}]
     if late:
-        raise pytest.UsageError(
+        refuse(
             f"release run refused: conftest {', '.join(map(str, late))} was imported while collecting; "
             "only the harness's gates in tests/ take part in a release run")
     modules = config.stash.get(_MODULES, {})
@@ -305,6 +307,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             aliased.append(f"{item.nodeid} (from {item.path})")
     if aliased:
         shown = "; ".join(aliased[:5]) + (f"; ... {len(aliased) - 5} more" if len(aliased) > 5 else "")
-        raise pytest.UsageError(
+        refuse(
             f"release run refused: {len(aliased)} gate id(s) collected from files that are not the "
             f"harness's gate modules: {shown}. Only the gates in {HARNESS_ROOT / 'tests'} count")

@@ -21,6 +21,7 @@ import pytest
 from build_steps import publish
 from build_steps.errors import UsageError
 
+from .exits import refuse
 from .common import fix_release_options, harness_options, is_release_run, is_worker
 from .release_scope import scope_line
 from .state import the_run
@@ -56,7 +57,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             # Issue 19, item 4: the release set's build gates verify the build of this run (its
             # CMake cache, compile, bundle, package); a wheel built elsewhere has none here, so
             # they could only skip, which a release counts as failed. Refused before anything runs.
-            raise pytest.UsageError(
+            refuse(
                 f"--publish with --wheel {opts.wheel.name}: only a full build publishes. The release "  # type: ignore[union-attr]
                 "set's build gates verify the build made in the same run, which an existing wheel "
                 "does not have; run pytest -m release --mxnet-src=<the checkout> --publish (it builds, "
@@ -65,11 +66,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         if opts.yes:
             # Issue 29: the run that builds and verifies never holds the token; publishing is a step
             # of its own, as in CI (docs/release_procedure.md).
-            raise pytest.UsageError(
+            refuse(
                 "--publish --yes: the verify run publishes nothing itself any more; run it with "
                 "--publish --release-report=R, then publish with mxnet-release publish --report=R --yes")
         if not opts.dry_run and not report:
-            raise pytest.UsageError(
+            refuse(
                 "--publish needs --release-report=PATH (the report mxnet-release publish --report=PATH "
                 "publishes from) or --dry-run (prints the commands)")
         try:
@@ -78,12 +79,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             release = publish.resolve_release_version(
                 state, opts.profile, explicit=opts.wheel_version, wheel=opts.wheel)
         except UsageError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            refuse(exc)
         src = opts.mxnet_src or state.repo
         # In the run dir, which no sandbox of the tree's or the wheel's code sees (build_steps.sandbox)
         results = Path(tempfile.mkdtemp(prefix="publish-", dir=the_run(config).dir.root)) / "verdicts.json"
     elif (opts.dry_run or opts.yes or config.getoption("release_report")) and not opts.publish:
-        raise pytest.UsageError("--dry-run, --yes and --release-report only apply together with --publish")
+        refuse("--dry-run, --yes and --release-report only apply together with --publish")
     if release:
         fix_release_options(config, release.version, src)
     config.pluginmanager.register(PublishPlugin(config, release or None, src, results), PLUGIN_NAME)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from build_steps.errors import FAIL
 from build_steps.release_manifest import FLAVORS, build_manifest, differences, load_manifest, manifest_path
 
 from .state import the_run
@@ -103,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problems:
         print(f"{len(problems)} disagreement(s) between the gate modules and build_steps/release_sets/: "
               "regenerate with python -m harness.release_set --write and review the diff")
-        return 1
+        return FAIL
     print("release manifests agree with the gate modules: "
           + ", ".join(f"{f} {len(m.gates)} gates" for f, m in generated.items()))
     return 0

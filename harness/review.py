@@ -14,14 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from .exits import refuse
 from .state import Clock, HarnessRun, the_run
 
 
 def pytest_configure(config: pytest.Config) -> None:
     reports = config.getoption("gpu_reports", None)
     if reports is not None and not Path(reports).is_dir():
-        raise pytest.UsageError(f"--gpu-reports {reports}: no such directory; pass the directory the "
-                                "GPU runners' --provenance-json reports were collected in")
+        refuse(f"--gpu-reports {reports}: no such directory; pass the directory the "
+               "GPU runners' --provenance-json reports were collected in")
     config.pluginmanager.register(_ClockKeeper(the_run(config)), "mxnet-review-clock")
 
 

@@ -25,6 +25,7 @@ from build_steps.pinning import verify
 from build_steps.profile_data import GATE_TEST_REQUIREMENTS
 from build_steps.cuda_stack import cublas_probe_args
 
+from .exits import refuse
 from .steps import guarded
 from .common import say
 from .state import the_run
@@ -126,7 +127,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         find_links=options.find_links, index_url=options.index_url, no_index=options.no_index,
         pass_env=options.pass_env)
     if found.refusal:
-        raise pytest.UsageError(found.refusal)
+        refuse(found.refusal)
     if found.not_checked:
         say(f"==> requirements not checked before the build: {found.not_checked}; the install step will say "
             "whether the venv can be made")

@@ -21,6 +21,8 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 import pytest
 
+from .exits import refuse
+
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
     from build_steps.pinning import WheelPin
@@ -202,7 +204,7 @@ def _check_private(parent: Path) -> None:
     if st.st_mode & 0o022:
         problems.append(f"is writable by others (mode {oct(st.st_mode & 0o777)})")
     if problems:
-        raise pytest.UsageError(
+        refuse(
             f"the harness's run dir parent {parent} {' and '.join(problems)}: another user could change a "
             f"run's files. Remove it (or pass --basetemp=DIR of your own) and run again")
 

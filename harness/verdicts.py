@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
-from build_steps.errors import NOT_JUDGED, NotJudged
+from build_steps.errors import NOT_JUDGED, NOT_JUDGED_EXIT, NotJudged
 
 if TYPE_CHECKING:
     import pytest
@@ -18,9 +18,8 @@ VERDICT_PROPERTY = "mxnet_verdict"
 #: the gate table says NOT JUDGED.
 __all__ = ["NOT_JUDGED", "NOT_JUDGED_EXIT", "NotJudged", "not_judged", "failure_reason", "skip_reason",
            "verdict_of", "VERDICT_PROPERTY"]
-#: The exit status of a run where a gate or step could not judge and none judged FAIL (pytest
-#: never ends a session normally with 3: it is its INTERNAL_ERROR, also a run that judged nothing).
-NOT_JUDGED_EXIT = 3
+#: NOT_JUDGED_EXIT (3, from build_steps.errors, NotJudged.exit_code): the exit status of a run where a
+#: gate or step could not judge and none judged FAIL.
 
 
 def not_judged(reason: str) -> NoReturn:

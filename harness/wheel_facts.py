@@ -13,6 +13,7 @@ from build_steps.errors import HarnessError, WheelUnusable
 from build_steps.pinning import verify
 from build_steps.readers.wheel import extract_wheel
 
+from .exits import refuse
 from .pin_record import pin_once
 from .state import HarnessRun, the_run
 from .verdicts import failure_reason, verdict_of
@@ -57,7 +58,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     try:
         _extract_once(pin_once(run.shared, wheel), run.shared)  # type: ignore[arg-type]  # an audit has --wheel
     except WheelUnusable as exc:
-        raise pytest.UsageError(f"--wheel {wheel}: {exc}") from None
+        refuse(f"--wheel {wheel}: {exc}")
 
 
 @pytest.fixture(scope="session")

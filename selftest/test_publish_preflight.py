@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from build_steps import publish
+from build_steps import errors, publish
 from build_steps.profile_data import PROFILES
 from selftest.fixtures_publish import git, make_release_repo
 
@@ -140,7 +140,7 @@ def test_explicit_free_version_is_used(release_repo):
     ("two-point-oh", "not a valid PEP 440 version"),
 ])
 def test_explicit_version_outside_the_scheme_is_refused(release_repo, bad, why):
-    with pytest.raises(publish.UsageError, match=why):
+    with pytest.raises(errors.UsageError, match=why):
         _resolve(release_repo, explicit=bad)
 
 

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from build_steps.errors import HarnessError, UsageError
+from build_steps.errors import FAIL, HarnessError, UsageError
 from build_steps.gpu_reports import load_reports, merge, summary_lines, wheel_sass_archs
 from build_steps.options import check_wheel_path
 from build_steps.pinning import sha256_of
@@ -46,7 +46,7 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print("\n".join(summary_lines(merged)))
-    return 0 if merged.ok else 1
+    return 0 if merged.ok else FAIL
 
 
 if __name__ == "__main__":

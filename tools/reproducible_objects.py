@@ -22,6 +22,7 @@ from pathlib import Path
 from build_steps import compile as compile_step, configure, cuda_root, launcher, reproducible
 from build_steps.profile_data import PROFILES
 from build_steps.arch import make_arch
+from build_steps.errors import FAIL
 
 
 def _sha(path: Path) -> str:
@@ -88,7 +89,7 @@ def main(argv=None) -> int:
     result["identical"] = len(objects) - len(result["differ"])
     (work / "result.json").write_text(json.dumps(result, indent=1))
     print(f"{result['identical']}/{len(objects)} objects byte-identical; differ: {result['differ']}")
-    return 0 if not result["differ"] else 1
+    return 0 if not result["differ"] else FAIL
 
 
 if __name__ == "__main__":

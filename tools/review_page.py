@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from build_steps import gpu_reports
-from build_steps.errors import HarnessError, UsageError
+from build_steps.errors import FAIL, HarnessError, UsageError
 from build_steps.options import check_wheel_path
 from build_steps.pinning import sha256_of
 from build_steps.review_page import own_gpu_runs, write_page
@@ -54,10 +54,10 @@ def main(argv=None) -> int:
         out = write_page(args.out or args.report.with_suffix(".html"), doc, args.wheel, merged)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 4
+        return exc.exit_code  # 4: refused
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return FAIL
     print(f"review page written to {out}")
     return 0
 

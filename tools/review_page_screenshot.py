@@ -19,6 +19,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from build_steps.errors import FAIL, REFUSED
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "docs" / "review_page_sample.png"
 NARROW = 420
@@ -69,16 +71,16 @@ def main(argv=None) -> int:
     if not args.page.is_file():
         print(f"error: {args.page}: no such page; run the main job first (see python -m tools.review_page_screenshot -h)",
               file=sys.stderr)
-        return 4
+        return REFUSED
     if None in browser_paths():
         print("error: no Chromium and chromedriver: apt-get install chromium chromium-driver (Debian), or put "
               "google-chrome and chromedriver on PATH", file=sys.stderr)
-        return 4
+        return REFUSED
     try:
         driver = open_browser(args.width)
     except Exception as exc:  # selenium's errors have no common base worth naming here
         print(f"error: the browser did not start: {exc}", file=sys.stderr)
-        return 1
+        return FAIL
     try:
         shots = [(args.out, args.width)] + ([(args.narrow_out, NARROW)] if args.narrow_out else [])
         for dest, width in shots:

@@ -21,7 +21,7 @@ from elftools.common.utils import struct_parse
 from elftools.construct.core import ConstructError
 from elftools.elf.elffile import ELFFile
 
-from ..errors import WheelError
+from ..errors import NotElfError
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -35,10 +35,6 @@ _PARSE_ERRORS = (ELFError, ELFParseError, ConstructError, ValueError, OSError)
 # Chunk size for scanning section contents: big enough that Python overhead is negligible,
 # small enough that peak memory stays flat on a 1 GB library.
 _CHUNK = 8 << 20
-
-
-class NotElfError(WheelError):
-    """The file is not a (complete) ELF object."""
 
 
 def is_elf(path: Path | str) -> bool:

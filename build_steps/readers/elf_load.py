@@ -4,7 +4,7 @@ relocations and the symbol versions it must find (DT_VERNEED).
 Read the way ld.so reads them: from the ELF header, the program headers and the PT_DYNAMIC segment
 only, never from section headers (a stripped or oddly linked library has none that matter; ld.so
 ignores them). Every read is a small struct at a known offset, so a 1 GB libmxnet.so costs the same
-as a 20 kB codec library. Malformed or truncated input is a :class:`build_steps.readers.elf.NotElfError`
+as a 20 kB codec library. Malformed or truncated input is a :class:`build_steps.errors.NotElfError`
 whose message says which, as in elf.py.
 """
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any, BinaryIO
 
 from elftools.elf.enums import ENUM_E_MACHINE, ENUM_E_TYPE
 
-from .elf import ELF_MAGIC, NotElfError
+from ..errors import NotElfError
+from .elf import ELF_MAGIC
 
 PF_X = 0x1
 DF_TEXTREL = 0x4

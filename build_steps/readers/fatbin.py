@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .elf import section_span
-from ..errors import WheelError
+from ..errors import FatbinError
 
 CONTAINER_MAGIC = 0xBA55ED50
 _CONTAINER = struct.Struct("<IHHQ")          # magic, version, header size, fat size
@@ -34,10 +34,6 @@ FLAG_LZ4 = 0x2000
 FLAG_ZSTD = 0x8000
 FLAG_ARCH_SPECIFIC = 0x100000   # sm_90a / sm_100a / sm_120a
 FLAG_FAMILY = 0x200000          # sm_100f / compute_120f
-
-
-class FatbinError(WheelError):
-    """The ``.nv_fatbin`` section does not have the layout every CUDA toolkit writes."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import gitops
-from ..errors import UsageError
+from ..errors import GitError, UsageError
 
 #: MXNET_COMMIT_HASH as CMake writes it into compile commands, with any level of quote escaping.
 STAMP_IN_BUILD_FILES = re.compile(r"MXNET_COMMIT_HASH\s*=\s*(?:\\*[\"'])?([0-9a-f]{40}|Unavailable)")
@@ -53,7 +53,7 @@ def read_git_state(root: Path) -> GitState:
         # submodules' insides too, each asked on its own (gitops never lets git recurse into them)
         tracked = gitops.tracked_changes(root)
         full = _git(root, "status", "--porcelain", "--untracked-files=normal").splitlines()
-    except (UsageError, gitops.GitError, OSError, subprocess.TimeoutExpired) as exc:
+    except (UsageError, GitError, OSError, subprocess.TimeoutExpired) as exc:
         return GitState(root=str(root), commit=None, error=str(exc))
     untracked = [ln[3:] for ln in full if ln.startswith("?? ")]
     return GitState(root=str(root), commit=commit, branch=branch, tracked_changes=tracked, untracked=untracked)

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .elf import NotElfError, is_elf, normalize_origin
+from ..errors import NotElfError
+from .elf import is_elf, normalize_origin
 from .elf_load import PLATFORM_ELF, LoadFacts, platform_arch, read_load_facts
 from .loader import BUNDLED, UNRESOLVED, Closure, read_by_inode
 from .symbol_floor import effective_floor, split_version, vtuple

@@ -26,7 +26,8 @@ from typing import Any, TypeVar
 
 from packaging.utils import canonicalize_name
 
-from .elf import ELF_MAGIC, NotElfError, expand_origin, is_elf, normalize_origin, read_dynamic
+from ..errors import NotElfError
+from .elf import ELF_MAGIC, expand_origin, is_elf, normalize_origin, read_dynamic
 from ..library_policy import NEVER_BUNDLE, baseline_group, major_problem, pip_library_prefix
 from ..profile_data import Profile
 

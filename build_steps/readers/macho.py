@@ -14,7 +14,7 @@ from typing import Any
 from macholib import mach_o
 from macholib.MachO import MachO
 
-from ..errors import WheelError
+from ..errors import NotMachOError
 
 #: dylib-naming load commands -> the names otool -l prints for them.
 LOAD_KINDS = {
@@ -32,10 +32,6 @@ _ARM64E_SUBTYPE = 2
 # What macholib raises on a truncated or malformed file (it reads with struct, asserts, seeks).
 _PARSE_ERRORS = (ValueError, struct.error, EOFError, KeyError, IndexError, AssertionError, TypeError,
                  OSError)  # macholib reports a read past the end of a truncated file as OSError
-
-
-class NotMachOError(WheelError):
-    """The file is not a Mach-O image (or macholib cannot parse it)."""
 
 
 @dataclass

@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from ..errors import WheelError
+from ..errors import REBUILD_WHEEL as _AGAIN, HeaderMismatch, WheelError
 from .wheel_metadata import read_metadata
 from .wheel_name import parse_wheel_name, unsafe_reason
 from .wheel_record import b64, find_record, parse_record, record_algo, verify_record
@@ -66,9 +66,6 @@ _THREAD_MIN = 1 << 20
 _PIPELINE = {"0": False, "1": True}.get(os.environ.get("MXNET_HARNESS_EXTRACT_THREADS", ""),
                                         len(os.sched_getaffinity(0)) >= 2)
 _QUEUE_DEPTH = 4
-
-_AGAIN = "rebuild the wheel (or download it again)"
-
 
 @dataclass
 class ExtractedWheel:
@@ -173,18 +170,6 @@ def _data_offset(fh: BinaryIO, wheel: Path, info: zipfile.ZipInfo) -> int:
     if why:
         raise HeaderMismatch(wheel, info, why)
     return info.header_offset + 30 + name_len + extra_len
-
-
-class HeaderMismatch(WheelError):
-    """A member whose local file header and central-directory entry disagree: two readers of the
-    one archive see two different wheels."""
-
-    def __init__(self, wheel: Path, info: zipfile.ZipInfo, why: str) -> None:
-        super().__init__(
-            f"{Path(wheel).name}: member {info.filename!r}: its local file header and the central "
-            f"directory disagree ({why}). pip (zipfile) refuses such a wheel; a streaming reader "
-            "(jar x, proxies, scanners) reads the local header and sees another file. Nothing was "
-            f"extracted; {_AGAIN} with one tool that writes both headers")
 
 
 _ZIP64 = 0xFFFFFFFF

@@ -14,23 +14,7 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from ..errors import WheelError
-
-
-class WheelNameError(WheelError):
-    """A file name that is not ``<name>-<version>[-<build>]-<python>-<abi>-<platform>.whl``.
-
-    ``reason`` is the parser's own words; ``str()`` adds what to do about it.
-    """
-
-    def __init__(self, filename: str, reason: str):
-        self.filename, self.reason = filename, reason
-        super().__init__(
-            f"{filename} is not a valid wheel file name ({reason}); a wheel is named "
-            "<name>-<version>[-<build>]-<python>-<abi>-<platform>.whl: rename or rebuild it")
-
-    def __reduce__(self) -> tuple[type[WheelNameError], tuple[str, str]]:  # crosses process boundaries (xdist, the run-once store) intact
-        return type(self), (self.filename, self.reason)
+from ..errors import WheelNameError
 
 
 @dataclass(frozen=True)
