@@ -54,10 +54,12 @@ class CredentialRule:
 def load_rule(path: Path = RULE_FILE) -> CredentialRule:
     data = load_checked_toml(path, _SCHEMA, UsageError)
     rule, cases = data["rule"], data["cases"]
-    up = lambda xs: frozenset(x.upper() for x in xs)  # noqa: E731
+
+    def up(xs: Iterable[str]) -> frozenset[str]:
+        return frozenset(x.upper() for x in xs)
     return CredentialRule(
         words=up(rule["words"]), names=up(rule["names"]), not_credentials=up(rule["not_credentials"]),
-        pairs=frozenset(tuple(p.upper().split("_", 1)) for p in rule["pairs"]),  # type: ignore[misc]
+        pairs=frozenset(tuple(p.upper().split("_", 1)) for p in rule["pairs"]),
         credential_cases=tuple(cases["credential"]), not_credential_cases=tuple(cases["not_credential"]))
 
 
@@ -68,10 +70,10 @@ def is_credential_name(name: str) -> bool:
     return RULE.matches(name)
 
 
-def parse_credential_steps(values: Iterable[str] | None, steps: Iterable[str]) -> dict:
+def parse_credential_steps(values: Iterable[str] | None, steps: Iterable[str]) -> dict[str, str]:
     """``--credential-for NAME=STEP`` values -> {NAME: STEP}; a malformed one is a UsageError."""
     steps = tuple(steps)
-    out = {}
+    out: dict[str, str] = {}
     for value in values or ():
         name, sep, step = value.partition("=")
         if not sep or not name or step not in steps:
@@ -81,6 +83,6 @@ def parse_credential_steps(values: Iterable[str] | None, steps: Iterable[str]) -
     return out
 
 
-def unexplained_credentials(environ: Mapping[str, str], explained: Mapping[str, str]) -> list:
+def unexplained_credentials(environ: Mapping[str, str], explained: Mapping[str, str]) -> list[str]:
     """Credential-shaped names set (non-empty) in ``environ`` that no ``--credential-for`` names."""
     return sorted(k for k, v in environ.items() if v and is_credential_name(k) and k not in explained)

@@ -25,7 +25,7 @@ STUB_RECORD = "driver-stub"
 _CAN_LOAD = "import ctypes, sys\ntry:\n    ctypes.CDLL(sys.argv[1])\nexcept OSError as exc:\n    print(exc)\n    sys.exit(1)\n"
 
 
-def driver_missing(python: Path, env: dict | None = None) -> str | None:
+def driver_missing(python: Path, env: dict[str, str] | None = None) -> str | None:
     """Why ``python`` cannot load libcuda.so.1 (None when a driver is installed)."""
     # the venv's interpreter runs the installed wheel's .pth files: sandboxed like every probe
     argv, child_env = sandbox.wrap([str(python), "-c", _CAN_LOAD, DRIVER_SONAME], env,

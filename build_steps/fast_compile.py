@@ -23,7 +23,7 @@ RELEASE_HOST_OPT = "-O3"
 DEVICE_LEVELS = ("max", "mid", "min")
 
 
-def fast_compile_defines(level: str = FAST_COMPILE_LEVEL, device: str | None = None) -> dict:
+def fast_compile_defines(level: str = FAST_COMPILE_LEVEL, device: str | None = None) -> dict[str, str]:
     """The CMake definitions ``--fast-compile`` adds at configure; ``device``: the
     ``--fast-compile-device`` level, which adds nvcc's ``-Ofc=<device>`` to the CUDA compiles."""
     defines = {f"CMAKE_{lang}_FLAGS_RELEASE": f"{level} -DNDEBUG" for lang in ("C", "CXX", "CUDA")}

@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Iterable, Mapping
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -66,7 +67,7 @@ def filesystem_name(path: Path) -> str:
 #: (directory, what moves it) of the places a run writes, registered by the harness (the build
 #: dir, the cache, the venv dir); TMPDIR is always known. The advice for a full or read-only
 #: disk names the one a path is under.
-_PLACES: dict = {}
+_PLACES: dict[Path, str] = {}
 
 
 def place(directory: Path, moved_by: str) -> None:
@@ -78,7 +79,7 @@ def forget_places() -> None:
     _PLACES.clear()
 
 
-def tmpdir(env: dict | None = None) -> Path:
+def tmpdir(env: Mapping[str, str] | None = None) -> Path:
     """The TMPDIR the sandbox and the compilers use: ``TMPDIR`` as set (in ``env``, else this
     process's environment), else tempfile's. Not ``tempfile.gettempdir()`` alone: it silently skips
     a TMPDIR it cannot write and answers /tmp, so a full or missing TMPDIR was measured as /tmp
@@ -133,13 +134,13 @@ def no_space(path: Path, kept: bool = True) -> str:
             f"{advice_for(path)}; then re-run" + (" (the finished steps are kept)" if kept else ""))
 
 
-def full_one(paths, *texts: str) -> Path | None:
+def full_one(paths: Iterable[str | os.PathLike[str] | None], *texts: str) -> Path | None:
     """Which of ``paths`` (build dir, TMPDIR, cache, in that order) a failed step ran out of
     space on: the first that is (nearly) full now; else, when the output says "No space left on
     device", the first the failing line names (gcc's ``error writing to /tmp/ccX.s``), else the
     first; None when nothing says the disk was full."""
-    paths = [Path(p) for p in paths if p is not None]
-    for p in paths:
+    candidates = [Path(p) for p in paths if p is not None]
+    for p in candidates:
         try:
             if free_bytes(p) < NEARLY_FULL:
                 return p
@@ -148,12 +149,12 @@ def full_one(paths, *texts: str) -> Path | None:
     lines = [line for text in texts for line in text.splitlines() if says_no_space(line)]
     if not lines:
         return None
-    for p in paths:
+    for p in candidates:
         for line in lines:
             written = line.split(": No space left")[0].split()[-1:]  # the path the tool failed to write
             if written and (written[0].startswith(str(p) + "/") or written[0].startswith(str(p.resolve()) + "/")):
                 return p
-    return paths[0] if paths else None
+    return candidates[0] if candidates else None
 
 
 def is_no_space(exc: BaseException) -> bool:

@@ -9,6 +9,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator
 
 from .errors import log_tail
 
@@ -17,12 +18,12 @@ EVERY = 10.0
 
 
 @contextmanager
-def heartbeat(label: str, log: Path, say, every: float = EVERY):
+def heartbeat(label: str, log: Path, say: Callable[[str], object], every: float = EVERY) -> Iterator[None]:
     """While the body runs, ``say("[label] 20s: <last log line>")`` every ``every`` seconds."""
     stop = threading.Event()
     start = time.monotonic()
 
-    def beat():
+    def beat() -> None:
         while not stop.wait(every):
             last = log_tail(Path(log), 1).strip()[:100]
             try:

@@ -25,7 +25,7 @@ import json
 import pickle
 import typing
 from pathlib import Path, PurePath
-from typing import Callable, TypeVar
+from typing import Any, Callable, ClassVar, Iterable, Mapping, TypeVar
 
 from filelock import FileLock
 
@@ -34,30 +34,35 @@ from .errors import (BuildInterrupted, HarnessError, NotJudged, NotJudgedElsewhe
 
 #: what a shared product's producer returns, and so what every process gets back
 _T = TypeVar("_T")
+#: a JSON record as json writes and reads it: its values are whatever the record's writer put
+Record = dict[str, Any]
+#: a run-once record's failure -> the exception every later process raises from it
+Elsewhere = Callable[[str, Record], HarnessError]
 
 
-def _failure(exc: BaseException) -> dict:
+def _failure(exc: BaseException) -> Record:
     first_line = (str(exc).splitlines() or [type(exc).__name__])[0]
     return {"failed": True, "error": first_line, "message": str(exc),
             "interrupted": isinstance(exc, BuildInterrupted), "not_judged": isinstance(exc, NotJudged)}
 
 
-def _step_failed(key: str, record: dict) -> HarnessError:
+def _step_failed(key: str, record: Record) -> HarnessError:
     cls = NotJudgedElsewhere if record.get("not_judged") else StepFailedElsewhere
     return cls(f"step {key!r} already failed in this run (reported once, above): {record['error']}")
 
 
-def _product_failed(key: str, record: dict) -> HarnessError:
+def _product_failed(key: str, record: Record) -> HarnessError:
     cls = ProductNotJudged if record.get("not_judged") else ProductFailed
-    return cls(record.get("message", record["error"]))
+    return cls(record["message"] if "message" in record else record["error"])
 
 
-def _raise_if_failed(key: str, record: dict, elsewhere=_step_failed) -> None:
+def _raise_if_failed(key: str, record: Record, elsewhere: Elsewhere = _step_failed) -> None:
     if record.get("failed"):
         raise elsewhere(key, record)
 
 
-def _once(shared_dir: Path, key: str, produce: Callable, suffix: str, dump, load, elsewhere=_step_failed):
+def _once(shared_dir: Path, key: str, produce: Callable[[], _T], suffix: str, dump: Callable[[Path, Record], None],
+          load: Callable[[Path], Record], elsewhere: Elsewhere = _step_failed) -> _T:
     shared_dir = Path(shared_dir)
     shared_dir.mkdir(parents=True, exist_ok=True)
     record = shared_dir / f"{key}{suffix}"
@@ -65,7 +70,8 @@ def _once(shared_dir: Path, key: str, produce: Callable, suffix: str, dump, load
         if record.exists():
             data = load(record)
             _raise_if_failed(key, data, elsewhere)
-            return data["result"]
+            # what ``produce`` returned in the process that ran it, written by this same function
+            return typing.cast(_T, data["result"])
         try:
             result = produce()
         except BaseException as exc:
@@ -75,25 +81,27 @@ def _once(shared_dir: Path, key: str, produce: Callable, suffix: str, dump, load
         return result
 
 
-def _dump_json(path: Path, data: dict) -> None:
+def _dump_json(path: Path, data: Record) -> None:
     path.write_text(json.dumps(data))
 
 
-def _load_json(path: Path) -> dict:
-    return json.loads(path.read_text())
+def _load_json(path: Path) -> Record:
+    data: Record = json.loads(path.read_text())
+    return data
 
 
-def _dump_pickle(path: Path, data: dict) -> None:
+def _dump_pickle(path: Path, data: Record) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_bytes(pickle.dumps(data))
     tmp.replace(path)
 
 
-def _load_pickle(path: Path) -> dict:
-    return pickle.loads(path.read_bytes())
+def _load_pickle(path: Path) -> Record:
+    data: Record = pickle.loads(path.read_bytes())
+    return data
 
 
-def run_once(shared_dir: Path, key: str, produce: Callable[[], dict]) -> dict:
+def run_once(shared_dir: Path, key: str, produce: Callable[[], Record]) -> Record:
     """Return ``produce()``'s JSON-able dict, computed by exactly one process per ``shared_dir``.
 
     ``shared_dir`` must be common to all workers of one test run (the parent of pytest's
@@ -109,9 +117,10 @@ def shared_product(shared_dir: Path, key: str, produce: Callable[[], _T]) -> _T:
     return _once(shared_dir, key, produce, ".pickle", _dump_pickle, _load_pickle, _product_failed)
 
 
-def load_shared(shared_dir: Path, key: str):
+def load_shared(shared_dir: Path, key: str) -> Any:
     """The product another process stored with :func:`shared_product`, or None (none yet, or
-    the step failed)."""
+    the step failed). Any: the product is whatever the key's producer returned; the caller names
+    the key, so it knows the type."""
     record = Path(shared_dir) / f"{key}.pickle"
     if not record.exists():
         return None
@@ -119,7 +128,7 @@ def load_shared(shared_dir: Path, key: str):
     return None if data.get("failed") else data["result"]
 
 
-def acquire(shared_dir: Path, key: str, make: Callable[[], dict]) -> dict:
+def acquire(shared_dir: Path, key: str, make: Callable[[], Record]) -> Record:
     """``make()``'s JSON-able product (with a ``root`` path), made once and shared by every
     process that acquires ``key``.
 
@@ -144,10 +153,10 @@ def acquire(shared_dir: Path, key: str, make: Callable[[], dict]) -> dict:
             state = {"product": product, "users": 0}
         state["users"] = state.get("users", 0) + 1
         _dump_json(state_file, state)
-        return product
+        return typing.cast(Record, product)  # make()'s product, or the one an earlier make() wrote
 
 
-def release(shared_dir: Path, key: str, cleanup: Callable[[dict], None] | None = None) -> None:
+def release(shared_dir: Path, key: str, cleanup: Callable[[Record], None] | None = None) -> None:
     """Drop one user of ``key``; the last one calls ``cleanup(product)``."""
     state_file = Path(shared_dir) / f"{key}.state.json"
     with FileLock(str(state_file) + ".lock"):
@@ -166,19 +175,25 @@ def release(shared_dir: Path, key: str, cleanup: Callable[[dict], None] | None =
 # ---------------------------------------------------------------------------------------------
 # the codec between step-result dataclasses and the JSON records
 
-def _plain(items) -> dict:
+def _plain(items: Iterable[tuple[str, Any]]) -> Record:
     return {k: str(v) if isinstance(v, PurePath) else v for k, v in items}
+
+
+_R = TypeVar("_R", bound="JsonRecord")
 
 
 class JsonRecord:
     """Mixin for a step-result dataclass: ``to_json()`` is :func:`dataclasses.asdict` with paths
     as strings; ``from_json(d)`` restores the fields whose type hint is a Path."""
 
-    def to_json(self) -> dict:
+    #: set by @dataclass on each subclass; declared here so mypy knows a JsonRecord is a dataclass
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+    def to_json(self) -> Record:
         return dataclasses.asdict(self, dict_factory=_plain)
 
     @classmethod
-    def from_json(cls, d: dict | None):
+    def from_json(cls: type[_R], d: Mapping[str, Any] | None) -> _R | None:
         if not d:
             return None
         hints = typing.get_type_hints(cls)
@@ -193,7 +208,7 @@ class JsonRecord:
         return cls(**values)
 
 
-def _is_path(hint) -> bool:
+def _is_path(hint: object) -> bool:
     if hint is None:
         return False
     if isinstance(hint, type):

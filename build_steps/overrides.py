@@ -7,10 +7,15 @@ so the run can build but cannot publish.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .development_settings import cmake_define_reason
 from .readers import cmake_cache
 from .fast_compile import FAST_COMPILE_LEVEL, RELEASE_HOST_OPT
 from .arch import missing_release_archs
+
+if TYPE_CHECKING:  # annotations only: options imports nothing of this module, but the run's options are read here
+    from .options import RunOptions
 
 #: What the wheel promises its users when a toggle of the profile is ON, in their words.
 TOGGLE_PROMISES = {
@@ -23,15 +28,17 @@ TOGGLE_PROMISES = {
 }
 
 
-def broken_promises(options) -> list[str]:
+def broken_promises(options: RunOptions) -> list[str]:
     """One sentence per ``--cmake-define`` override of the run (``options``: RunOptions) that
     contradicts the profile: the define and the promise."""
     broken = []
     profile = options.profile
     for key, value in options.cmake_defines.items():
         if key == "MXNET_CUDA_ARCH":
-            left_out = (missing_release_archs(profile, options.cuda_arch.override)
-                        if profile.is_cuda else [])
+            # make_arch parses a CUDA profile's MXNET_CUDA_ARCH define into the override
+            override = options.cuda_arch.override
+            left_out = (missing_release_archs(profile, override)
+                        if profile.is_cuda and override is not None else [])
             if left_out:
                 broken.append(f"-DMXNET_CUDA_ARCH={value} leaves out {', '.join(left_out)}: breaks the "
                               f"promise of kernels for every GPU of the release list {profile.cuda_arch}")
@@ -56,7 +63,7 @@ def broken_promises(options) -> list[str]:
     return broken
 
 
-def development_option_promises(options) -> list[str]:
+def development_option_promises(options: RunOptions) -> list[str]:
     """One sentence per development shorthand of the run (``--cuda-arch=native``, ``--fast-compile``):
     the option as written and the release promise it breaks. Like an override, each builds and
     installs but cannot publish."""

@@ -15,6 +15,7 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from .errors import WheelChanged
 from .once import JsonRecord
@@ -36,11 +37,11 @@ class WheelPin(JsonRecord):
     #: run is seen at the end (source is what it pointed to when the run pinned it)
     named: str = ""
     #: stat_signature of the copy and of the source once pinned (None: hash every time)
-    copy_stat: list | None = None
-    source_stat: list | None = None
+    copy_stat: list[int] | None = None
+    source_stat: list[int] | None = None
 
 
-def sha256_of(path: Path) -> str:
+def sha256_of(path: str | os.PathLike[str]) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(_BLOCK), b""):
@@ -48,7 +49,7 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def stat_signature(path) -> list | None:
+def stat_signature(path: str | os.PathLike[str]) -> list[int] | None:
     """(device, inode, size, mtime, ctime in ns) of ``path``, or None when it cannot vouch for the
     bytes. The kernel sets a file's ctime on every write, truncate, rename or chmod of it, and no
     system call sets it to a chosen value (utime() sets mtime, and itself moves ctime): a file
@@ -64,7 +65,7 @@ def stat_signature(path) -> list | None:
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
-def _unchanged(path, signature) -> bool:
+def _unchanged(path: str | os.PathLike[str], signature: Iterable[int] | None) -> bool:
     return signature is not None and stat_signature(path) == list(signature)
 
 

@@ -15,16 +15,16 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from . import filesystem, source
 from .cuda_root import find_nvcc_home, wheels_held
 from .deterministic_compile import NVCC_UNQUOTABLE
 from .errors import HarnessError
 from .arch import Arch, ArchSpec, missing_release_archs
+from .profile_data import Profile
 
 
-def nvcc_for_build(cmake_defines: dict) -> Path | None:
+def nvcc_for_build(cmake_defines: dict[str, str]) -> Path | None:
     """The nvcc this build will run: a CMAKE_CUDA_COMPILER override, else the toolkit's (the
     --cuda-from-wheels root holds a copy of that same nvcc). None when there is none."""
     if cmake_defines.get("CMAKE_CUDA_COMPILER"):
@@ -111,7 +111,7 @@ class SpaceNeed:
     moved_by: str
 
 
-def space_needs(src: Path, profile: Any, build_dir: Path, *, tmp: Path | None = None,
+def space_needs(src: Path, profile: Profile, build_dir: Path, *, tmp: Path | None = None,
                 cache: Path | None = None, cuda_wheels: bool = False,
                 compiler_cache: bool = False) -> tuple[int, list[SpaceNeed]]:
     """(the tree's source count, each place's need) for a ``profile`` build of ``src``.
@@ -137,7 +137,7 @@ def space_needs(src: Path, profile: Any, build_dir: Path, *, tmp: Path | None = 
     return count, [p for p in places if p.need > 0]
 
 
-def build_dir_refusals(src: Path, build_dir: Path, profile: Any, *, tmp: Path | None = None,
+def build_dir_refusals(src: Path, build_dir: Path, profile: Profile, *, tmp: Path | None = None,
                        cache: Path | None = None, cuda_wheels: bool = False,
                        compiler_cache: bool = False) -> list[str]:
     """A build dir that cannot be written, or a filesystem the build needs that cannot hold it.
@@ -223,7 +223,7 @@ def path_refusals(places: list[tuple[str, Path, str]], cuda: bool) -> list[str]:
     return problems
 
 
-def cache_refusal(cache: Path, profile: Any) -> str:
+def cache_refusal(cache: Path, profile: Profile) -> str:
     """One line when a --cuda-from-wheels build must download into a harness cache it cannot write
     ("" when it can, or holds the wheels already). Its default is under HOME (~/.cache): a read-only
     HOME is moved by MXNET_HARNESS_CACHE or XDG_CACHE_HOME, not by --build-dir or TMPDIR."""
@@ -250,7 +250,7 @@ def untracked_refusal(src: Path) -> str:
             ".gitignore, or pass --allow-untracked for a development build (the run then cannot publish)")
 
 
-def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bool,
+def refusals(src: Path, profile: Profile, arch: Arch, cmake_defines: dict[str, str], *, release: bool,
              allow_dirty: bool, build_dir: Path | None = None, cache: Path | None = None,
              cuda_wheels: bool = False, compiler_cache: bool = False,
              allow_untracked: bool = False) -> list[str]:
@@ -262,7 +262,7 @@ def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bo
     ``build_dir``: refused in the tree (build_dir_in_tree); checked for writability and free space with TMPDIR and ``cache`` (the harness
     cache, holding the CUDA wheels of a ``cuda_wheels`` build and the objects of a
     ``compiler_cache`` one) (build_dir_refusals)."""
-    problems = []
+    problems: list[str] = []
     # An empty submodule is refused dirty or not: nothing can build it, and git sees an emptied
     # vendored copy as deleted files, which would name only the symptom.
     missing = source.missing_submodules(src, {**profile.configure_flags, **cmake_defines})
@@ -313,10 +313,10 @@ def refusals(src: Path, profile, arch: Arch, cmake_defines: dict, *, release: bo
         if too_old:
             problems.append(too_old)
         if release and arch.is_release_choice:
-            missing = missing_release_archs(profile, arch.requested)
-            if missing:
+            left_out = missing_release_archs(profile, arch.requested)
+            if left_out:
                 problems.append(
-                    f"the arch list leaves out {', '.join(missing)} of the {profile.name} release list "
+                    f"the arch list leaves out {', '.join(left_out)} of the {profile.name} release list "
                     f"{profile.cuda_arch}: those GPUs would get no kernel image. Drop --cuda-arch, or for "
                     "a development build pass --cmake-define=MXNET_CUDA_ARCH=LIST (the run then cannot publish)")
         if not too_old:  # an old nvcc's arch list is not the problem

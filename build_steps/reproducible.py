@@ -13,6 +13,7 @@ import sys
 import time
 import zipfile
 from pathlib import Path
+from typing import Callable
 
 from . import deterministic_compile, gitops
 
@@ -30,13 +31,13 @@ def source_date_epoch(src: Path) -> int | None:
     return int(out) if proc.returncode == 0 and out.isdigit() else None
 
 
-def zip_stamp(epoch: int) -> tuple:
+def zip_stamp(epoch: int) -> tuple[int, int, int, int, int, int]:
     """``epoch`` as a zip member reads it back: UTC, seconds in steps of two (the DOS format)."""
-    t = time.gmtime(max(epoch, _ZIP_EPOCH))[:6]
-    return (*t[:5], t[5] - t[5] % 2)
+    t = time.gmtime(max(epoch, _ZIP_EPOCH))
+    return (t[0], t[1], t[2], t[3], t[4], t[5] - t[5] % 2)
 
 
-def stray_stamps(wheel: Path, epoch: int) -> list:
+def stray_stamps(wheel: Path, epoch: int) -> list[str]:
     """Members whose timestamp is not ``epoch`` (empty when the wheel is stamped throughout)."""
     want = zip_stamp(epoch)
     with zipfile.ZipFile(wheel) as zf:
@@ -79,14 +80,15 @@ def make_reproducible(wheel: Path, epoch: int | None) -> str:
 
 # ---- the compile ------------------------------------------------------------------------------
 
-def launcher_prefix(src: Path, build_dir: Path, python: str | None = None, development: bool = False):
+def launcher_prefix(src: Path, build_dir: Path, python: str | None = None,
+                    development: bool = False) -> Callable[[str], list[str]]:
     """``lang -> [commands]`` that start each compile's launcher chain: the flag adder of
     build_steps.deterministic_compile, told the tree and build dir so it can make paths relative.
     ``development``: .cu objects may stay cached by sccache (fast, not reproducible)."""
     script = Path(deterministic_compile.__file__).resolve()
     src, build_dir = Path(src).resolve(), Path(build_dir).resolve()
 
-    def prefix(lang: str) -> list:
+    def prefix(lang: str) -> list[str]:
         return [python or sys.executable, "-I", "-S", str(script), f"--lang={lang}",
                 f"--src={src}", f"--build={build_dir}", *(["--dev"] if development else [])]
     return prefix
@@ -104,7 +106,7 @@ ARCHIVE_DEFINES = {
 }
 
 
-def compile_env(src: Path) -> dict:
+def compile_env(src: Path) -> dict[str, str]:
     """SOURCE_DATE_EPOCH for the compilers (``__DATE__``/``__TIME__``), {} outside git."""
     epoch = source_date_epoch(src)
     return {"SOURCE_DATE_EPOCH": str(epoch)} if epoch is not None else {}

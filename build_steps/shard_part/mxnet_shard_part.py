@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the shard's own pytest loads this plugin
+    import pytest
 
 ENV = "MXNET_SHARD_PART"
 
@@ -18,12 +22,12 @@ def part_of(nodeid: str, parts: int) -> int:
     return int(hashlib.sha256(nodeid.encode()).hexdigest(), 16) % parts + 1
 
 
-def parse(text: str) -> tuple:
+def parse(text: str) -> tuple[int, int]:
     k, _, n = text.partition("/")
     return int(k), int(n)
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     spec = os.environ.get(ENV)
     if not spec:
         return
