@@ -17,6 +17,7 @@ import tomllib
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Iterable, Mapping
 
 from packaging.utils import canonicalize_name
 
@@ -27,17 +28,17 @@ DEFAULT_INDEX = "https://pypi.org/simple"
 class Pin:
     name: str
     version: str
-    hashes: tuple       # sha256 of each acceptable file
+    hashes: tuple[str, ...]       # sha256 of each acceptable file
 
     def requirement_line(self) -> str:
         return f"{self.name}=={self.version} " + " ".join(f"--hash=sha256:{h}" for h in self.hashes)
 
 
-def load(path: Path) -> tuple:
+def load(path: Path) -> tuple[Pin, ...]:
     """The pins of a lock file; ValueError naming the file and entry when one is incomplete."""
     with open(path, "rb") as fh:
         data = tomllib.load(fh)
-    pins = []
+    pins: list[Pin] = []
     for i, entry in enumerate(data.get("wheel", [])):
         hashes = tuple(f.get("sha256", "") for f in entry.get("files", []))
         if not entry.get("name") or not entry.get("version") or not hashes or not all(hashes):
@@ -48,12 +49,13 @@ def load(path: Path) -> tuple:
     return tuple(pins)
 
 
-def requirements_text(pins) -> str:
+def requirements_text(pins: Iterable[Pin]) -> str:
     return "".join(p.requirement_line() + "\n" for p in pins)
 
 
-def pip_command(python: str, target: Path, requirements_file: Path, find_links=(),
-                index_url: str | None = None, no_index: bool = False) -> list:
+def pip_command(python: str, target: Path, requirements_file: Path,
+                find_links: Iterable[str | os.PathLike[str]] = (),
+                index_url: str | None = None, no_index: bool = False) -> list[str]:
     """pip install of exactly the locked files: only the index and find-links named here."""
     cmd = [python, "-m", "pip", "--isolated", "install", "--disable-pip-version-check", "--no-input",
            "--no-deps", "--require-hashes", "--only-binary=:all:", "--target", str(target),
@@ -68,20 +70,20 @@ def pip_command(python: str, target: Path, requirements_file: Path, find_links=(
     return cmd
 
 
-def pip_env(base: dict | None = None) -> dict:
+def pip_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment pip runs in: no PIP_* setting of the host, and no configuration file."""
     env = {k: v for k, v in (base if base is not None else os.environ).items() if not k.startswith("PIP_")}
     env["PIP_CONFIG_FILE"] = os.devnull
     return env
 
 
-def installed_versions(target: Path) -> dict:
+def installed_versions(target: Path) -> dict[str, str]:
     """name -> version of the distributions installed under ``target`` (pip --target)."""
     return {canonicalize_name(d.metadata["Name"]): d.version
             for d in metadata.distributions(path=[str(target)])}
 
 
-def mismatches(target: Path, pins) -> list:
+def mismatches(target: Path, pins: Iterable[Pin]) -> list[str]:
     """One line per locked distribution whose installed version differs (or is missing)."""
     have = installed_versions(target)
     return [f"{p.name}: installed {have.get(p.name, 'nothing')}, lock {p.version}"
@@ -110,7 +112,7 @@ def damaged(target: Path) -> list[str]:
         memo = json.loads((root / VERIFIED).read_text())
     except (OSError, ValueError):
         memo = {}
-    seen: dict = {}
+    seen: dict[str, list[str | int]] = {}
     for record in sorted(root.glob("*.dist-info/RECORD")):
         problems: list[str] = []
         rows = parse_record(record.read_text(encoding="utf-8", errors="replace"), problems)
@@ -126,7 +128,7 @@ def damaged(target: Path) -> list[str]:
                 if size and st.st_size != int(size):
                     out.append(f"{name}: {st.st_size} bytes, RECORD says {size}")
                     continue
-                signature = [digest, st.st_size, st.st_mtime_ns, st.st_ino]
+                signature: list[str | int] = [digest, st.st_size, st.st_mtime_ns, st.st_ino]
                 if memo.get(name) != signature:
                     algo = record_algo((digest, size))
                     with open(path, "rb") as fh:
@@ -147,6 +149,6 @@ def damaged(target: Path) -> list[str]:
     return out
 
 
-def toolchain_entry(target: Path) -> dict:
+def toolchain_entry(target: Path) -> dict[str, str]:
     """The installed CUDA wheels, for the report's toolchain section."""
     return dict(sorted(installed_versions(target).items()))

@@ -25,6 +25,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable, Sequence, TextIO, cast
 
 from filelock import FileLock
 
@@ -56,8 +57,8 @@ int cuLaunchKernel(void) { return 100; }
 class CudaRoot(JsonRecord):
     root: Path
     wheels_dir: Path
-    cmake_args: dict      # -D definitions for CMake (CUDAToolkit_ROOT, CUDNN_ROOT, NCCL_ROOT, ...)
-    env: dict             # environment additions for configure/compile
+    cmake_args: dict[str, str]      # -D definitions for CMake (CUDAToolkit_ROOT, CUDNN_ROOT, NCCL_ROOT, ...)
+    env: dict[str, str]             # environment additions for configure/compile
 
 
 def default_cache_dir() -> Path:
@@ -69,7 +70,10 @@ def default_cache_dir() -> Path:
 
 def _stack(stack: CudaStack | None) -> CudaStack:
     """``stack``, or the one CUDA profile's when the caller names none."""
-    return stack if stack is not None else only_cuda_profile("the CUDA root names no CUDA stack").cuda
+    if stack is not None:
+        return stack
+    # only_cuda_profile picks among cuda_profiles(), which hold only profiles with a CUDA stack
+    return cast(CudaStack, only_cuda_profile("the CUDA root names no CUDA stack").cuda)
 
 
 def find_nvcc_home(stack: CudaStack | None = None) -> Path:
@@ -112,8 +116,9 @@ def wheels_held(cache: Path, stack: CudaStack) -> bool:
     return (wheels_dir(cache, stack) / ".complete").is_file()
 
 
-def install_wheels(cache: Path, requirements=None, python: str | None = None,
-                   find_links=(), index_url: str | None = None, progress=None,
+def install_wheels(cache: Path, requirements: Sequence[str] | None = None, python: str | None = None,
+                   find_links: Iterable[str | os.PathLike[str]] = (), index_url: str | None = None,
+                   progress: TextIO | None = None,
                    lock: Path | None = None, no_index: bool = False,
                    stack: CudaStack | None = None) -> Path:
     """``pip install --target`` the locked CUDA wheels (``lock``, default the wheel_lock of
@@ -154,6 +159,7 @@ def install_wheels(cache: Path, requirements=None, python: str | None = None,
             env = cuda_lock.pip_env()
             requirements = tuple(f"{p.name}=={p.version}" for p in pins)
         else:
+            assert requirements is not None  # no pins: an unlocked requirement set was given
             cmd = [python or sys.executable, "-m", "pip", "install", "--disable-pip-version-check",
                    "--no-input", "--target", str(target), *requirements]
             for fl in find_links:
@@ -167,6 +173,7 @@ def install_wheels(cache: Path, requirements=None, python: str | None = None,
             fh.write("$ " + " ".join(cmd) + "\n")
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                     bufsize=1, env=env)
+            assert proc.stdout is not None  # stdout=PIPE
             try:
                 for line in proc.stdout:
                     fh.write(line)
@@ -207,7 +214,7 @@ def _first(damage: list[str]) -> str:
     return damage[0] + (f", and {len(damage) - 1} more" if len(damage) > 1 else "")
 
 
-def _check_lock(target: Path, pins, lock: Path | None) -> None:
+def _check_lock(target: Path, pins: Iterable[cuda_lock.Pin] | None, lock: Path | None) -> None:
     """StepError when the wheels under ``target`` are not the lock's versions (names both)."""
     if pins is None:
         return
@@ -259,8 +266,9 @@ def build_driver_stub(dest: Path, cc: str = "gcc") -> Path:
 
 
 def assemble_cuda_root(cache: Path | None = None, nvcc_home: Path | None = None,
-                       requirements=None, python: str | None = None,
-                       find_links=(), index_url: str | None = None, progress=None,
+                       requirements: Sequence[str] | None = None, python: str | None = None,
+                       find_links: Iterable[str | os.PathLike[str]] = (), index_url: str | None = None,
+                       progress: TextIO | None = None,
                        lock: Path | None = None, no_index: bool = False,
                        stack: CudaStack | None = None) -> CudaRoot:
     """Install (cached) the CUDA wheels of ``stack`` (the profile's CUDA stack) and assemble the

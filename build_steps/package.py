@@ -12,12 +12,14 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Container
 
 from . import atomic, filesystem, processes, reproducible, sandbox, tree_links
 from .step_record import record_step
 from .own_files import open_log
 from .errors import EnvironmentFault, GitError, ReleasedWheel, StepError, log_tail
 from .once import JsonRecord
+from .profile_data import Profile
 from .venv import clean_env
 
 
@@ -58,7 +60,7 @@ def stage_tree(src: Path, dest: Path) -> Path:
     return dest
 
 
-def build_wheel(src: Path, version: str, profile, staging_dir: Path, log_dir: Path,
+def build_wheel(src: Path, version: str, profile: Profile, staging_dir: Path, log_dir: Path,
                 python: str, commit_of: Path | None = None) -> PackageResult:
     """The wheel of ``src/python`` (a stage_tree) into ``staging_dir``; ``commit_of``: the
     source tree whose commit dates the wheel (default ``src``)."""
@@ -110,7 +112,7 @@ def build_wheel(src: Path, version: str, profile, staging_dir: Path, log_dir: Pa
     return PackageResult(wheel=wheels[0], seconds=seconds, log=log)
 
 
-def released_tag(src: Path, version: str, remote_tags=()) -> str | None:
+def released_tag(src: Path, version: str, remote_tags: Container[str] = ()) -> str | None:
     """The tag ``v<version>`` when it exists in ``src`` (locally) or among ``remote_tags``."""
     from . import gitops
     tag = f"v{version}"
@@ -123,7 +125,7 @@ def released_tag(src: Path, version: str, remote_tags=()) -> str | None:
 
 
 def publish_to_dist(wheel: Path, dist_dir: Path, *, sha256: str | None = None,
-                    src: Path | None = None, remote_tags=()) -> Path:
+                    src: Path | None = None, remote_tags: Container[str] = ()) -> Path:
     """Copy a wheel that passed its gates into dist/, all or nothing (build_steps.atomic).
 
     ``sha256`` is the run's pin: the bytes copied must be the bytes the gates judged. A wheel of

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any, Callable
 
 import zipfile
 from email.parser import HeaderParser
@@ -29,7 +30,8 @@ from .release_report import check_key_place, key_path, read_report
 from .errors import PublishFailed, ReportRefused
 
 
-def publish_from_report(report_path: Path, *, dry_run: bool, yes: bool, say=print) -> str:
+def publish_from_report(report_path: Path, *, dry_run: bool, yes: bool,
+                        say: Callable[[str], object] = print) -> str:
     """Publish what ``report_path`` describes; returns the release URL (or the tag / 'dry run')."""
     content = read_report(report_path)
     profile = get_profile(content["flavor"])
@@ -97,7 +99,7 @@ def _check_wheel_version(pinned: Path, source: Path, version: str) -> None:
                             f"Version {said}; these are another wheel's bytes")
 
 
-def _check_gates(content: dict, repo: Path) -> None:
+def _check_gates(content: dict[str, Any], repo: Path) -> None:
     """The gates said to have passed are the release manifest's, and each excused gate is a shard
     gate that the fork's own script would not run on this tree (its only-if file is absent):
     read_report already checked that every other gate of the set passed."""
@@ -115,5 +117,5 @@ def _check_gates(content: dict, repo: Path) -> None:
                                 "out (only a shard whose only-if file is absent may be)")
 
 
-def _facts(raw: dict) -> dict:
+def _facts(raw: dict[str, Any]) -> dict[str, Any]:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}

@@ -31,6 +31,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock, Timeout
 
@@ -92,14 +93,15 @@ def typed_command() -> str:
     return " ".join(argv)[:300]
 
 
-def _holder(owner: Path) -> dict:
+def _holder(owner: Path) -> dict[str, Any]:
     try:
-        return json.loads(owner.read_text())
+        note: dict[str, Any] = json.loads(owner.read_text())  # the note _write_note wrote
+        return note
     except (OSError, ValueError):
         return {}
 
 
-def _describe(holder: dict) -> str:
+def _describe(holder: dict[str, Any]) -> str:
     if not holder.get("pid"):
         return "another harness run (its pid is not recorded yet)"
     return (f"pid {holder['pid']}, started {holder.get('started', '?')}"
@@ -144,7 +146,7 @@ def take(directory: Path, what: str, fix: str, inside: bool = False) -> HeldLock
     return HeldLock(lock, owner, note, made)
 
 
-def _write_note(owner: Path, record: dict) -> None:
+def _write_note(owner: Path, record: dict[str, Any]) -> None:
     """The holder's note, whole or not at all (a full disk leaves no empty note to misread)."""
     tmp = owner.with_name(f"{owner.name}.{os.getpid()}.partial")
     try:
@@ -155,7 +157,7 @@ def _write_note(owner: Path, record: dict) -> None:
         raise
 
 
-def _record() -> dict:
+def _record() -> dict[str, Any]:
     """The holder's note: who, and what a takeover must stop if it dies uncleanly: every process
     carrying its run id, its process group, and its notes (the sccache server) in its tmp dir."""
     sup = supervise.current()
@@ -172,7 +174,7 @@ def _cannot_lock(directory: Path, what: str, exc: OSError) -> str:
             f"({filesystem.filesystem_name(where)}). " + filesystem.advice_for(where))
 
 
-def _take_over(stale: dict, directory: Path, what: str) -> str:
+def _take_over(stale: dict[str, Any], directory: Path, what: str) -> str:
     """The note for a takeover of a dead run's lock, after stopping what that run left running."""
     if not stale.get("pid") or stale["pid"] == os.getpid():
         return ""
