@@ -30,12 +30,14 @@ import sys
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable, Sequence, TypedDict
 
 from . import tree_links
 from .readers.elf import read_dynamic
 from .errors import StepError
 from .once import JsonRecord
 from .library_policy import is_host_library
+from .profile_data import Profile
 
 #: Where glibc's loader looks when the ld.so cache has no entry (x86_64 Debian/Ubuntu layout
 #: first, then the generic ones).
@@ -63,10 +65,21 @@ class BundledLib:
     original: str       # its SONAME on the host (the NEEDED name it was found by)
 
 
-class Bundle(list):
+class BundledEntry(TypedDict):
+    """A BundledLib as the staged record's JSON carries it (paths as strings)."""
+    soname: str
+    path: str
+    source: str
+    seed: bool
+    needed_by: str
+    original: str
+
+
+class Bundle(list[BundledLib]):
     """The bundled libraries (a list of BundledLib) plus what could not be bundled."""
 
-    def __init__(self, items=(), warnings=(), unresolved=()):
+    def __init__(self, items: Iterable[BundledLib] = (), warnings: Iterable[str] = (),
+                 unresolved: Iterable[str] = ()) -> None:
         super().__init__(items)
         self.warnings: list[str] = list(warnings)
         self.unresolved: list[str] = list(unresolved)
@@ -104,7 +117,7 @@ def set_runpath(path: Path, entries: list[str]) -> None:
                         f"the file now has RUNPATH={info.runpath!r} RPATH={info.rpath!r}")
 
 
-def _entries(value) -> list[str]:
+def _entries(value: str | Sequence[str] | None) -> list[str]:
     """RUNPATH/RPATH as a list of entries, whether the reader gives a string or a sequence."""
     if not value:
         return []
@@ -214,7 +227,7 @@ def _copy_in(src: Path, soname: str, lib_dir: Path) -> Path:
     return dest
 
 
-def bundle_closure(libmxnet: Path, lib_dir: Path, profile, wants_opencv: bool | None = None,
+def bundle_closure(libmxnet: Path, lib_dir: Path, profile: Profile, wants_opencv: bool | None = None,
                    prefix: Path | None = None) -> Bundle:
     """Copy libmxnet's ``libopencv_*`` NEEDED closure into ``lib_dir`` (reset first).
 
@@ -383,10 +396,10 @@ class StagedPackage:
     package_dir: Path                  # python/mxnet
     libmxnet: Path                     # python/mxnet/libmxnet.so
     bundle: Bundle
-    runpath: list
-    dropped_runpath: list = field(default_factory=list)
-    headers: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)
+    runpath: list[str]
+    dropped_runpath: list[str] = field(default_factory=list)
+    headers: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     library_prefix: Path | None = None
 
     def record(self, seconds: float) -> "StagedRecord":
@@ -406,12 +419,12 @@ class StagedRecord(JsonRecord):
     package_dir: Path
     libmxnet: Path
     #: {"soname" (grafted), "path", "source", "seed", "needed_by", "original" (the host SONAME)} per bundled library
-    bundled: list
-    unresolved: list
-    runpath: list
-    dropped_runpath: list
-    headers: list
-    warnings: list
+    bundled: list[BundledEntry]
+    unresolved: list[str]
+    runpath: list[str]
+    dropped_runpath: list[str]
+    headers: list[str]
+    warnings: list[str]
     seconds: float
     #: --opencv-prefix: the prefix searched before the host (None: the host's libraries only)
     library_prefix: Path | None = None
@@ -440,7 +453,7 @@ def stage_headers(src: Path, package_dir: Path, tree: Path | None = None) -> tup
     return staged, warnings
 
 
-def check_cuda_needed(libmxnet: Path, profile) -> None:
+def check_cuda_needed(libmxnet: Path, profile: Profile) -> None:
     """libcuda.so.1 NEEDED on a CUDA build (from CUDA::cuda_driver), no CUDA library on a CPU build."""
     needed = read_dynamic(libmxnet).needed
     if profile.needs_libcuda and "libcuda.so.1" not in needed:
@@ -456,7 +469,7 @@ def check_cuda_needed(libmxnet: Path, profile) -> None:
                 "reconfigure the CPU build dir with USE_CUDA=OFF (delete its CMakeCache.txt)")
 
 
-def stage_package(built_lib: Path, src: Path, profile, wants_opencv: bool | None = None,
+def stage_package(built_lib: Path, src: Path, profile: Profile, wants_opencv: bool | None = None,
                   prefix: Path | None = None, tree: Path | None = None) -> StagedPackage:
     """Stage the built library and headers into ``<src>/python/mxnet`` and make it self-contained.
 

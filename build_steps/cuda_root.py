@@ -25,7 +25,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence, TextIO, cast
+from typing import Iterable, Protocol, Sequence, cast
 
 from filelock import FileLock
 
@@ -51,6 +51,14 @@ int cuCtxGetCurrent(void) { return 100; }
 int cuModuleLoadData(void) { return 100; }
 int cuLaunchKernel(void) { return 100; }
 """
+
+
+class ProgressStream(Protocol):
+    """Where the first download's lines go: a text stream (the harness's live terminal stream)."""
+
+    def write(self, text: str, /) -> object: ...
+
+    def flush(self) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -118,7 +126,7 @@ def wheels_held(cache: Path, stack: CudaStack) -> bool:
 
 def install_wheels(cache: Path, requirements: Sequence[str] | None = None, python: str | None = None,
                    find_links: Iterable[str | os.PathLike[str]] = (), index_url: str | None = None,
-                   progress: TextIO | None = None,
+                   progress: ProgressStream | None = None,
                    lock: Path | None = None, no_index: bool = False,
                    stack: CudaStack | None = None) -> Path:
     """``pip install --target`` the locked CUDA wheels (``lock``, default the wheel_lock of
@@ -268,7 +276,7 @@ def build_driver_stub(dest: Path, cc: str = "gcc") -> Path:
 def assemble_cuda_root(cache: Path | None = None, nvcc_home: Path | None = None,
                        requirements: Sequence[str] | None = None, python: str | None = None,
                        find_links: Iterable[str | os.PathLike[str]] = (), index_url: str | None = None,
-                       progress: TextIO | None = None,
+                       progress: ProgressStream | None = None,
                        lock: Path | None = None, no_index: bool = False,
                        stack: CudaStack | None = None) -> CudaRoot:
     """Install (cached) the CUDA wheels of ``stack`` (the profile's CUDA stack) and assemble the
