@@ -36,7 +36,7 @@ import sys
 _SOURCES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".C")
 
 
-def source_of(args: list) -> str | None:
+def source_of(args: list[str]) -> str | None:
     """The file a compile command compiles: the argument after ``-c``, else the one source-named
     argument (None for a link or a command without one)."""
     for i, a in enumerate(args[:-1]):
@@ -61,7 +61,7 @@ def seed(name: str) -> str:
     return hashlib.sha256(name.encode()).hexdigest()[:16]
 
 
-def prefix_maps(src: str, build: str) -> list:
+def prefix_maps(src: str, build: str) -> list[str]:
     """``-ffile-prefix-map`` for the tree and the build dir. GCC applies the last matching map,
     so the longer root (the build dir inside the tree) comes last."""
     maps = sorted(((src, "/mxnet-src"), (build, "/mxnet-build")), key=lambda r: len(r[0]))
@@ -87,7 +87,7 @@ def _for_nvcc(flag: str) -> str:
     return f'{option}="{path}"{sep}{to}' if sep else f'{option}="{rest}"'
 
 
-def added_flags(lang: str, args: list, src: str, build: str, objdir_temps: bool = True) -> list:
+def added_flags(lang: str, args: list[str], src: str, build: str, objdir_temps: bool = True) -> list[str]:
     """What the compile of ``args`` (the compiler's own arguments) gets added."""
     source = source_of(args)
     host = prefix_maps(src, build)
@@ -102,15 +102,16 @@ def added_flags(lang: str, args: list, src: str, build: str, objdir_temps: bool 
     return out
 
 
-def _split(argv: list) -> tuple:
-    opts, rest = {}, list(argv)
+def _split(argv: list[str]) -> tuple[dict[str, str], list[str]]:
+    opts: dict[str, str] = {}
+    rest = list(argv)
     while rest and rest[0].startswith("--") and rest[0][2:].split("=")[0] in ("lang", "src", "build", "dev"):
         key, _, value = rest.pop(0)[2:].partition("=")
         opts[key] = value
     return opts, rest
 
 
-def command(argv: list, cwd: str) -> list:
+def command(argv: list[str], cwd: str) -> list[str]:
     """The command to exec for ``argv`` (this script's arguments) run in ``cwd``."""
     opts, chain = _split(argv)
     if not chain:
@@ -130,7 +131,7 @@ def command(argv: list, cwd: str) -> list:
     return tools + compiler_args + extra
 
 
-def main(argv=None) -> None:
+def main(argv: list[str] | None = None) -> None:
     cmd = command(list(sys.argv[1:] if argv is None else argv), os.getcwd())
     os.execvp(cmd[0], cmd)
 

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any, Callable, Collection, Iterable, Sequence
 
 from .run_as import run_uids
 
@@ -21,9 +22,12 @@ from .run_as import run_uids
 STOP_GRACE = 0.5
 
 
-def proc_table() -> dict:
+ProcTable = dict[int, tuple[int, str, Path]]
+
+
+def proc_table() -> ProcTable:
     """pid -> (ppid, executable name, cwd) of this user's processes, from /proc."""
-    table = {}
+    table: ProcTable = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -40,9 +44,10 @@ def proc_table() -> dict:
     return table
 
 
-def descendants(roots, table: dict) -> list[int]:
+def descendants(roots: Iterable[int], table: ProcTable) -> list[int]:
     """Every process below ``roots`` in ``table`` (roots excluded)."""
-    found, frontier = [], set(roots)
+    found: list[int] = []
+    frontier = set(roots)
     while frontier:
         children = {pid for pid, (ppid, _n, _c) in table.items() if ppid in frontier}
         children -= set(found) | set(roots)
@@ -51,7 +56,7 @@ def descendants(roots, table: dict) -> list[int]:
     return found
 
 
-def signal_all(pids, sig) -> None:
+def signal_all(pids: Iterable[int], sig: int) -> None:
     for pid in pids:
         try:
             os.kill(pid, sig)
@@ -59,7 +64,8 @@ def signal_all(pids, sig) -> None:
             pass
 
 
-def stop_tree(proc: subprocess.Popen | None, extra_roots=(), extra=(), grace: float = STOP_GRACE) -> None:
+def stop_tree(proc: subprocess.Popen[Any] | None, extra_roots: Iterable[int] = (), extra: Iterable[int] = (),
+              grace: float = STOP_GRACE) -> None:
     """Stop ``proc`` and everything below it, the processes below ``extra_roots`` (not the
     roots: a compiler cache's server is stopped by its own command) and the pids ``extra``."""
     table = proc_table()
@@ -86,7 +92,7 @@ def with_env(key: str, value: str, name: str | None = None) -> list[int]:
     whatever inherited it belongs to that build, whoever its parent is now); with ``name``, only
     those running that executable."""
     needle = f"{key}={value}".encode()
-    found = []
+    found: list[int] = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
@@ -100,7 +106,7 @@ def with_env(key: str, value: str, name: str | None = None) -> list[int]:
     return found
 
 
-def sweep(find, limit: float = 5.0, quiet_for: float = 0.6) -> None:
+def sweep(find: Callable[[], Collection[int]], limit: float = 5.0, quiet_for: float = 0.6) -> None:
     """SIGKILL what ``find()`` returns until it has returned nothing for ``quiet_for`` seconds:
     a compile request already on its way to a server starts its compiler after the first pass."""
     deadline = time.monotonic() + limit
@@ -117,7 +123,7 @@ def sweep(find, limit: float = 5.0, quiet_for: float = 0.6) -> None:
         time.sleep(0.1)
 
 
-def run(cmd, **popen_kwargs) -> int:
+def run(cmd: Sequence[str | os.PathLike[str]], **popen_kwargs: Any) -> int:
     """``subprocess.run`` for a step's command (output to a file given in ``popen_kwargs``):
     its exit code; on an interrupt (or any error) its whole tree is stopped before re-raising."""
     proc = subprocess.Popen(cmd, **popen_kwargs)

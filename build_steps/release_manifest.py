@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Collection, Iterable, Mapping, Protocol
 
 from .errors import UsageError
 from .pinning import sha256_of
-from .profile_data import PROFILES
+from .profile_data import PROFILES, Profile
 
 MANIFEST_DIR = Path(__file__).resolve().parent / "release_sets"
 #: every flavor of profiles.toml, each with its release set in release_sets/<flavor>.json
@@ -32,7 +33,7 @@ GPU_MARKERS = ("gpu", "cublas")
 FORMAT_MARKERS = {"elf": "elf", "macho": "macho"}
 
 
-def left_out_by_flavor(markers, profile) -> str | None:
+def left_out_by_flavor(markers: Iterable[str], profile: Profile) -> str | None:
     """Why a release gate with these marker names is no promise of ``profile`` (None: it is one).
 
     The one rule for the flavors' sets: harness.gates (GPU gates of a CPU wheel) and
@@ -47,21 +48,30 @@ def left_out_by_flavor(markers, profile) -> str | None:
     return None
 
 
+class ShardLike(Protocol):
+    """What a manifest takes of an acceptance shard (build_steps.acceptance_suite's Shard)."""
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def lane(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class Manifest:
     flavor: str
     #: gate ids (pytest node ids relative to the harness root), sorted
-    gates: tuple
+    gates: tuple[str, ...]
     #: the acceptance shards the shard gates come from: ({"id", "lane"}, ...)
-    shards: tuple
+    shards: tuple[dict[str, str], ...]
     #: the gates among ``gates`` that run on a GPU (GPU_MARKERS), sorted
-    gpu_gates: tuple = ()
+    gpu_gates: tuple[str, ...] = ()
     #: gate module (path relative to the harness root) -> sha256 of its bytes, the publish gate's
     #: included: a release run refuses modules that differ and ids collected from elsewhere
     #: (harness.plugin_guard), so an alias with the same node id cannot stand in
-    modules: dict = field(default_factory=dict)
+    modules: dict[str, str] = field(default_factory=dict)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "flavor": self.flavor,
                 "generated_by": "python -m harness.release_set --write",
                 "gates": list(self.gates), "gpu_gates": list(self.gpu_gates),
@@ -90,12 +100,13 @@ def load_manifest(flavor: str, root: Path | None = None) -> Manifest:
     return Manifest(flavor=flavor, gates=gates, shards=shards, gpu_gates=gpu_gates, modules=modules)
 
 
-def release_gates(flavor: str) -> tuple:
+def release_gates(flavor: str) -> tuple[str, ...]:
     """The gate ids of ``flavor``'s release set (what a publish needs to have passed)."""
     return load_manifest(flavor).gates
 
 
-def build_manifest(flavor: str, profile, gate_markers: dict, shards, root: Path | None = None) -> Manifest:
+def build_manifest(flavor: str, profile: Profile, gate_markers: Mapping[str, Collection[str]],
+                   shards: Iterable[ShardLike], root: Path | None = None) -> Manifest:
     """The manifest of ``flavor`` from every collected release gate (nodeid -> marker names)
     and the full shard list (objects with ``id`` and ``lane``); ``root`` (the harness checkout)
     is where the gate modules are hashed."""
@@ -109,9 +120,9 @@ def build_manifest(flavor: str, profile, gate_markers: dict, shards, root: Path 
                     shards=tuple({"id": s.id, "lane": s.lane} for s in shards))
 
 
-def differences(committed: Manifest, generated: Manifest) -> list:
+def differences(committed: Manifest, generated: Manifest) -> list[str]:
     """What a gate module (or the shard data) has that the committed manifest has not, and back."""
-    out = []
+    out: list[str] = []
     for gate in sorted(set(generated.gates) - set(committed.gates)):
         out.append(f"{committed.flavor}: gate {gate} is in the gate modules but not in the manifest")
     for gate in sorted(set(committed.gates) - set(generated.gates)):

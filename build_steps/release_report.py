@@ -22,6 +22,7 @@ import json
 import os
 import secrets
 from pathlib import Path
+from typing import Any, Iterable
 
 from .atomic import write_atomic
 from .errors import ReportRefused
@@ -39,7 +40,7 @@ def key_path() -> Path:
     return base / "mxnet-release" / "report.key"
 
 
-def check_key_place(path: Path, also=()) -> None:
+def check_key_place(path: Path, also: Iterable[Path] = ()) -> None:
     """The key must lie where no sandboxed step of a run can read it (issue 41 item 5: with
     XDG_CONFIG_HOME or MXNET_RELEASE_REPORT_KEY_FILE outside HOME, every sandbox saw it and a tree's
     code copied it). Refused in one line before the key is made or read."""
@@ -51,7 +52,7 @@ def check_key_place(path: Path, also=()) -> None:
                             "~/.config/mxnet-release/report.key)")
 
 
-def _key(create: bool, also=()) -> bytes:
+def _key(create: bool, also: Iterable[Path] = ()) -> bytes:
     path = key_path()
     check_key_place(path, also)
     if not path.exists():
@@ -77,15 +78,15 @@ def harness_version() -> str:
     return h.hexdigest()
 
 
-def _canonical(content: dict) -> bytes:
+def _canonical(content: dict[str, Any]) -> bytes:
     return json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
 
 
-def digest_of(content: dict, key: bytes) -> str:
+def digest_of(content: dict[str, Any], key: bytes) -> str:
     return hmac.new(key, _canonical(content), hashlib.sha256).hexdigest()
 
 
-def write_report(path: Path, content: dict) -> Path:
+def write_report(path: Path, content: dict[str, Any]) -> Path:
     content = {"schema": SCHEMA, "harness": harness_version(), **content}
     # the run's tree and the wheel's dir were its sandboxes' to write: no key there either
     seen = [Path(p) for p in (content.get("repo"), content.get("wheel") and Path(content["wheel"]).parent) if p]
@@ -94,11 +95,13 @@ def write_report(path: Path, content: dict) -> Path:
     return write_atomic(Path(path), lambda fh: fh.write(text), binary=False)
 
 
-def read_report(path: Path) -> dict:
+def read_report(path: Path) -> dict[str, Any]:
     """The report's content, once its digest, harness and release set checked out."""
     try:
         doc = json.loads(Path(path).read_text())
-        content, digest = doc["content"], doc["digest"]
+        # what write_report wrote: only its content carries the key's digest
+        content: dict[str, Any] = doc["content"]
+        digest = doc["digest"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ReportRefused(f"publish --report {path}: not a release report ({exc}); pass the file the "
                             "verify run's --release-report wrote") from None
@@ -112,7 +115,7 @@ def read_report(path: Path) -> dict:
     return content
 
 
-def check_whole_set(content: dict) -> None:
+def check_whole_set(content: dict[str, Any]) -> None:
     flavor = content.get("flavor")
     if flavor not in FLAVORS:
         raise ReportRefused(f"publish refused: the report names no known flavor ({flavor!r})")

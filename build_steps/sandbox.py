@@ -37,7 +37,10 @@ import signal
 import stat
 import subprocess
 import sys
-from typing import Any
+from typing import Any, Collection, Iterable, Mapping, Sequence
+
+#: a path as the callers name it: a Path or its text
+PathArg = str | os.PathLike[str]
 from pathlib import Path
 
 from . import supervise
@@ -69,10 +72,10 @@ class _State:
     #: None: not configured (a plain call from a selftest or a tool): sandbox when possible
     enabled: bool | None = None
     #: paths no sandbox sees (the run dir), set by the harness once per process
-    hidden: tuple = ()
+    hidden: tuple[Path, ...] = ()
 
 
-def configure(enabled: bool, hidden=()) -> None:
+def configure(enabled: bool, hidden: Iterable[PathArg] = ()) -> None:
     """Set once per process by the harness: ``enabled`` is False only under --no-sandbox;
     ``hidden`` are the harness's own dirs (the run dir) that get an empty tmpfs in every sandbox."""
     _State.enabled = bool(enabled)
@@ -108,7 +111,7 @@ _SETPRIV_CAPS = ["--cap-drop", "ALL", *[a for cap in ("CAP_SETUID", "CAP_SETGID"
                                         for a in ("--cap-add", cap)]]
 
 
-def hand_over(paths, skip=()) -> None:
+def hand_over(paths: Iterable[PathArg], skip: Iterable[PathArg] = ()) -> None:
     """As root: make the step's outputs (dirs the harness made for it) the sandbox uid's, so the
     step can write them. Walks without following links (lchown through each dir's fd), changes
     only what root owns, and never a file with other hard links (a link to a file of root's
@@ -233,7 +236,7 @@ def _passwd_home() -> str | None:
         return None
 
 
-def seen_by_a_sandbox(path: Path, also=()) -> str | None:
+def seen_by_a_sandbox(path: Path, also: Iterable[Path] = ()) -> str | None:
     """Why some sandbox could read ``path`` (None when none can): every sandbox sees ``/`` but the
     homes and ``/tmp`` (HIDDEN_ROOTS), and gets back the checkout, the interpreter's prefix, the
     harness's and the compilers' caches, the installers' caches, and ``also`` (a run's tree, build
@@ -264,10 +267,10 @@ def private_home() -> Path:
     return Path(os.environ.get("HOME") or _passwd_home() or "/root")
 
 
-def path_args(args) -> list[Path]:
+def path_args(args: Iterable[object]) -> list[Path]:
     """The existing absolute paths among ``args`` (``/x``, ``-DKEY=/x``, ``--opt=/x``): inputs a
     command names that the sandbox must show read-only."""
-    found = []
+    found: list[Path] = []
     for arg in map(str, args):
         value = arg.split("=", 1)[1] if "=" in arg else arg
         for part in value.split(";"):
@@ -276,12 +279,12 @@ def path_args(args) -> list[Path]:
     return found
 
 
-def _resolved(paths) -> list[Path]:
-    out = []
-    for p in paths:
-        if p is None:
+def _resolved(paths: Iterable[PathArg | None]) -> list[Path]:
+    out: list[Path] = []
+    for given in paths:
+        if given is None:
             continue
-        p = Path(p)
+        p = Path(given)
         if p.exists():
             out.append(p.resolve())
     return out
@@ -301,7 +304,8 @@ def _mask(path: Path) -> list[str]:
     return ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
 
 
-def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, masked=(),
+def command(cmd: Sequence[PathArg], *, writable: Iterable[PathArg] = (), readable: Iterable[PathArg] = (),
+            network: bool = False, cwd: PathArg | None = None, masked: Collection[PathArg] = (),
             as_pid_1: bool = False, tmp: Path | None = None) -> list[str]:
     """``cmd`` as a bwrap command line (see the module's docstring). ``writable``: the step's
     outputs (made read-write; they must exist); ``readable``: its inputs under the hidden places
@@ -360,7 +364,7 @@ def command(cmd, *, writable=(), readable=(), network: bool = False, cwd=None, m
     return argv + ["--", *(_drop_to_user() if as_root() else []), *map(str, cmd)]
 
 
-def _parents_under(tops, binds) -> list[Path]:
+def _parents_under(tops: Collection[Path], binds: Collection[Path]) -> list[Path]:
     """The dirs between each tmpfs in ``tops`` and each bind below it (bwrap makes them)."""
     out: dict[Path, None] = {}
     for b in binds:
@@ -400,8 +404,9 @@ def private_tmp(tmpdir: str | None = None) -> Path:
     return made
 
 
-def wrap(cmd, env: dict | None, *, writable=(), readable=(), network: bool = False,
-         cwd=None, masked=(), as_pid_1: bool = False) -> tuple[list, dict | None]:
+def wrap(cmd: Sequence[PathArg], env: dict[str, str] | None, *, writable: Collection[PathArg] = (),
+         readable: Iterable[PathArg] = (), network: bool = False, cwd: PathArg | None = None,
+         masked: Collection[PathArg] = (), as_pid_1: bool = False) -> tuple[Sequence[PathArg], dict[str, str] | None]:
     """``(argv, env)`` to run ``cmd`` with: sandboxed (HOME the sandbox's empty one), or as given
     under --no-sandbox. The one call each spawn point makes."""
     if not enabled():
@@ -441,7 +446,7 @@ def returncode(rc: int, sandboxed: bool | None = None) -> int:
     return rc
 
 
-def cache_dirs(env: dict | None = None) -> tuple[list[Path], list[Path]]:
+def cache_dirs(env: Mapping[str, str] | None = None) -> tuple[list[Path], list[Path]]:
     """(readable, writable) dirs of the compiler caches and the harness's CUDA cache: the build
     reads the CUDA root there and writes its compiler cache (``env``: the step's additions)."""
     from .cuda_root import default_cache_dir
