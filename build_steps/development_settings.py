@@ -11,9 +11,11 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Container, Iterable, Mapping
 
 from .checked_toml import load_checked_toml
 from .errors import SettingsDataError, UsageError
+from .profile_data import Profile
 
 SETTINGS_FILE = Path(__file__).resolve().with_name("development_settings.toml")
 
@@ -43,13 +45,13 @@ CREDENTIAL_PATTERNS = ("*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*PASSPH
 @dataclass(frozen=True)
 class DevelopmentSettings:
     #: pytest dest -> (the option as written, why it is a development setting)
-    options: dict
+    options: dict[str, tuple[str, str]]
     #: --cmake-define key pattern -> why
-    cmake_defines: dict
+    cmake_defines: dict[str, str]
     #: --cmake-define key -> why a host may need it
-    host_workarounds: dict
+    host_workarounds: dict[str, str]
     #: --pass-env name -> why a probe may need it
-    pass_env: dict
+    pass_env: dict[str, str]
 
 
 def is_credential_name(name: str) -> bool:
@@ -75,15 +77,15 @@ SETTINGS = load_settings()
 SHORTHANDS = ("cuda_arch_native", "fast_compile")
 
 
-def option_dests() -> tuple:
+def option_dests() -> tuple[str, ...]:
     """The pytest dests of the development run options (what make_options reads them from)."""
     return tuple(d for d in SETTINGS.options if d not in SHORTHANDS)
 
 
-def used_options(raw: dict) -> tuple:
+def used_options(raw: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
     """``(as written, reason)`` for each development run option set in ``raw`` (option dest ->
     value as pytest parsed it), in the data file's order."""
-    used = []
+    used: list[tuple[str, str]] = []
     for dest in option_dests():
         value = raw.get(dest)
         if not value:
@@ -99,7 +101,7 @@ def used_options(raw: dict) -> tuple:
     return tuple(used)
 
 
-def cmake_define_reason(key: str, profile) -> str | None:
+def cmake_define_reason(key: str, profile: Profile) -> str | None:
     """Why ``--cmake-define KEY=...`` makes a development build, or None (a host workaround, or
     a toggle of the profile, judged by build_steps.overrides against the profile's value)."""
     if key in SETTINGS.host_workarounds:
@@ -112,7 +114,7 @@ def cmake_define_reason(key: str, profile) -> str | None:
     return f"not a setting of the {profile.name} profile: the release is configured with the profile's definitions only"
 
 
-def host_workarounds(cmake_defines: dict) -> list[str]:
+def host_workarounds(cmake_defines: Mapping[str, str]) -> list[str]:
     """``-DKEY=VALUE (why)`` for each host workaround among the run's defines."""
     return [f"-D{k}={v} ({SETTINGS.host_workarounds[k]})" for k, v in cmake_defines.items()
             if k in SETTINGS.host_workarounds]
@@ -121,12 +123,12 @@ def host_workarounds(cmake_defines: dict) -> list[str]:
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def check_pass_env(names, leaky=()) -> tuple:
+def check_pass_env(names: Iterable[object] | None, leaky: Container[str] = ()) -> tuple[str, ...]:
     """``--pass-env NAME`` values: each must be on the allow-list (SETTINGS.pass_env); anything
     credential-shaped, or a loader/import variable (``leaky``), is refused by name."""
-    out = []
-    for name in names or ():
-        name = str(name).strip()
+    out: list[str] = []
+    for given in names or ():
+        name = str(given).strip()
         if not _NAME.match(name):
             raise UsageError(f"--pass-env {name!r}: give one variable name (letters, digits, _), e.g. "
                              "--pass-env MXNET_CUDNN_AUTOTUNE_DEFAULT")

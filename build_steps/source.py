@@ -14,6 +14,7 @@ import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable, Mapping, TypedDict
 
 from . import gitops
 from .errors import UsageError
@@ -37,7 +38,7 @@ class SubmoduleNeed:
     consequence: str
     #: files the build names in it (its CMakeLists.txt for add_subdirectory, a header the
     #: sources include): a submodule without them is as good as empty, whatever else it holds
-    files: tuple = ()
+    files: tuple[str, ...] = ()
 
 
 #: The fork's needs, read from its CMakeLists.txt and include/ links (selftests check them against
@@ -109,15 +110,22 @@ class SubmoduleState:
         return bool(self.pinned and self.actual and self.pinned != self.actual)
 
 
+class SubmoduleMismatch(TypedDict):
+    """A submodule at another commit than the one the tree pins (SourceInfo's JSON carries it)."""
+    path: str
+    pinned: str | None
+    actual: str | None
+
+
 @dataclass(frozen=True)
 class SourceInfo(JsonRecord):
     root: Path
     commit: str | None
     branch: str | None
-    dirty_paths: list = field(default_factory=list)
-    submodule_warnings: list = field(default_factory=list)
+    dirty_paths: list[str] = field(default_factory=list)
+    submodule_warnings: list[str] = field(default_factory=list)
     #: submodules at another commit than the pinned one: {"path", "pinned", "actual"}
-    submodule_mismatches: list = field(default_factory=list)
+    submodule_mismatches: list[SubmoduleMismatch] = field(default_factory=list)
 
 
 def is_mxnet_tree(path: Path) -> bool:
@@ -163,7 +171,7 @@ def submodule_paths(root: Path) -> list[str]:
     return list(KNOWN_SUBMODULES)
 
 
-def include_links(root: Path, submodules) -> dict[str, list[str]]:
+def include_links(root: Path, submodules: Iterable[str]) -> dict[str, list[str]]:
     """{submodule path: [links under include/ that point into it]}: the needs no toggle turns off."""
     root = Path(root)
     found: dict[str, list[str]] = {}
@@ -183,14 +191,14 @@ def include_links(root: Path, submodules) -> dict[str, list[str]]:
     return found
 
 
-def needed_submodules(root: Path, defines: dict | None = None) -> dict[str, str]:
+def needed_submodules(root: Path, defines: Mapping[str, object] | None = None) -> dict[str, str]:
     """{submodule path: what the build does without it} for a configure with ``defines``.
 
     A toggle not in ``defines`` takes the fork's CMake default. Links under include/ into a
     submodule make it needed whatever the toggles (the fork's include/onednn).
     """
     defines = defines or {}
-    needs = {}
+    needs: dict[str, str] = {}
     for need in SUBMODULE_NEEDS:
         if need.when is not None:
             value = defines.get(need.when, TOGGLE_DEFAULTS.get(need.when, False))
@@ -204,7 +212,7 @@ def needed_submodules(root: Path, defines: dict | None = None) -> dict[str, str]
     return needs
 
 
-def _on(value) -> bool:
+def _on(value: object) -> bool:
     if isinstance(value, bool):
         return value
     return str(value).strip().upper() in ("ON", "1", "TRUE", "YES", "Y")
@@ -243,7 +251,7 @@ def _way_through(root: Path, path: str, pin: UnpublishedPin) -> str:
             f"(it builds with this tree); the run then lists {path} as at another commit and goes on")
 
 
-def check_source_tree(root: Path, defines: dict | None = None) -> SourceInfo:
+def check_source_tree(root: Path, defines: Mapping[str, object] | None = None) -> SourceInfo:
     """Layout and submodule check before anything is configured.
 
     A needed submodule that is empty (or lacks the part the build reads) is a UsageError naming
@@ -262,7 +270,8 @@ def check_source_tree(root: Path, defines: dict | None = None) -> SourceInfo:
     states = {p: submodule_state(root, p)
               for p in sorted(set(submodule_paths(root)) | set(needed_submodules(root, defines)))}
 
-    warnings, mismatches = [], []
+    warnings: list[str] = []
+    mismatches: list[SubmoduleMismatch] = []
     for path, state in states.items():
         if not state.mismatch:
             continue
@@ -279,7 +288,7 @@ def check_source_tree(root: Path, defines: dict | None = None) -> SourceInfo:
                       submodule_warnings=warnings, submodule_mismatches=mismatches)
 
 
-def missing_submodules(root: Path, defines: dict | None = None) -> dict[str, str]:
+def missing_submodules(root: Path, defines: Mapping[str, object] | None = None) -> dict[str, str]:
     """{path: why} of every submodule the build needs that is empty or lacks the part the
     build reads (empty: nothing to build from, whether or not git sees the emptying)."""
     root = Path(root)
@@ -298,7 +307,7 @@ def missing_submodules(root: Path, defines: dict | None = None) -> dict[str, str
     return missing
 
 
-def missing_text(root: Path, missing: dict) -> str:
+def missing_text(root: Path, missing: Mapping[str, str]) -> str:
     """The refusal for ``missing`` (missing_submodules): each one, the fix, and the way through
     for a pin that ``git submodule update`` cannot fetch."""
     ways = []

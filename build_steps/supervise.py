@@ -27,6 +27,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Iterable, MutableMapping
 
 from . import processes
 from .run_as import run_uids
@@ -48,7 +49,7 @@ ELSEWHERE_PREFIX = "sandbox-tmp-"
 class Supervision:
     run_id: str
     tmp: Path
-    watchdog: subprocess.Popen | None = None
+    watchdog: subprocess.Popen[bytes] | None = None
 
     def members(self) -> list[int]:
         return processes.with_env(RUN_MARK, self.run_id)
@@ -57,6 +58,7 @@ class Supervision:
         """The run ended as it should: the watchdog finds nothing left and exits."""
         if self.watchdog is not None:
             try:
+                assert self.watchdog.stdin is not None  # start() opens it with stdin=PIPE
                 self.watchdog.stdin.close()
                 self.watchdog.wait(timeout=15)
             except (OSError, subprocess.TimeoutExpired):
@@ -71,7 +73,7 @@ def current() -> Supervision | None:
     return _current
 
 
-def start(environ=os.environ) -> Supervision:
+def start(environ: MutableMapping[str, str] = os.environ) -> Supervision:
     """Mark everything this process starts from now on as this run's, and start its watchdog."""
     global _current
     run_id = uuid.uuid4().hex
@@ -88,7 +90,7 @@ def start(environ=os.environ) -> Supervision:
     return sup
 
 
-def finish(environ=os.environ) -> None:
+def finish(environ: MutableMapping[str, str] = os.environ) -> None:
     global _current
     if _current is None:
         return
@@ -127,7 +129,7 @@ def remove_run_dirs(tmp: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def note(key: str, value) -> None:
+def note(key: str, value: object) -> None:
     """Record ``key`` in the run's notes (``<run tmp>/notes.json``), from any process of the run
     (an xdist worker starts the sccache server): the run's lock points there, so a takeover of
     a dead run's lock can name what it stops."""
@@ -143,7 +145,7 @@ def note(key: str, value) -> None:
         part.unlink(missing_ok=True)  # only names what a later takeover stops
 
 
-def run_tmp_of(recorded) -> Path | None:
+def run_tmp_of(recorded: object) -> Path | None:
     """A run's temp dir as a lock's note records it, or None unless it is one that ``start`` makes
     (the note is a file in the build dir, by default inside an untrusted tree: it never names
     what a takeover deletes)."""
@@ -156,14 +158,15 @@ def run_tmp_of(recorded) -> Path | None:
     return None
 
 
-def notes_of(tmp) -> dict:
+def notes_of(tmp: str | os.PathLike[str]) -> dict[str, Any]:
     try:
-        return json.loads((Path(tmp) / "notes.json").read_text())
+        notes: dict[str, Any] = json.loads((Path(tmp) / "notes.json").read_text())  # what note() wrote
+        return notes
     except (OSError, ValueError, TypeError):
         return {}
 
 
-def stop_members(run_id: str, *, spare=(), grace: float = processes.STOP_GRACE) -> dict[int, str]:
+def stop_members(run_id: str, *, spare: Iterable[int] = (), grace: float = processes.STOP_GRACE) -> dict[int, str]:
     """Stop every live process of run ``run_id`` but ``spare``: pid -> executable name of those
     found (SIGTERM, then SIGKILL until none is left or appears)."""
     spare = {os.getpid(), *spare}
