@@ -10,6 +10,7 @@ import os
 import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Iterable, Mapping
 
 from .bundle import opencv_config_dir
 from .development_settings import cmake_define_reason, host_workarounds, used_options
@@ -41,11 +42,11 @@ class RunOptions:
     build_python: str | None = None
     venv_dir: Path | None = None
     keep_venv: bool = False
-    find_links: tuple = ()
+    find_links: tuple[str, ...] = ()
     index_url: str | None = None
     #: --no-index: the venv installs from --find-links only (an offline host's wheelhouse)
     no_index: bool = False
-    extra_requirements: tuple = ()
+    extra_requirements: tuple[str, ...] = ()
     no_deps: bool = False
     cuda_from_wheels: bool = False
     publish: bool = False
@@ -54,15 +55,15 @@ class RunOptions:
     remote: str = "origin"
     compiler_launcher: str = "auto"
     #: --cmake-define KEY=VALUE, in order (a later one of the same key wins)
-    cmake_defines: dict = field(default_factory=dict)
+    cmake_defines: dict[str, str] = field(default_factory=dict)
     allow_dirty: bool = False
     #: --allow-untracked: a release run builds a tree with untracked, not ignored files (a development setting)
     allow_untracked: bool = False
     fresh: bool = False
     #: --glibc-floor: symbol-version family -> version, replacing the profile's floor
-    glibc_floor: dict | None = None
+    glibc_floor: dict[str, str] | None = None
     #: --pass-env NAME: variables the wheel's code gets beside the allow-list (build_steps.venv)
-    pass_env: tuple = ()
+    pass_env: tuple[str, ...] = ()
     #: --fast-compile: host code built at fast_compile.FAST_COMPILE_LEVEL instead of the release's -O3
     fast_compile: bool = False
     #: --fast-compile-device: nvcc's -Ofc level for device code on top of --fast-compile, or None
@@ -72,21 +73,21 @@ class RunOptions:
     #: --opencv: "system" (the host's or --opencv-prefix's) or "built" (build_steps.opencv_build)
     opencv: str = "system"
     #: (as written, why) of each development run option (development_settings.toml [options])
-    development_settings: tuple = ()
+    development_settings: tuple[tuple[str, str], ...] = ()
     #: --no-sandbox: the tree's and the wheel's code run without bubblewrap (build_steps.sandbox)
     no_sandbox: bool = False
 
     @property
-    def build_defines(self) -> dict:
+    def build_defines(self) -> dict[str, str]:
         """Every CMake definition the user's options add to the profile's, in the order they win:
         --fast-compile's, then --cmake-define's (an explicit definition beats a shorthand)."""
         return {**(fast_compile_defines(device=self.fast_compile_device) if self.fast_compile else {}),
                 **self.cmake_defines}
 
     @property
-    def development_options(self) -> tuple:
+    def development_options(self) -> tuple[str, ...]:
         """The shorthand development options of this run, as written on the command line."""
-        opts = []
+        opts: list[str] = []
         if self.cuda_arch.native_gpus:
             opts.append(f"--cuda-arch=native ({self.cuda_arch.requested.text}: "
                         f"{', '.join(self.cuda_arch.native_gpus)})")
@@ -98,7 +99,7 @@ class RunOptions:
         return tuple(opts)
 
     @property
-    def host_workarounds(self) -> list:
+    def host_workarounds(self) -> list[str]:
         """``-DKEY=VALUE (why)`` of each --cmake-define a host needs to build at all."""
         return host_workarounds(self.cmake_defines)
 
@@ -148,9 +149,9 @@ def _existing_dir(option: str, value: str | None) -> Path | None:
     return path.resolve()
 
 
-def parse_cmake_defines(values) -> dict:
+def parse_cmake_defines(values: Iterable[object] | None) -> dict[str, str]:
     """``["USE_OPENCV=OFF", "CMAKE_CXX_FLAGS=-O2 -g"]`` -> ``{"USE_OPENCV": "OFF", ...}``."""
-    defines = {}
+    defines: dict[str, str] = {}
     for value in values or ():
         key, sep, val = str(value).partition("=")
         key = key.strip()
@@ -175,8 +176,10 @@ def flavor_for_wheel(filename: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def make_options(raw: dict) -> RunOptions:
-    """Validate the raw option values (as given on the command line) into RunOptions."""
+def make_options(raw: Mapping[str, Any]) -> RunOptions:
+    """Validate the raw option values (as given on the command line) into RunOptions. (``raw``'s
+    values are Any: each option's value has the type pytest's parser gave it; this is where they
+    are checked into RunOptions' typed fields.)"""
     wheel = check_wheel_path(raw["wheel"]) if raw.get("wheel") else None
     if wheel is not None:
         _refuse_build_options(raw)
@@ -273,7 +276,7 @@ BUILD_OPTIONS = (("jobs", "--jobs", None), ("build_dir", "--build-dir", None),
                  ("fast_compile_device", "--fast-compile-device", None), ("opencv", "--opencv", None))
 
 
-def _refuse_build_options(raw: dict) -> None:
+def _refuse_build_options(raw: Mapping[str, Any]) -> None:
     """With --wheel nothing is built: a build option would be silently ignored, so it is refused
     (as --fast-compile and --cuda-arch=native are, each with its own sentence)."""
     if raw.get("fast_compile") or str(raw.get("cuda_arch") or "").strip().lower() == "native":
@@ -286,7 +289,7 @@ def _refuse_build_options(raw: dict) -> None:
                              "--wheel to build from --mxnet-src")
 
 
-def _fast_compile_device(raw: dict, profile: Profile) -> str | None:
+def _fast_compile_device(raw: Mapping[str, Any], profile: Profile) -> str | None:
     """``--fast-compile-device=LEVEL``: a level of --fast-compile's build, for its CUDA compiles."""
     level = raw.get("fast_compile_device")
     if level is None:
@@ -322,7 +325,7 @@ def _opencv_prefix(value: str | None) -> Path | None:
     return path
 
 
-def _opencv_choice(raw: dict, profile: Profile) -> str:
+def _opencv_choice(raw: Mapping[str, Any], profile: Profile) -> str:
     """``--opencv``: which OpenCV the build uses (default: the profile's, profiles.toml); ``built``
     brings its own prefix, so an ``--opencv-prefix`` beside it would be two answers to one question.
     An --opencv-prefix alone is the system choice, whatever the profile says."""
@@ -335,7 +338,8 @@ def _opencv_choice(raw: dict, profile: Profile) -> str:
     return str(given or profile.opencv)
 
 
-def _native_arch(profile: Profile, wheel: Path | None, cmake_defines: dict) -> tuple[str, tuple]:
+def _native_arch(profile: Profile, wheel: Path | None,
+                 cmake_defines: Mapping[str, str]) -> tuple[str, tuple[str, ...]]:
     """``--cuda-arch=native`` resolved on this host: (MXNET_CUDA_ARCH text, the GPUs it came from)."""
     if wheel is not None:
         raise UsageError("--cuda-arch=native chooses what to build; with --wheel nothing is built. "

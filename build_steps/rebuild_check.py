@@ -21,6 +21,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence, TextIO
 
 from .errors import FAIL, NOT_JUDGED_EXIT, UsageError, WheelNameError
 from .readers import gitstate
@@ -35,11 +36,11 @@ class Outcome:
     wheel: str
     rebuilt: str
     commit: str
-    differing: list = field(default_factory=list)       # member names
-    objects: dict = field(default_factory=dict)         # member -> ["obj (why)", ...]
-    notes: list = field(default_factory=list)
+    differing: list[str] = field(default_factory=list)       # member names
+    objects: dict[str, list[str]] = field(default_factory=dict)         # member -> ["obj (why)", ...]
+    notes: list[str] = field(default_factory=list)
 
-    def lines(self) -> list:
+    def lines(self) -> list[str]:
         if not self.differing:
             return [f"rebuild-check: IDENTICAL: every member of {Path(self.wheel).name} rebuilt from "
                     f"commit {self.commit[:12]} has the same bytes ({self.rebuilt})"]
@@ -51,13 +52,13 @@ class Outcome:
         return out + [f"  note: {n}" for n in self.notes]
 
 
-def member_digests(wheel: Path) -> dict:
+def member_digests(wheel: Path) -> dict[str, str]:
     with zipfile.ZipFile(wheel) as zf:
         return {i.filename: hashlib.sha256(zf.read(i)).hexdigest() for i in zf.infolist()
                 if not i.is_dir()}
 
 
-def differing_members(a: Path, b: Path) -> list:
+def differing_members(a: Path, b: Path) -> list[str]:
     da, db = member_digests(a), member_digests(b)
     return sorted(m for m in set(da) | set(db) if da.get(m) != db.get(m))
 
@@ -77,9 +78,9 @@ def commit_of(wheel: Path, scratch: Path) -> str:
     return stamps[0]
 
 
-def ninja_hashes(build_dir: Path) -> dict:
+def ninja_hashes(build_dir: Path) -> dict[str, str]:
     """output -> the hash of the command that last made it (the latest line of ``.ninja_log``)."""
-    out = {}
+    out: dict[str, str] = {}
     try:
         text = (Path(build_dir) / ".ninja_log").read_text(errors="replace")
     except OSError:
@@ -91,7 +92,7 @@ def ninja_hashes(build_dir: Path) -> dict:
     return out
 
 
-def differing_objects(original: Path, rebuilt: Path) -> list:
+def differing_objects(original: Path, rebuilt: Path) -> list[str]:
     """The objects the rebuild's ``.ninja_log`` lists whose bytes differ from the original build's:
     "path (why)". Ninja's command hashes say whether the command changed too; they differ for every
     object when the build dirs differ (the commands name them), so only a difference in the
@@ -121,7 +122,7 @@ def _check_tree(tree: Path, commit: str, allow_dirty: bool) -> None:
                          "commit or stash them (or pass --allow-dirty to see what they change)")
 
 
-def rebuild(tree: Path, version: str, build_dir: Path, extra: list, log) -> Path:
+def rebuild(tree: Path, version: str, build_dir: Path, extra: list[str], log: TextIO) -> Path:
     """The harness's build chain on ``tree`` into ``build_dir``; returns the staged wheel."""
     cmd = [sys.executable, "-m", "harness.cli", "-m", "release and build", "-k", "not install",
            "-p", "no:cacheprovider", "-p", "no:randomly", f"--mxnet-src={tree}", f"--build-dir={build_dir}",
@@ -134,16 +135,16 @@ def rebuild(tree: Path, version: str, build_dir: Path, extra: list, log) -> Path
     return wheels[-1]
 
 
-def check(wheel: Path, tree: Path, build_dir: Path, original_build: Path | None, extra: list,
-          allow_dirty: bool = False, log=None) -> Outcome:
+def check(wheel: Path, tree: Path, build_dir: Path, original_build: Path | None, extra: list[str],
+          allow_dirty: bool = False, log: TextIO | None = None) -> Outcome:
     log = log or sys.stderr
-    with tempfile.TemporaryDirectory(prefix="rebuild-check-") as scratch:
-        scratch = Path(scratch)
+    with tempfile.TemporaryDirectory(prefix="rebuild-check-") as scratch_dir:
+        scratch = Path(scratch_dir)
         kept = scratch / wheel.name  # the rebuild may replace files beside W: compare a copy
         shutil.copyfile(wheel, kept)
         commit = commit_of(kept, scratch)
         _check_tree(tree, commit, allow_dirty)
-        version = parse_wheel_name(kept).version
+        version = str(parse_wheel_name(kept).version)  # as the f-string in rebuild() wrote it
         rebuilt = rebuild(tree, version, build_dir, extra + (["--allow-dirty"] if allow_dirty else []), log)
         out = Outcome(str(wheel), str(rebuilt), commit, differing_members(kept, rebuilt))
     native = [m for m in out.differing if m.endswith(".so") or ".so." in m]
@@ -156,7 +157,7 @@ def check(wheel: Path, tree: Path, build_dir: Path, original_build: Path | None,
     return out
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="mxnet-release rebuild-check",
                                  description="Rebuild the commit a wheel names and compare the bytes.")
     ap.add_argument("--wheel", required=True, type=Path)
