@@ -26,6 +26,10 @@ import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+if TYPE_CHECKING:  # an annotation only (_hash_files' hash object)
+    import hashlib
 
 from . import filesystem, processes, supervise
 from .errors import UsageError
@@ -47,6 +51,18 @@ class Launcher(JsonRecord):
     name: str                 # "sccache", "ccache" or "none"
     path: str | None          # the executable, None for "none"
     requested: str            # what --compiler-launcher said
+
+
+#: a snapshot of the tool's counters: each counter's int, "location" (text), or {"error": why}
+Snapshot = dict[str, Any]
+#: ``confine(cmd, env, network) -> (argv, env)``: a command in the compile's sandbox (sandbox.wrap)
+Confine = Callable[[list[str], dict[str, str], bool], tuple[Sequence[str | os.PathLike[str]], dict[str, str] | None]]
+
+
+def _tool(launcher: Launcher) -> str:
+    """The launcher's executable: every launcher but "none" has one, and only those run."""
+    assert launcher.path is not None, f"the {launcher.name} launcher has no executable"
+    return launcher.path
 
 
 def find_tool(name: str) -> str | None:
@@ -76,7 +92,7 @@ def choose(requested: str = "auto") -> Launcher:
                      "--compiler-launcher auto|none")
 
 
-def cmake_defines(launcher: Launcher, prefix=None) -> dict:
+def cmake_defines(launcher: Launcher, prefix: Callable[[str], list[str]] | None = None) -> dict[str, str]:
     """-D entries that make CMake compile through ``launcher`` and nothing else. ``prefix(lang)``:
     commands that run first in each language's chain (build_steps.reproducible's flag adder)."""
     defs = {"USE_CCACHE": "OFF"}
@@ -101,7 +117,7 @@ class LauncherStats(JsonRecord):
     not_cached: int = 0        # calls the tool could not cache (link, unsupported option, ...)
     cache_location: str = ""
     error: str = ""            # why the counters could not be read
-    notes: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         if self.launcher == "none":
@@ -122,7 +138,7 @@ class LauncherStats(JsonRecord):
         return text + "".join(f"; note: {n}" for n in self.notes)
 
 
-def _run_tool(args: list, env: dict | None) -> str:
+def _run_tool(args: list[str], env: Mapping[str, str] | None) -> str:
     proc = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **(env or {})},
                           timeout=120)
     if proc.returncode != 0:
@@ -131,7 +147,7 @@ def _run_tool(args: list, env: dict | None) -> str:
     return proc.stdout
 
 
-def snapshot(launcher: Launcher, env: dict | None = None) -> dict:
+def snapshot(launcher: Launcher, env: Mapping[str, str] | None = None) -> Snapshot:
     """The tool's cumulative counters now (sccache: its server's; ccache: its cache dir's), or
     ``{"error": why}``: counters that cannot be read never fail the build they describe."""
     try:
@@ -140,13 +156,14 @@ def snapshot(launcher: Launcher, env: dict | None = None) -> dict:
         return {"error": f"{launcher.name} statistics unavailable: {exc}"}
 
 
-def _snapshot(launcher: Launcher, env: dict | None) -> dict:
+def _snapshot(launcher: Launcher, env: Mapping[str, str] | None) -> Snapshot:
     if launcher.name == "sccache":
-        data = json.loads(_run_tool([launcher.path, "--show-stats", "--stats-format", "json"], env))
+        data = json.loads(_run_tool([_tool(launcher), "--show-stats", "--stats-format", "json"], env))
         s = data["stats"]
 
-        def total(key):
-            return sum((s.get(key) or {}).get("counts", {}).values())
+        def total(key: str) -> int:
+            counts: dict[str, int] = (s.get(key) or {}).get("counts", {})
+            return sum(counts.values())
         not_cached = (s.get("requests_not_cacheable", 0) + s.get("requests_unsupported_compiler", 0)
                       + s.get("non_cacheable_compilations", 0))
         # requests = hits + misses + not cacheable, as ccache's: sccache's own compile_requests
@@ -159,8 +176,8 @@ def _snapshot(launcher: Launcher, env: dict | None) -> dict:
             "location": data.get("cache_location", ""),
         }
     if launcher.name == "ccache":
-        counters = {}
-        for line in _run_tool([launcher.path, "--print-stats"], env).splitlines():
+        counters: dict[str, int] = {}
+        for line in _run_tool([_tool(launcher), "--print-stats"], env).splitlines():
             key, _, value = line.partition("\t")
             if value.strip().lstrip("-").isdigit():
                 counters[key] = int(value)
@@ -170,7 +187,7 @@ def _snapshot(launcher: Launcher, env: dict | None) -> dict:
             "called_for_link", "called_for_preprocessing", "unsupported_compiler_option",
             "unsupported_source_language", "multiple_source_files", "no_input_file",
             "compile_failed", "preprocessor_error", "could_not_find_compiler"))
-        cfg = _run_tool([launcher.path, "--get-config", "cache_dir"], env).strip()
+        cfg = _run_tool([_tool(launcher), "--get-config", "cache_dir"], env).strip()
         return {"requests": hits + misses + uncacheable, "hits": hits, "misses": misses,
                 "remote": counters.get("remote_storage_hit", 0), "remote_errors":
                 counters.get("remote_storage_error", 0), "not_cached": uncacheable,
@@ -178,13 +195,13 @@ def _snapshot(launcher: Launcher, env: dict | None) -> dict:
     return {}
 
 
-def _dist_problem(launcher: Launcher, env: dict | None) -> str:
+def _dist_problem(launcher: Launcher, env: Mapping[str, str] | None) -> str:
     """Why a configured sccache-dist cannot take compiles ("" when it is off or can).
 
     A client that is not connected compiles everything locally and counts no dist error, so the
     summary's "0 compiled remotely" alone cannot tell "not configured" from "configured, broken"."""
     try:
-        (state, detail), = json.loads(_run_tool([launcher.path, "--dist-status"], env)).items()
+        (state, detail), = json.loads(_run_tool([_tool(launcher), "--dist-status"], env)).items()
     except (OSError, RuntimeError, ValueError, subprocess.TimeoutExpired):
         return ""  # an sccache without dist support, or a status it words differently
     if state == "Disabled":
@@ -196,7 +213,7 @@ def _dist_problem(launcher: Launcher, env: dict | None) -> str:
     return f"sccache-dist is configured but not usable ({state}: {said}); misses compiled locally"
 
 
-def build_stats(launcher: Launcher, before: dict, env: dict | None = None) -> LauncherStats:
+def build_stats(launcher: Launcher, before: Snapshot, env: Mapping[str, str] | None = None) -> LauncherStats:
     """What the launcher did since ``before`` (the snapshot taken as the build started), with a
     note when a configured sccache-dist could not take this build's compiles."""
     stats = diff(launcher, before, snapshot(launcher, env))
@@ -206,7 +223,7 @@ def build_stats(launcher: Launcher, before: dict, env: dict | None = None) -> La
     return stats
 
 
-def diff(launcher: Launcher, before: dict, after: dict) -> LauncherStats:
+def diff(launcher: Launcher, before: Snapshot, after: Snapshot) -> LauncherStats:
     """Counters of one build: ``after - before``. A concurrent build sharing the same sccache
     server or ccache directory is counted too (the tools count per server/dir, not per build)."""
     if launcher.name == "none":
@@ -236,11 +253,11 @@ class Server:
     never stopped."""
     launcher: Launcher
     #: what the build's environment adds (SCCACHE_SERVER_PORT, SCCACHE_DIR)
-    env: dict
+    env: dict[str, str]
     private: bool
     pid: int | None = None
     #: the sandbox the private server runs in, in the foreground (None: started by --start-server)
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen[bytes] | None = None
     #: why the server runs outside the build's sandbox ("" when it is inside)
     unconfined: str = ""
     #: what of the user's sccache settings this build does not use, and why ("" when none)
@@ -287,7 +304,8 @@ def _free_port() -> int:
     import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]  # an AF_INET socket's name: (host, port)
+        return port
 
 
 #: The variable that names one build's private server and everything below it (issue 42, item 8):
@@ -336,7 +354,7 @@ def cache_partition(src: Path) -> str:
     return h.hexdigest()[:24]
 
 
-def _submodule_paths(src: Path) -> set:
+def _submodule_paths(src: Path) -> set[str]:
     from .source import submodule_paths
     try:
         return set(submodule_paths(src))
@@ -344,7 +362,7 @@ def _submodule_paths(src: Path) -> set:
         return set()
 
 
-def _hash_files(root: Path, h) -> None:
+def _hash_files(root: Path, h: "hashlib._Hash") -> None:
     """Every file's relative path and bytes (a link's target name), in a stable order; a dir that
     holds a CMakeCache.txt (a build dir) and ``dist`` are outputs, not sources."""
     for dirpath, dirnames, filenames in os.walk(root):
@@ -367,7 +385,7 @@ def _bytes(path: Path) -> bytes:
 PARTITIONS = "by-tree-commit"
 
 
-def cache_env(src: Path, env: dict | None = None) -> dict:
+def cache_env(src: Path, env: Mapping[str, str] | None = None) -> dict[str, str]:
     """``SCCACHE_DIR`` and ``CCACHE_DIR`` for a build of ``src``: the partition ``cache_partition``
     names, below the dir the tool would use otherwise (the user's ``SCCACHE_DIR``/``CCACHE_DIR``,
     else the harness's). Configure and compile both get it, so their sandboxes bind this partition
@@ -377,7 +395,7 @@ def cache_env(src: Path, env: dict | None = None) -> dict:
     sccache = Path(given.get("SCCACHE_DIR") or default_sccache_dir()).expanduser()
     ccache = Path(given.get("CCACHE_DIR") or Path(given.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ccache"
                   ).expanduser()
-    out = {}
+    out: dict[str, str] = {}
     for var, base in (("SCCACHE_DIR", sccache), ("CCACHE_DIR", ccache)):
         d = base / PARTITIONS / part
         d.mkdir(parents=True, exist_ok=True)
@@ -385,7 +403,8 @@ def cache_env(src: Path, env: dict | None = None) -> dict:
     return out
 
 
-def private_server(launcher: Launcher | None, env: dict | None = None, confine=None) -> Server | None:
+def private_server(launcher: Launcher | None, env: Mapping[str, str] | None = None,
+                   confine: Confine | None = None) -> Server | None:
     """Start the build's own sccache server (None for ccache/none): its own port, and its cache
     in the harness's directory, each unless the user names it (``SCCACHE_SERVER_PORT``,
     ``SCCACHE_DIR``, in ``env`` or the environment).
@@ -446,7 +465,7 @@ def private_server(launcher: Launcher | None, env: dict | None = None, confine=N
     return server
 
 
-def config_file(given: dict) -> Path | None:
+def config_file(given: Mapping[str, str]) -> Path | None:
     """The sccache config file a server started with ``given`` reads (``SCCACHE_CONF``, else
     ``~/.config/sccache/config``), None when there is none."""
     named = given.get("SCCACHE_CONF")
@@ -459,7 +478,7 @@ def config_file(given: dict) -> Path | None:
 _START_TIMEOUT = 60.0
 
 
-def _start_confined(launcher: Launcher, env: dict, confine, network: bool) -> subprocess.Popen:
+def _start_confined(launcher: Launcher, env: dict[str, str], confine: Confine, network: bool) -> subprocess.Popen[bytes]:
     """The sccache server in the foreground (``SCCACHE_NO_DAEMON``) inside ``confine``'s
     sandbox, listening on ``env``'s socket file (or port) once this returns. A daemonizing ``--start-server``
     cannot be used: its starting client is the sandbox's command, and the sandbox (its own pid
@@ -470,7 +489,7 @@ def _start_confined(launcher: Launcher, env: dict, confine, network: bool) -> su
     uds = env.get("SCCACHE_SERVER_UDS")
     family, address = ((socket.AF_UNIX, uds) if uds else
                        (socket.AF_INET, ("127.0.0.1", int(env["SCCACHE_SERVER_PORT"]))))
-    argv, child_env = confine([launcher.path], {**env, "SCCACHE_START_SERVER": "1", "SCCACHE_NO_DAEMON": "1"},
+    argv, child_env = confine([_tool(launcher)], {**env, "SCCACHE_START_SERVER": "1", "SCCACHE_NO_DAEMON": "1"},
                               network)
     errors = tempfile.TemporaryFile(mode="w+")
     proc = subprocess.Popen(argv, env=child_env, stdin=subprocess.DEVNULL, stdout=errors, stderr=errors)
@@ -497,11 +516,11 @@ _REMOTE_STORAGE = ("SCCACHE_BUCKET", "SCCACHE_REDIS", "SCCACHE_GCS", "SCCACHE_ME
                    "SCCACHE_AZURE", "SCCACHE_GHA", "SCCACHE_OSS", "SCCACHE_COS")
 
 
-def remote_storage(given: dict) -> bool:
+def remote_storage(given: Mapping[str, str]) -> bool:
     return any(k.startswith(_REMOTE_STORAGE) and v for k, v in given.items())
 
 
-def cache_warning(env: dict | None = None) -> str:
+def cache_warning(env: Mapping[str, str] | None = None) -> str:
     """A warning when sccache's local cache cannot be written ("" when it can, or is remote):
     sccache then compiles on without a word and caches nothing."""
     given = {**os.environ, **(env or {})}
@@ -520,7 +539,7 @@ def cache_warning(env: dict | None = None) -> str:
             f"and cache nothing. Set {how} to a writable directory")
 
 
-def ensure_running(launcher: Launcher, env: dict | None = None) -> bool:
+def ensure_running(launcher: Launcher, env: Mapping[str, str] | None = None) -> bool:
     """Start the sccache server ``env`` addresses unless one already listens; True when one does.
 
     ``--show-stats`` no longer starts a server (sccache 0.16), so without this the build's first
@@ -529,7 +548,7 @@ def ensure_running(launcher: Launcher, env: dict | None = None) -> bool:
     winner whose set-up lost comes up without its build servers: every compile then runs locally
     and sccache counts no dist error (measured: half the loopback builds)."""
     try:
-        _run_tool([launcher.path, "--start-server"], env)
+        _run_tool([_tool(launcher), "--start-server"], env)
     except RuntimeError as exc:
         return "Address in use" in str(exc)  # the user's server was already up
     except (OSError, subprocess.TimeoutExpired):
@@ -537,8 +556,8 @@ def ensure_running(launcher: Launcher, env: dict | None = None) -> bool:
     return True
 
 
-def stop_server(launcher: Launcher, env: dict | None = None) -> None:
+def stop_server(launcher: Launcher, env: Mapping[str, str] | None = None) -> None:
     """Stop the sccache server the given environment addresses (its port, ``SCCACHE_SERVER_PORT``)."""
     if launcher.name == "sccache":
-        subprocess.run([launcher.path, "--stop-server"], capture_output=True,
+        subprocess.run([_tool(launcher), "--stop-server"], capture_output=True,
                        env={**os.environ, **(env or {})}, timeout=60)

@@ -49,7 +49,7 @@ STRICT_STEPS = (
     "build_steps/sandbox.py", "build_steps/source.py", "build_steps/supervise.py",
     "build_steps/development_settings.py", "build_steps/options.py", "build_steps/rebuild_check.py", "build_steps/cuda_lock.py", "build_steps/cuda_root.py",
     "build_steps/driver_stub.py", "build_steps/fast_compile.py", "build_steps/filesystem.py",
-    "build_steps/heartbeat.py", "build_steps/once.py", "build_steps/overrides.py", "build_steps/package.py",
+    "build_steps/heartbeat.py", "build_steps/launcher.py", "build_steps/once.py", "build_steps/overrides.py", "build_steps/package.py",
     "build_steps/pinning.py", "build_steps/preflight.py", "build_steps/publish_step.py",
     "build_steps/reproducible.py", "build_steps/run_lock.py", "build_steps/shard_part/mxnet_shard_part.py",
 )
