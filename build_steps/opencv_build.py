@@ -32,7 +32,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from . import processes, sandbox
 from .atomic import write_json
@@ -355,7 +355,8 @@ def build_opencv(cache_root: Path | None = None, jobs: int = 2, source: Source |
         fcntl.flock(lock, fcntl.LOCK_EX)  # two runs of one key: the second waits, then reuses
         done = entry / "record.json"
         if done.is_file():
-            rec: OpenCVBuild = OpenCVBuild.from_json(json.loads(done.read_text()))
+            # a whole OpenCVBuild's JSON, written by _build below: never empty, so never None
+            rec = cast(OpenCVBuild, OpenCVBuild.from_json(json.loads(done.read_text())))
             rec.prefix, rec.reused, rec.seconds = entry / "prefix", True, 0.0
             return rec
         return _build(source, cache_root, key, jobs, log_dir, progress)

@@ -18,8 +18,10 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence, TypedDict
 
 from . import sandbox
+from .sandbox import PathArg
 from .install_faults import environment_fault
 from .development_settings import CREDENTIAL_PATTERNS
 from .development_settings import check_pass_env as _check_pass_env
@@ -71,7 +73,7 @@ def is_secret_name(name: str) -> bool:
     return any(fnmatch.fnmatchcase(name.upper(), p) for p in SECRET_PATTERNS)
 
 
-def check_pass_env(names) -> tuple:
+def check_pass_env(names: Iterable[object] | None) -> tuple[str, ...]:
     """``--pass-env NAME`` values, checked against the allow-list (development_settings.toml)."""
     return _check_pass_env(names, leaky=LEAKY_ENV)
 
@@ -81,6 +83,14 @@ def check_pass_env(names) -> tuple:
 RESULT_ENV = "HARNESS_PROBE_RESULT"
 
 
+class Box(TypedDict, total=False):
+    """A child's sandbox, as sandbox.wrap's keywords (install_box, venv_box)."""
+    writable: list[PathArg]
+    readable: list[PathArg]
+    network: bool
+    cwd: Path | None
+
+
 @dataclass(frozen=True)
 class Venv:
     root: Path
@@ -88,24 +98,25 @@ class Venv:
     site_packages: Path
     python_version: str
     #: the user's --pass-env names: every child of this venv gets them beside the allow-list
-    pass_env: tuple = ()
+    pass_env: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"root": str(self.root), "python": str(self.python),
                 "site_packages": str(self.site_packages), "python_version": self.python_version,
                 "pass_env": list(self.pass_env)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Venv":
+    def from_dict(cls, data: Mapping[str, Any]) -> "Venv":
         return cls(Path(data["root"]), Path(data["python"]), Path(data["site_packages"]),
                    data["python_version"], tuple(data.get("pass_env", ())))
 
-    def env(self, extra: dict | None = None, *, pip: bool = False) -> dict:
+    def env(self, extra: Mapping[str, str] | None = None, *, pip: bool = False) -> dict[str, str]:
         """The environment of a child of this venv (clean_env with this venv's --pass-env)."""
         return clean_env(extra, pass_env=self.pass_env, pip=pip)
 
 
-def clean_env(extra: dict | None = None, *, pass_env=(), pip: bool = False) -> dict:
+def clean_env(extra: Mapping[str, str] | None = None, *, pass_env: Iterable[str] = (),
+              pip: bool = False) -> dict[str, str]:
     """The environment of a child that runs the wheel's code (``pip``: of a pip/uv command): the
     allow-list above, the user's ``--pass-env`` names, then ``extra``; never a secret-like name."""
     allowed = set(ALLOWED_ENV) | set(pass_env) | (set(PIP_ENV) | set(INSTALLER_KEPT) if pip else set())
@@ -121,7 +132,7 @@ def clean_env(extra: dict | None = None, *, pass_env=(), pip: bool = False) -> d
     return env
 
 
-def build_env(extra: dict | None = None) -> dict:
+def build_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a build step's child (configure, compile): clean_env's allow-list plus
     the toolchain's settings; never a secret-like name."""
     env = clean_env()
@@ -132,14 +143,16 @@ def build_env(extra: dict | None = None) -> dict:
     return env
 
 
-def _run_logged(cmd: list, log: Path, step: str, what: str, env: dict | None = None, timeout: float = 3600,
-                box: dict | None = None):
+def _run_logged(cmd: Sequence[PathArg], log: Path, step: str, what: str, env: dict[str, str] | None = None,
+                timeout: float = 3600, box: Box | None = None) -> None:
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as fh:
         fh.write("$ " + " ".join(map(str, cmd)) + "\n")
         fh.flush()
         start = fh.tell()
         try:
+            argv: Sequence[PathArg]
+            child_env: dict[str, str] | None
             argv, child_env = (sandbox.wrap(cmd, env or clean_env(pip=True), **box) if box is not None
                                else (cmd, env or clean_env(pip=True)))
             proc = subprocess.run(list(map(str, argv)), stdout=fh, stderr=subprocess.STDOUT,
@@ -179,7 +192,7 @@ def _describe(python: Path) -> tuple[Path, str]:
 
 
 def create_venv(venv_dir: Path, python: str | None = None, *, log: Path | None = None,
-                pass_env=()) -> Venv:
+                pass_env: Iterable[str] = ()) -> Venv:
     """A fresh venv at ``venv_dir`` for ``python`` (default: this interpreter).
 
     uv is used when it is on PATH (seconds instead of tens of seconds), else ``python -m venv``.
@@ -217,7 +230,7 @@ def create_venv(venv_dir: Path, python: str | None = None, *, log: Path | None =
                 pass_env=tuple(pass_env))
 
 
-def pip_command(venv: Venv) -> list:
+def pip_command(venv: Venv) -> list[str]:
     """``pip install`` for the venv: uv's when available, else the venv's own pip."""
     uv = shutil.which("uv")
     if uv:
@@ -230,13 +243,13 @@ def _own_caches() -> bool:
     return sandbox.as_root() and sandbox.enabled()
 
 
-def uv_options() -> list:
+def uv_options() -> list[str]:
     """What every ``uv pip`` command of the harness is given after its subcommand: no uv.toml,
     and as root the sandbox uid's own cache (the requirements preflight uses the same)."""
     return ["--no-config", *(["--cache-dir", str(sandbox.sandbox_cache("uv"))] if _own_caches() else [])]
 
 
-def pip_options() -> list:
+def pip_options() -> list[str]:
     """What every ``pip install`` of the harness is given after ``install`` (with ``--isolated``
     before it): the host's CA bundle and the cache dir, which ``--isolated`` would drop."""
     own = _own_caches()
@@ -251,15 +264,16 @@ def pip_options() -> list:
     return cmd
 
 
-def ignored_installer_settings(environ=None) -> list[str]:
+def ignored_installer_settings(environ: Mapping[str, str] | None = None) -> list[str]:
     """The invoker's PIP_*/UV_* variables an install ignores (named in its log)."""
     environ = os.environ if environ is None else environ
     return sorted(k for k in environ if k.startswith(INSTALLER_CONFIG_PREFIXES) and k not in INSTALLER_KEPT)
 
 
-def index_args(find_links=(), index_url: str | None = None, no_index: bool = False) -> list:
+def index_args(find_links: Iterable[PathArg] = (), index_url: str | None = None,
+               no_index: bool = False) -> list[str]:
     """pip's (and uv pip's) index options: where the venv installs come from."""
-    args = []
+    args: list[str] = []
     for link in find_links:
         args += ["--find-links", str(link)]
     if index_url:
@@ -269,9 +283,9 @@ def index_args(find_links=(), index_url: str | None = None, no_index: bool = Fal
     return args
 
 
-def install(venv: Venv, wheel: Path, *, find_links=(), index_url: str | None = None,
-            extra_requirements=(), test_requirements=(), no_deps: bool = False,
-            no_index: bool = False, log: Path) -> dict:
+def install(venv: Venv, wheel: Path, *, find_links: Iterable[PathArg] = (), index_url: str | None = None,
+            extra_requirements: Iterable[str] = (), test_requirements: Iterable[str] = (), no_deps: bool = False,
+            no_index: bool = False, log: Path) -> dict[str, str]:
     """Install ``wheel`` into ``venv`` with its declared dependencies.
 
     ``test_requirements`` are what the gates need beyond the wheel (onnxruntime: a test-only
@@ -283,9 +297,9 @@ def install(venv: Venv, wheel: Path, *, find_links=(), index_url: str | None = N
     """
     wheel = Path(wheel).resolve()
     # absolute: the sandbox starts elsewhere than this process
-    find_links = [link if "://" in str(link) else Path(link).resolve() for link in find_links]
-    cmd = pip_command(venv) + index_args(find_links, index_url, no_index)
-    box = install_box(venv, [wheel, *find_links])
+    links: list[PathArg] = [link if "://" in str(link) else Path(link).resolve() for link in find_links]
+    cmd = pip_command(venv) + index_args(links, index_url, no_index)
+    box = install_box(venv, [wheel, *links])
     ignored = ignored_installer_settings()
     if ignored:
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -296,7 +310,7 @@ def install(venv: Venv, wheel: Path, *, find_links=(), index_url: str | None = N
         # Only the wheel itself goes in without dependencies; the gates' own needs still resolve.
         _run_logged(cmd + ["--no-deps", wheel], log, "install", f"pip install --no-deps {wheel.name}",
                     env=venv.env(pip=True), box=box)
-        rest = list(extra_requirements) + list(test_requirements)
+        rest: list[PathArg] = [*extra_requirements, *test_requirements]
         if rest:
             _run_logged(cmd + rest, log, "install", "pip install of the extra/test requirements",
                         env=venv.env(pip=True), box=box)
@@ -306,21 +320,23 @@ def install(venv: Venv, wheel: Path, *, find_links=(), index_url: str | None = N
     return installed_distributions(venv)
 
 
-def install_box(venv: Venv, inputs=()) -> dict:
+def install_box(venv: Venv, inputs: Iterable[PathArg] = ()) -> Box:
     """An install's sandbox (build_steps.sandbox): the venv writable, the wheel and wheelhouses
     read-only, the package index reachable, pip's and uv's caches reused."""
     return {"writable": [venv.root, *sandbox.installer_caches()],
             "readable": [p for p in map(Path, inputs) if p.is_absolute()], "network": True}
 
 
-def venv_box(venv: Venv, workdir: Path | None = None, readable=(), writable=()) -> dict:
+def venv_box(venv: Venv, workdir: Path | None = None, readable: Iterable[PathArg] = (),
+             writable: Iterable[PathArg] = ()) -> Box:
     """The sandbox of a child that runs the wheel's code: the venv read-only, ``workdir`` (its
     scratch dir) and the output dirs a gate hands it the only things writable, no network."""
     return {"readable": [venv.root, *readable], "writable": [*([workdir] if workdir else []), *writable],
             "cwd": workdir}
 
 
-def run_venv(venv: Venv, cmd: list, *, env: dict, workdir: Path, readable=(), writable=(), **kwargs):
+def run_venv(venv: Venv, cmd: Sequence[PathArg], *, env: dict[str, str], workdir: Path, readable: Iterable[PathArg] = (),
+             writable: Iterable[PathArg] = (), **kwargs: Any) -> subprocess.CompletedProcess[Any]:
     """``subprocess.run`` of ``cmd`` (the venv's interpreter running the wheel's code), sandboxed."""
     from .driver_stub import STUB_ENV
     if env and env.get(STUB_ENV):  # the stand-in libcuda.so.1 lives in the run dir, hidden but for this
@@ -331,7 +347,7 @@ def run_venv(venv: Venv, cmd: list, *, env: dict, workdir: Path, readable=(), wr
     return proc
 
 
-def installed_distributions(venv: Venv) -> dict:
+def installed_distributions(venv: Venv) -> dict[str, str]:
     code = ("import json, importlib.metadata as m; print(json.dumps({d.metadata['Name'].lower(): d.version "
             "for d in m.distributions() if d.metadata['Name']}))")
     with tempfile.TemporaryDirectory(prefix="dists-") as tmp:
@@ -339,7 +355,8 @@ def installed_distributions(venv: Venv) -> dict:
                        capture_output=True, text=True)
     if out.returncode != 0:
         raise StepError("install", f"cannot list the venv's distributions: {out.stderr.strip()[-400:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    dists: dict[str, str] = json.loads(out.stdout.strip().splitlines()[-1])  # name -> version, as printed
+    return dists
 
 
 _CHECK_INSTALL = r"""
@@ -361,7 +378,7 @@ print(json.dumps(res))
 """
 
 
-def check_install(venv: Venv, expected_version: str | None) -> dict:
+def check_install(venv: Venv, expected_version: str | None) -> dict[str, Any]:
     """Where ``mxnet`` resolves in the venv's own interpreter, and whether that is the venv.
 
     Does not import mxnet: a CUDA wheel cannot load on a host without a driver, and loading is
@@ -373,8 +390,8 @@ def check_install(venv: Venv, expected_version: str | None) -> dict:
     if out.returncode != 0:
         raise StepError("install", f"the install check could not run in {venv.python}: "
                         f"{out.stderr.strip()[-600:]}")
-    facts = json.loads(out.stdout.strip().splitlines()[-1])
-    problems = []
+    facts: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])  # what _CHECK_INSTALL prints
+    problems: list[str] = []
     site = os.path.realpath(venv.site_packages)
     if not facts.get("origin"):
         problems.append(f"`import mxnet` finds nothing in {venv.python}: the wheel did not install a "
@@ -405,8 +422,8 @@ def _tail(text: str, lines: int = 30) -> str:
     return "\n".join((text or "").splitlines()[-lines:])
 
 
-def run_probe(venv: Venv, probe: Path, args=(), timeout: float = 600, env: dict | None = None,
-              cwd: Path | None = None) -> dict:
+def run_probe(venv: Venv, probe: Path, args: Sequence[object] = (), timeout: float = 600,
+              env: Mapping[str, str] | None = None, cwd: Path | None = None) -> dict[str, Any]:
     """Run ``probe`` with the venv's interpreter and return the JSON dict it reports.
 
     Never raises for what the child does: a signal becomes {"crashed": True, "signal": "SIGSEGV"},
@@ -421,7 +438,7 @@ def run_probe(venv: Venv, probe: Path, args=(), timeout: float = 600, env: dict 
     result_file = workdir / f"{Path(probe).stem}-{os.getpid()}-{len(os.listdir(workdir))}.json"
     child_env = venv.env({RESULT_ENV: str(result_file), **(env or {})})
     cmd = [str(venv.python), str(probe), *map(str, args)]
-    base = {"probe": Path(probe).name, "args": [str(a) for a in args], "command": " ".join(cmd)}
+    base: dict[str, Any] = {"probe": Path(probe).name, "args": [str(a) for a in args], "command": " ".join(cmd)}
     try:
         # a directory among the args is an output dir the gate made for the probe (the ONNX export)
         proc = run_venv(venv, cmd, env=child_env, workdir=workdir, readable=[probe],
@@ -466,7 +483,7 @@ def remove_venv(root: Path) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def explain_probe(result: dict) -> str | None:
+def explain_probe(result: Mapping[str, Any]) -> str | None:
     """Why a probe did not produce a usable result, in words; None when it ran to the end."""
     if result.get("crashed"):
         return (f"the probe {result.get('probe')} was killed by {result.get('signal')} inside the venv's "

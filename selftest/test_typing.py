@@ -1,6 +1,7 @@
-"""The readers, the profile modules (build_steps.profile_data, build_steps.arch) and the harness's
-plugins type-check under ``mypy --strict`` (with pyproject.toml's [tool.mypy] overrides, which name
-what is not strict yet and why) and mypy finds nothing."""
+"""The readers, the profile modules (build_steps.profile_data, build_steps.arch), every other
+build_steps module but those NOT_YET_STRICT names (issue 47 item 8) and the harness's plugins
+type-check under ``mypy --strict`` (with pyproject.toml's [tool.mypy] overrides, which name what
+is not strict yet and why) and mypy finds nothing."""
 from __future__ import annotations
 
 import subprocess
@@ -40,23 +41,40 @@ def test_profile_modules_pass_mypy_strict():
                                   f"{proc.stdout}{proc.stderr}")
 
 
-#: build_steps modules outside the readers that are clean under ``mypy --strict`` (issue 47 item 8):
-#: each is judged on its own code; the modules it imports give their types (follow-imports=silent)
-#: and are judged where they are listed. A module joins the list when it becomes clean.
-STRICT_STEPS = (
-    "build_steps/bundle.py", "build_steps/credentials.py", "build_steps/deterministic_compile.py",
-    "build_steps/processes.py", "build_steps/release_manifest.py", "build_steps/release_report.py",
-    "build_steps/sandbox.py", "build_steps/source.py", "build_steps/supervise.py",
-    "build_steps/development_settings.py", "build_steps/options.py", "build_steps/rebuild_check.py", "build_steps/cuda_lock.py", "build_steps/cuda_root.py",
-    "build_steps/driver_stub.py", "build_steps/fast_compile.py", "build_steps/filesystem.py",
-    "build_steps/heartbeat.py", "build_steps/launcher.py", "build_steps/once.py", "build_steps/overrides.py", "build_steps/package.py",
-    "build_steps/pinning.py", "build_steps/preflight.py", "build_steps/publish_step.py",
-    "build_steps/reproducible.py", "build_steps/run_lock.py", "build_steps/shard_part/mxnet_shard_part.py",
-)
+#: build_steps modules not yet clean under ``mypy --strict`` (issue 47 item 8), each with why it waits.
+#: Every other build_steps module (the readers have their own test above) is checked, a new one
+#: included; a module leaves this list when it becomes clean.
+NOT_YET_STRICT = {
+    # helper cmakeapi rewrites these three (issue 47 item 3): typed after that merge
+    "build_steps/configure.py": "being rewritten (CMake File API)",
+    "build_steps/compile.py": "being rewritten (CMake File API)",
+    "build_steps/toolchain.py": "being rewritten (CMake File API)",
+    # the report family: JSON read back by string key, which issue 47 item 3 replaces with typed products
+    "build_steps/publish.py": "33 errors at 36e47c9: untyped parameters and bare dicts",
+    "build_steps/review_page.py": "33 errors at 36e47c9: untyped parameters and bare dicts",
+    "build_steps/gpu_reports.py": "34 errors at 36e47c9: untyped parameters and bare dicts",
+}
+
+
+def strict_steps() -> list[str]:
+    """Every build_steps module outside the readers and NOT_YET_STRICT, relative to the harness root."""
+    return sorted(str(p.relative_to(HARNESS_ROOT)) for p in (HARNESS_ROOT / "build_steps").rglob("*.py")
+                  if "readers" not in p.relative_to(HARNESS_ROOT / "build_steps").parts
+                  and str(p.relative_to(HARNESS_ROOT)) not in NOT_YET_STRICT)
+
+
+def test_not_yet_strict_names_existing_modules():
+    # a module renamed or moved must not stay excused under its old name
+    missing = sorted(name for name in NOT_YET_STRICT if not (HARNESS_ROOT / name).is_file())
+    assert not missing, f"NOT_YET_STRICT names modules that do not exist: {missing}"
+    assert len(strict_steps()) > 50, strict_steps()
 
 
 def test_typed_build_steps_pass_mypy_strict():
-    proc = _mypy_strict("--follow-imports=silent", *STRICT_STEPS)
-    assert proc.returncode == 0, (f"mypy --strict over {len(STRICT_STEPS)} build_steps modules exited "
+    # each module is judged on its own code; the modules it imports give their types
+    # (follow-imports=silent) and are judged where they are checked themselves
+    steps = strict_steps()
+    proc = _mypy_strict("--follow-imports=silent", *steps)
+    assert proc.returncode == 0, (f"mypy --strict over {len(steps)} build_steps modules exited "
                                   f"{proc.returncode}; annotate what it names (or fix the type error):\n"
                                   f"{proc.stdout}{proc.stderr}")
