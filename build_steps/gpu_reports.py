@@ -32,6 +32,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Mapping, Sequence, cast
 
 import jsonschema
 
@@ -80,7 +81,7 @@ REPORT_SCHEMA = {
 }
 
 
-def report_arch(doc: dict) -> Arch | None:
+def report_arch(doc: Mapping[str, Any]) -> Arch | None:
     """The CUDA arch a report records (``expected.cuda_arch``), None when it records none; its
     ``.built`` is the list the wheel was built with (build_steps.readers.report.built_arch).
     A schema-1 report stored the requested text instead: read as a request with nothing overriding it."""
@@ -100,13 +101,13 @@ def sm_name(compute_capability: str | None) -> str | None:
     return f"sm_{int(major) * 10 + int(minor)}"
 
 
-def gpu_identity(preflight: dict | None) -> dict | None:
+def gpu_identity(preflight: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The GPU the gates' ``gpu(0)`` is, from the cuBLAS/driver preflight's device list."""
     gpus = ((preflight or {}).get("driver") or {}).get("gpus") or []
     if not gpus:
         return None
     g = gpus[0]
-    out = {"name": g.get("name"), "compute_capability": g.get("compute_capability"),
+    out: dict[str, Any] = {"name": g.get("name"), "compute_capability": g.get("compute_capability"),
            "arch": sm_name(g.get("compute_capability")), "visible": len(gpus)}
     if g.get("uuid"):
         out["uuid"] = g["uuid"]
@@ -120,46 +121,47 @@ class RunVerdict:
     """One report's GPU gates on one GPU."""
     report: str
     host: str
-    gpu: dict
+    gpu: dict[str, Any]
     #: "passed" (>= 1 gpu gate passed, none failed or not judged), "failed", "not judged" (the host
     #: could not judge a gate: a driver below the wheel's floor; none failed), "skipped"
     outcome: str
     detail: str = ""
     #: the GPU gates that passed in this run, and those it excused (shards not on its tree)
-    passed: frozenset = frozenset()
-    excused: frozenset = frozenset()
+    passed: frozenset[str] = frozenset()
+    excused: frozenset[str] = frozenset()
     #: gate -> {(K, N)}: the parts of split shards (--shard-split) that passed in this run
-    parts: dict = field(default_factory=dict)
+    parts: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
 
 
 @dataclass
 class Merged:
     wheel_sha256: str
-    archs: list                          # release SASS archs, "sm_80", ...
-    runs: list                           # RunVerdict of the counted reports
-    per_arch: dict = field(default_factory=dict)   # arch -> [RunVerdict]
-    ignored: list = field(default_factory=list)    # (report, why)
-    extra_archs: dict = field(default_factory=dict)
+    archs: list[str]                          # release SASS archs, "sm_80", ...
+    runs: list[RunVerdict]                    # RunVerdict of the counted reports
+    per_arch: dict[str, list[RunVerdict]] = field(default_factory=dict)   # arch -> [RunVerdict]
+    ignored: list[tuple[str, str]] = field(default_factory=list)    # (report, why)
+    extra_archs: dict[str, list[RunVerdict]] = field(default_factory=dict)
     #: where the archs came from ("the wheel's fatbins", "--cuda-arch", "the run's report (...)", "the reports")
     archs_from: str = ""
     #: the GPU gates the runs of one arch must have passed between them
-    required: tuple = ()
+    required: tuple[str, ...] = ()
 
-    def missing(self, arch: str) -> list:
+    def missing(self, arch: str) -> list[str]:
         """The required GPU gates no run on ``arch`` passed (or excused); a split shard is passed
         when its parts that passed on ``arch`` cover it (every K of one N), and is named with the
         parts still missing otherwise."""
-        done, parts = set(), {}
+        done: set[str] = set()
+        parts: dict[str, set[tuple[int, int]]] = {}
         for r in self.per_arch.get(arch, []):
             done |= r.passed | r.excused
             for gate, got in r.parts.items():
                 parts.setdefault(gate, set()).update(got)
-        out = []
+        out: list[str] = []
         for g in self.required:
             if g in done:
                 continue
             if g in parts:
-                by_n: dict = {}
+                by_n: dict[int, set[int]] = {}
                 for k, n in parts[g]:
                     by_n.setdefault(n, set()).add(k)
                 if any(len(ks) == n for n, ks in by_n.items()):
@@ -183,15 +185,15 @@ class Merged:
         # a gate another GPU of the arch judged is not missing; what is left, the host kept from judging
         return NOT_JUDGED if any(r.outcome == NOT_JUDGED for r in runs) else "incomplete"
 
-    def archs_in(self, state: str) -> list:
+    def archs_in(self, state: str) -> list[str]:
         return [a for a in self.archs if self.state(a) == state]
 
     @property
-    def unverified(self) -> list:
+    def unverified(self) -> list[str]:
         return [a for a in self.archs if self.state(a) != "verified"]
 
     @property
-    def failed(self) -> list:
+    def failed(self) -> list[str]:
         return self.archs_in("failed")
 
     @property
@@ -199,14 +201,14 @@ class Merged:
         return not self.unverified
 
 
-def _read_report(path: Path) -> dict:
+def _read_report(path: Path) -> dict[str, Any]:
     size = path.stat().st_size
     if size > MAX_REPORT_BYTES:
         raise UsageError(f"{path}: {size} bytes, above the {MAX_REPORT_BYTES >> 20} MiB a report may have "
                          "(build_steps.gpu_reports.MAX_REPORT_BYTES); it is not a --provenance-json report: "
                          "remove it from the directory")
     try:
-        doc = json.loads(path.read_bytes())
+        doc: dict[str, Any] = json.loads(path.read_bytes())  # an object: REPORT_SCHEMA is checked below
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: not a JSON report ({exc}); remove it or write it again with "
                          "--provenance-json") from None
@@ -219,7 +221,7 @@ def _read_report(path: Path) -> dict:
     return doc
 
 
-def load_reports(directory: Path) -> list[tuple[Path, dict]]:
+def load_reports(directory: Path) -> list[tuple[Path, dict[str, Any]]]:
     directory = Path(directory)
     if not directory.is_dir():
         raise UsageError(f"--merge-reports {directory}: no such directory; pass the directory the GPU "
@@ -237,7 +239,7 @@ def wheel_sass_archs(wheel: Path) -> list[str]:
     from .readers.fatbin import read_fatbin
     from .readers.loadability import elf_members
     from .readers.wheel import extract_wheel
-    archs: set = set()
+    archs: set[int] = set()
     with tempfile.TemporaryDirectory(prefix="gpu-verify-", dir=os.environ.get("TMPDIR")) as tmp:
         extracted = extract_wheel(wheel, Path(tmp) / "wheel")
         for member in elf_members(extracted.root, extracted.members):
@@ -251,7 +253,7 @@ def wheel_sass_archs(wheel: Path) -> list[str]:
 _RANK = {"skipped": 0, "passed": 1, NOT_JUDGED: 2, "failed": 3}
 
 
-def _run_verdict(path: Path, doc: dict) -> RunVerdict | None:
+def _run_verdict(path: Path, doc: Mapping[str, Any]) -> RunVerdict | None:
     section = doc.get(SECTION) or {}
     gates = section.get("gates") or {}
     if not gates:
@@ -275,7 +277,7 @@ def _run_verdict(path: Path, doc: dict) -> RunVerdict | None:
     else:
         outcome = "skipped"
         detail = next((g.get("message", "") for g in gates.values()), "")
-    parts: dict = {}
+    parts: dict[str, set[tuple[int, int]]] = {}
     for n, g in gates.items():
         if g.get("verdict") == "passed" and g.get("part"):
             k, _, total = g["part"].partition("/")
@@ -287,23 +289,24 @@ def _run_verdict(path: Path, doc: dict) -> RunVerdict | None:
                       excused=frozenset(section.get("excused") or {}), parts=parts)
 
 
-def required_gpu_gates(flavor: str | None = None) -> tuple:
+def required_gpu_gates(flavor: str | None = None) -> tuple[str, ...]:
     """Every GPU gate of ``flavor``'s release set (its committed manifest); without a flavor,
     those of every CUDA flavor's."""
     flavors = [flavor] if flavor is not None else [p.name for p in cuda_profiles()]
     return tuple(dict.fromkeys(g for f in flavors for g in load_manifest(f).gpu_gates))
 
 
-def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
-          cuda_arch: str | dict | Arch | ArchSpec | None = None, wheel_archs: list | None = None,
-          required: tuple | None = None) -> Merged:
+def merge(reports: Sequence[tuple[Path, Mapping[str, Any]]], wheel_sha256: str | None = None,
+          cuda_arch: str | Mapping[str, Any] | Arch | ArchSpec | None = None, wheel_archs: Sequence[str] | None = None,
+          required: Sequence[str] | None = None) -> Merged:
     """``wheel_archs`` (the wheel's own fatbins, wheel_sass_archs) wins over ``cuda_arch``, which
     wins over the arch list the reports say they built (report_arch), then over the release list of
     the reports' flavor. ``cuda_arch``: --cuda-arch's text, a report's ``expected.cuda_arch``
     (Arch.to_json, or a schema-1 report's text), an Arch (its built list) or an ArchSpec.
     ``required``: the GPU gates each arch needs passed (default: that flavor's release set's,
     required_gpu_gates)."""
-    ignored, by_sha = [], {}
+    ignored: list[tuple[str, str]] = []
+    by_sha: dict[str, list[tuple[Path, Mapping[str, Any]]]] = {}
     for path, doc in reports:
         sha = ((doc.get("wheel") or {}).get("sha256"))
         if not sha:
@@ -323,7 +326,7 @@ def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
         if sha != wheel_sha256:
             ignored += [(p.name, f"another wheel (sha256 {sha[:12]}…)") for p, _ in docs]
     mine = by_sha.get(wheel_sha256, [])
-    flavors = {d.get("profile") for _, d in mine} - {None, ""}
+    flavors: set[str] = {d["profile"] for _, d in mine if d.get("profile") not in (None, "")}
     if len(flavors) > 1:
         raise UsageError(f"the reports of wheel {wheel_sha256[:12]} name different flavors "
                          f"({', '.join(sorted(flavors))}): one wheel is built for one flavor; keep its reports only")
@@ -337,7 +340,7 @@ def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
         spec = _built(cuda_arch)
         archs, source = [f"sm_{a}" for a in spec.sass], f"the run's report ({spec.text or 'no arch'})"
     else:
-        wanted = {}
+        wanted: dict[ArchSpec, list[str]] = {}
         for path, doc in mine:
             try:
                 arch = report_arch(doc)
@@ -355,7 +358,7 @@ def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
     merged = Merged(wheel_sha256=wheel_sha256, archs=archs, runs=[], ignored=ignored, archs_from=source,
                     required=tuple(required if required is not None else
                                    required_gpu_gates(profile.name if profile is not None else None)))
-    seen: dict = {}   # (host, GPU) -> RunVerdict counted
+    seen: dict[tuple[str, object], RunVerdict] = {}   # (host, GPU) -> RunVerdict counted
     for path, doc in mine:
         run = _run_verdict(path, doc)
         if run is None:
@@ -392,13 +395,15 @@ def merge(reports: list[tuple[Path, dict]], wheel_sha256: str | None = None,
     return merged
 
 
-def _built(cuda_arch) -> ArchSpec:
+def _built(cuda_arch: Mapping[str, Any] | Arch | ArchSpec) -> ArchSpec:
     """The list built, of an Arch, an ArchSpec or a report's ``expected.cuda_arch``."""
     if isinstance(cuda_arch, ArchSpec):
         return cuda_arch
     if isinstance(cuda_arch, Arch):
         return cuda_arch.built
-    return report_arch({"expected": {"cuda_arch": cuda_arch}}).built
+    # a mapping: report_arch returns None only for a missing or empty text, and Arch.from_json
+    # raises a UsageError for a mapping that is no arch
+    return cast(Arch, report_arch({"expected": {"cuda_arch": cuda_arch}})).built
 
 
 def summary_lines(m: Merged) -> list[str]:
