@@ -19,6 +19,7 @@ import zipfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
 
 import jinja2
 from markupsafe import Markup, escape
@@ -27,7 +28,7 @@ from . import gpu_reports
 from .atomic import write_atomic
 from .errors import NOT_JUDGED
 from .arch import ARCH_GPU_FAMILIES, Arch
-from .profile_data import PROFILES, only_cuda_profile
+from .profile_data import PROFILES, Profile, only_cuda_profile
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 TEMPLATE = "review_page.html.j2"
@@ -36,8 +37,11 @@ SECTION = "review"
 #: Bars in a chart before the rest is summed into one "others" bar (a page, not a dump).
 MAX_BARS = 24
 
+#: the run's JSON document and its parts, as json reads them (the page shows what it holds)
+Json = dict[str, Any]
 
-def _mib(n) -> str:
+
+def _mib(n: float | None) -> str:
     n = float(n or 0)
     if n >= 1 << 30:
         return f"{n / (1 << 30):.2f} GiB"
@@ -48,7 +52,7 @@ def _mib(n) -> str:
     return f"{int(n)} B"
 
 
-def _duration(s) -> str:
+def _duration(s: float | None) -> str:
     s = float(s or 0)
     if s >= 3600:
         return f"{int(s // 3600)} h {int(s % 3600 // 60)} min"
@@ -57,7 +61,8 @@ def _duration(s) -> str:
     return f"{s:.1f} s"
 
 
-def bars(rows, value_key: str, label_key: str = "name", fmt=_mib, limit: int = MAX_BARS) -> dict:
+def bars(rows: Iterable[Json], value_key: str, label_key: str = "name",
+         fmt: Callable[[float], str] = _mib, limit: int = MAX_BARS) -> Json:
     """A horizontal bar chart's geometry: rows sorted by value, each with its width in percent of
     the largest; past ``limit`` the rest is one ``(N others)`` bar, so the chart stays readable."""
     rows = sorted((r for r in rows if (r.get(value_key) or 0) > 0), key=lambda r: -r[value_key])
@@ -87,7 +92,7 @@ def _part_of(name: str) -> str:
     return "other files"
 
 
-def wheel_parts(wheel: Path) -> dict:
+def wheel_parts(wheel: Path) -> Json:
     """The wheel's size by part and each bundled library's size, from the zip's central directory
     (nothing is extracted). A file that is not a readable zip gives ``{"error": why}``."""
     wheel = Path(wheel)
@@ -97,8 +102,8 @@ def wheel_parts(wheel: Path) -> dict:
         file_size = wheel.stat().st_size
     except (OSError, zipfile.BadZipFile) as exc:
         return {"error": f"cannot read {wheel.name} as a zip: {exc}"}
-    parts: dict = {}
-    bundled = []
+    parts: dict[str, Json] = {}
+    bundled: list[Json] = []
     for info in infos:
         part = parts.setdefault(_part_of(info.filename), {"name": _part_of(info.filename), "bytes": 0,
                                                            "compressed": 0, "files": 0})
@@ -123,10 +128,11 @@ class ArchRow:
     ptx_wanted: bool
     ptx: bool | None
     verified: str          # "verified" / "failed" / "not judged" / "incomplete" / "not verified" / "no GPU reports"
-    runs: list             # "H100 on host-a (a.json): passed"
+    runs: list[str]             # "H100 on host-a (a.json): passed"
 
 
-def arch_matrix(arch: Arch | None, fatbin: dict | None, merged=None, profile=None) -> list[ArchRow]:
+def arch_matrix(arch: Arch | None, fatbin: Json | None, merged: gpu_reports.Merged | None = None,
+                profile: Profile | None = None) -> list[ArchRow]:
     """The archs built (``arch.built``: the report's, gpu_reports.report_arch; None: the release
     list of ``profile``, default the one CUDA profile) x (SASS present, PTX, verified on which GPU).
     ``fatbin`` is the audit's ``facts.fatbin``; ``merged`` a ``gpu_reports.Merged`` (None: no GPU
@@ -135,7 +141,7 @@ def arch_matrix(arch: Arch | None, fatbin: dict | None, merged=None, profile=Non
         profile or only_cuda_profile("the review page's arch matrix")).release_arch
     sass = set((fatbin or {}).get("sass_archs") or ())
     ptx = set((fatbin or {}).get("ptx_archs") or ())
-    rows = []
+    rows: list[ArchRow] = []
     for a in spec.sass:
         name = f"sm_{a}"
         runs = (merged.per_arch.get(name, []) if merged is not None else [])
@@ -148,7 +154,7 @@ def arch_matrix(arch: Arch | None, fatbin: dict | None, merged=None, profile=Non
     return rows
 
 
-def own_gpu_runs(doc: dict, sha256: str | None, arch: Arch | None):
+def own_gpu_runs(doc: Json, sha256: str | None, arch: Arch | None) -> gpu_reports.Merged | None:
     """This run's own GPU gates as a merge of one report (None when no GPU gate ran here);
     ``arch``: the report's (gpu_reports.report_arch)."""
     if not ((doc.get(gpu_reports.SECTION) or {}).get("gates")) or not sha256:
@@ -172,7 +178,7 @@ _STEP_NAMES = {"cuda_root": "CUDA root", "configure": "configure", "compile": "c
                "stage": "stage+bundle", "built_wheel": "package"}
 
 
-def _timeline_of_build(build: dict) -> dict:
+def _timeline_of_build(build: Json) -> Json:
     """The timeline from the JSON report's ``build`` section (harness.report_sections), for a
     report written without the review section."""
     measured = build.get("compile_time") or {}
@@ -180,7 +186,7 @@ def _timeline_of_build(build: dict) -> dict:
             **{k: measured.get(k) for k in ("slowest_steps", "cpu_seconds", "command_seconds", "commands")}}
 
 
-def _timeline(review: dict, doc: dict | None = None) -> dict:
+def _timeline(review: Json, doc: Json | None = None) -> Json:
     """Each step's wall time; the compile step's slowest steps and CPU time, read by key and shown
     as "not measured" when the compile record has none (an older or interrupted build)."""
     tl = review.get("timeline") or _timeline_of_build((doc or {}).get("build") or {})
@@ -212,14 +218,14 @@ def _timeline(review: dict, doc: dict | None = None) -> dict:
 GROUP_MARKERS = ("gpu", "cublas", "acceptance", "onnx", "runtime", "opencv", "publish", "build", "provenance")
 
 
-def group_of(nodeid: str, markers) -> str:
+def group_of(nodeid: str, markers: Iterable[str] | None) -> str:
     """The group a gate is listed under on the page: its telling marker, else its module."""
     marks = set(markers or ())
     return next((m for m in GROUP_MARKERS if m in marks), nodeid.split("::", 1)[0])
 
 
-def verdict(gates: list, release_set: list | None, flavor: str, interrupted: bool = False,
-            selection: str | None = None) -> dict:
+def verdict(gates: list[Json], release_set: Sequence[str] | None, flavor: str, interrupted: bool = False,
+            selection: str | None = None) -> Json:
     """The page's verdict over ``gates`` (``{"nodeid", "verdict"}``, "not run" included).
 
     FAIL when a gate that ran did not pass; PARTIAL when all that ran passed but part of the
@@ -266,7 +272,7 @@ def verdict(gates: list, release_set: list | None, flavor: str, interrupted: boo
     return out
 
 
-def _verdict(review: dict, doc: dict) -> dict:
+def _verdict(review: Json, doc: Json) -> Json:
     v = dict(review.get("verdict") or {})
     if not v:  # a report written without the review section: its static gates only
         gates = doc.get("gates") or {}
@@ -281,15 +287,15 @@ def _verdict(review: dict, doc: dict) -> dict:
     return v
 
 
-def _not_run(review: dict) -> list:
+def _not_run(review: Json) -> list[tuple[str, list[Json]]]:
     """``[(group, [gate, ...]), ...]``: the release set's gates that did not run, by marker."""
-    groups: dict = {}
+    groups: dict[str, list[Json]] = {}
     for g in review.get("not_run") or ():
         groups.setdefault(g.get("group") or "other", []).append(g)
     return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
 
 
-def _closure(facts: dict) -> dict | None:
+def _closure(facts: Json) -> Json | None:
     """What the console's provenance report says of the closure: libmxnet's NEEDED, each NEEDED
     entry's resolution by kind, what is left to the host and the symbol-version floor."""
     closure = facts.get("closure") or {}
@@ -297,7 +303,7 @@ def _closure(facts: dict) -> dict | None:
     lib = facts.get("libmxnet") or {}
     if not closure and not load and not lib:
         return None
-    kinds: dict = {}
+    kinds: dict[str, int] = {}
     for r in closure.get("resolutions") or ():
         kinds[r.get("verdict") or "?"] = kinds.get(r.get("verdict") or "?", 0) + 1
     unresolved = sum(n for k, n in kinds.items() if k in ("unresolved", "missing"))
@@ -310,7 +316,7 @@ def _closure(facts: dict) -> dict | None:
                                     if n.startswith("nvidia-"))}
 
 
-def _gates(review: dict, doc: dict) -> list:
+def _gates(review: Json, doc: Json) -> list[Json]:
     rows = review.get("gates")
     if rows is None:
         rows = [{"nodeid": n, "verdict": g.get("verdict"), "why": g.get("message", ""), "markers": []}
@@ -319,7 +325,7 @@ def _gates(review: dict, doc: dict) -> list:
     return sorted(rows, key=lambda r: (order.get(r.get("verdict"), 1), r.get("nodeid", "")))
 
 
-def _closure_budget(profile, parts: dict | None) -> list[dict]:
+def _closure_budget(profile: Profile | None, parts: Json | None) -> list[Json]:
     """The profile's closure budget per OpenCV choice (profiles.toml closure_budget, the gate
     test_bundled_closure_within_budget's), each with whether this wheel's mxnet/lib is within it."""
     if profile is None or not parts or parts.get("error"):
@@ -329,7 +335,7 @@ def _closure_budget(profile, parts: dict | None) -> list[dict]:
             for choice, (f, m) in sorted(profile.closure_budget.items())]
 
 
-def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
+def page_view(doc: Json, parts: Json | None = None, merged: gpu_reports.Merged | None = None) -> Json:
     """Everything the template shows, from the run's JSON document ``doc``, the wheel's
     ``wheel_parts`` and the merged GPU reports."""
     review = doc.get(SECTION) or {}
@@ -337,7 +343,8 @@ def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
     wheel = doc.get("wheel") or {}
     arch = gpu_reports.report_arch(doc)
     fatbin = facts.get("fatbin")
-    profile = PROFILES.get(doc.get("profile"))
+    profile_name: str | None = doc.get("profile")
+    profile = PROFILES.get(profile_name) if profile_name is not None else None
     is_cuda = profile.is_cuda if profile is not None else True  # an unknown profile: shown as CUDA
     closure = None
     if parts and not parts.get("error"):
@@ -383,14 +390,14 @@ def page_view(doc: dict, parts: dict | None = None, merged=None) -> dict:
     }
 
 
-def _breakable(text) -> Markup:
+def _breakable(text: object) -> Markup:
     """A gate id or path that may wrap at its separators (``/``, ``::``, ``_``, ``[``), never
     inside a word, so a narrow window breaks ``tests/test_x.py::test_long_name`` readably."""
     out = str(escape(str(text or "")))
     return Markup(re.sub(r"(::|/|_|\[|\.(?=[a-z]))", r"\1<wbr>", out))
 
 
-def render(view: dict) -> str:
+def render(view: Json) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
                              autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -398,7 +405,7 @@ def render(view: dict) -> str:
     return env.get_template(TEMPLATE).render(**view)
 
 
-def write_page(dest: Path, doc: dict, wheel: Path | None = None, merged=None) -> Path:
+def write_page(dest: Path, doc: Json, wheel: Path | None = None, merged: gpu_reports.Merged | None = None) -> Path:
     """Render the page of ``doc`` and write it to ``dest`` all or nothing (build_steps.atomic)."""
     parts = wheel_parts(wheel) if wheel is not None and Path(wheel).is_file() else None
     html = render(page_view(doc, parts, merged)).encode()
