@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 
 from . import gitops
@@ -46,7 +46,7 @@ def utc_today() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%d")
 
 
-def build_numbers(profile: Profile, tags: Iterable[str], day: str) -> set:
+def build_numbers(profile: Profile, tags: Iterable[str], day: str) -> set[int]:
     """Build numbers already used on ``day`` by ``tags``: the bare ``<prefix>.<day>`` counts as 0.
 
     Tags of other days, other flavors and non-numeric suffixes are ignored.
@@ -84,8 +84,8 @@ class RepoState:
     branch: str
     remote: str
     remote_url: str
-    remote_tags: tuple
-    local_tags: tuple
+    remote_tags: tuple[str, ...]
+    local_tags: tuple[str, ...]
 
 
 def check_gh(gh: str = "gh") -> None:
@@ -202,16 +202,18 @@ def resolve_release_version(state: RepoState, profile: Profile, *, explicit: str
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ReleaseFacts:
-    features: tuple
-    sass: tuple
-    ptx: tuple
+    features: tuple[str, ...]
+    sass: tuple[str, ...]
+    ptx: tuple[str, ...]
     #: the commit stamp(s) the wheel carries (from the binary; build files only as a fallback)
-    commits: tuple
+    commits: tuple[str, ...]
     #: where the stamp was read: "binary" or "build files"
     stamp_source: str = "binary"
 
 
-def _get(obj, name, default=None):
+def _get(obj: object, name: str, default: Any = None) -> Any:
+    # a fact of the audit or of its JSON, whichever shape ``obj`` has: Any, as the facts are
+    # of many types, each checked where release_facts reads it
     if obj is None:
         return default
     if isinstance(obj, Mapping):
@@ -219,8 +221,8 @@ def _get(obj, name, default=None):
     return getattr(obj, name, default)
 
 
-def _arch_names(value, prefix: str) -> tuple:
-    names = []
+def _arch_names(value: Iterable[object] | None, prefix: str) -> tuple[str, ...]:
+    names: list[str] = []
     for item in value or ():
         digits = re.search(r"(\d+[a-z]?)$", str(item))
         if digits and f"{prefix}_{digits.group(1)}" not in names:
@@ -228,7 +230,7 @@ def _arch_names(value, prefix: str) -> tuple:
     return tuple(names)
 
 
-def release_facts(audit) -> ReleaseFacts:
+def release_facts(audit: object) -> ReleaseFacts:
     """Features, SASS/PTX archs and commit stamps from this run's provenance facts.
 
     ``audit`` is the static gates' audit (build_steps.readers.audit.Audit) or a dict of the same shape
@@ -245,7 +247,7 @@ def release_facts(audit) -> ReleaseFacts:
             "the provenance report of this run has no CMake feature states (no CMakeCache.txt was "
             "audited): pass --cmake-cache or --mxnet-src with the build tree, so the release notes "
             "list the features the wheel was built with")
-    features = []
+    features: list[str] = []
     for key, state in features_raw.items():
         on = _get(state, "enabled") if isinstance(state, Mapping) or hasattr(state, "enabled") else state
         if on:
@@ -298,7 +300,7 @@ def check_commit(facts: ReleaseFacts, head: str) -> None:
 @dataclass(frozen=True)
 class Command:
     name: str
-    argv: tuple
+    argv: tuple[str, ...]
     cwd: Path
 
     def shell(self) -> str:
@@ -313,11 +315,11 @@ class ReleasePlan:
     remote: str
     wheel: Path
     notes: str
-    commands: tuple = field(default=())
+    commands: tuple[Command, ...] = field(default=())
     #: the run's pin of ``wheel``: checked again right before the upload (after the tag push)
     sha256: str = ""
 
-    def printable(self) -> list:
+    def printable(self) -> list[str]:
         """The commands as shell lines, in order (the notes are inside the gh line, quoted)."""
         return [c.shell() for c in self.commands]
 
@@ -332,7 +334,7 @@ def github_repo(url: str) -> str | None:
 
 
 def release_notes(version: str, profile: Profile, facts: ReleaseFacts, branch: str, commit: str,
-                  wheel: Path, digest: str, gates: Iterable[str] = ()) -> str:
+                  wheel: Path, digest: str, gates: Sequence[str] = ()) -> str:
     archs = ", ".join(facts.sass) or "none"
     ptx = ", ".join(facts.ptx) or "none"
     return "\n".join([
@@ -379,7 +381,7 @@ def plan_release(state: RepoState, release: ReleaseVersion, profile: Profile, fa
                        remote=state.remote, wheel=wheel, notes=notes, commands=commands, sha256=digest)
 
 
-def undo_text(plan: ReleasePlan, done: list, failed: str) -> str:
+def undo_text(plan: ReleasePlan, done: list[str], failed: str) -> str:
     """What exists after ``done`` steps succeeded and ``failed`` did not, and how to undo it."""
     repo = shlex.quote(str(plan.commands[0].cwd))
     tag, remote = shlex.quote(plan.tag), shlex.quote(plan.remote)
@@ -415,10 +417,10 @@ def undo_text(plan: ReleasePlan, done: list, failed: str) -> str:
     return "\n".join(lines)
 
 
-Runner = Callable[[Command], subprocess.CompletedProcess]
+Runner = Callable[[Command], subprocess.CompletedProcess[str]]
 
 
-def _run(cmd: Command) -> subprocess.CompletedProcess:
+def _run(cmd: Command) -> subprocess.CompletedProcess[str]:
     """Run one command of the plan. git goes through gitops (the tree's hooks, fsmonitor and
     remote programs never run); ``gh`` gets gitops' environment too, for the git it may start,
     with its own HOME (its login), and asks the credential helper the harness chose for the push."""
@@ -432,12 +434,12 @@ def _run(cmd: Command) -> subprocess.CompletedProcess:
                           env={**gitops.git_env(keep_home=True), **_tokens()}, timeout=1800)
 
 
-def _tokens() -> dict:
+def _tokens() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k in ("GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN",
                                                          "GITHUB_ENTERPRISE_TOKEN")}
 
 
-def _gh_login_env() -> dict:
+def _gh_login_env() -> dict[str, str]:
     """What ``gh auth git-credential`` needs under git's empty HOME: the token, or the config dir
     of the operator's ``gh auth login``."""
     home = Path(os.environ.get("HOME") or Path.home())
@@ -457,7 +459,7 @@ def execute(plan: ReleasePlan, run: Runner = _run) -> str:
 
     Stops at the first failure with PublishFailed naming what exists and the undo commands.
     """
-    done = []
+    done: list[str] = []  # the names of the commands that succeeded
     for cmd in plan.commands:
         if cmd.name == "release" and plan.sha256:
             # The upload reads the file again, after the tag push: it must still be the pinned bytes.
@@ -486,7 +488,7 @@ def execute(plan: ReleasePlan, run: Runner = _run) -> str:
 # --------------------------------------------------------------------------------------------
 # The gate's precondition: every other gate of the session passed
 # --------------------------------------------------------------------------------------------
-def gates_not_passed(expected: Iterable[str], verdicts: Mapping[str, str]) -> list:
+def gates_not_passed(expected: Iterable[str], verdicts: Mapping[str, str]) -> list[tuple[str, str]]:
     """``(nodeid, verdict)`` of every expected gate whose verdict is not ``passed``.
 
     A gate with no verdict at all (it never ran) is reported as ``not run``.
