@@ -25,3 +25,12 @@ def test_debian_gets_debians_chromium(tmp_path):
 def test_ubuntu_leaves_the_browser_out(tmp_path):
     pkgs = packages(tmp_path, 'ID=ubuntu\nID_LIKE=debian\nVERSION_ID="24.04"\n')
     assert "libopencv-dev" in pkgs and not any(p.startswith("chromium") for p in pkgs), pkgs
+
+
+def test_the_harness_install_leaves_byte_compiling_to_first_import():
+    """pip byte-compiles every dependency up front by default: half of setup.sh's install time, paid by
+    every fresh CI job (the workflow play runs setup.sh five times). The install line keeps
+    --no-compile."""
+    lines = [l for l in (HARNESS_ROOT / "scripts" / "setup.sh").read_text().splitlines()
+             if "pip install" in l and '-e ".[selftest]"' in l and not l.lstrip().startswith("#")]
+    assert len(lines) == 1 and "--no-compile" in lines[0].split(), lines
