@@ -117,11 +117,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: pytest.ExitCode,
                             config: pytest.Config) -> None:
     run = harness_run(config)
-    if run is None or not run.results:
+    results = run.ledger.results() if run is not None else {}
+    if run is None or not results:
         return
     tr = terminalreporter
     tr.section("MXNet release gates")
-    for nodeid, (verdict, why) in sorted(run.results.items()):
+    for nodeid, (verdict, why) in sorted(results.items()):
         tr.write_line(f"{verdict.upper():8} {nodeid}" + (f"  -- {why}" if why and verdict != "passed" else ""))
     for line in run.report_lines:
         tr.write_line(line)

@@ -9,13 +9,15 @@ on the controller would start with xdist's ``[gw1] linux -- Python ...`` header 
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import Any, cast
 
 import pytest
 
 from build_steps.errors import HarnessError, NotJudged
 
 from .state import Entry, the_run
-from .verdicts import NOT_JUDGED, VERDICT_PROPERTY, failure_reason, skip_reason, verdict_of
+from .verdicts import (NOT_JUDGED, OUTCOME_PROPERTY, PLAN_PROPERTY, VERDICT_PROPERTY, failure_reason,
+                       skip_reason, verdict_of)
 
 PLUGIN_NAME = "mxnet-ledger"
 
@@ -29,7 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class LedgerPlugin:
-    """Files the run's ledger and gate table (HarnessRun.ledger, HarnessRun.results)."""
+    """Files the run's ledger (HarnessRun.ledger; its release gates are the gate table)."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.run = the_run(config)
@@ -65,11 +67,22 @@ class LedgerPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Runs in the worker and again on the controller; only the reporting process files.
+        if not self.reporting:
+            return
         facts = verdict_of(report)
-        if not self.reporting or facts is None:
+        if facts is None and report.passed:
             return
         entry = self.ledger.entries.setdefault(report.nodeid, Entry())
+        if facts is None:
+            # a report no gate's process made (xdist's of a crashed worker): failed, in its words
+            facts = {"when": report.when, "verdict": report.outcome, "markers": entry.markers,
+                     "why": failure_reason(getattr(report, "longreprtext", "") or str(report.longrepr or ""))}
         entry.markers = tuple(facts["markers"])
+        for key, value in report.user_properties:
+            if key == PLAN_PROPERTY:
+                self.run.publish_plan = cast("dict[str, Any]", value)  # tests/test_publish.py's
+            elif key == OUTCOME_PROPERTY:
+                self.run.publish_outcome = cast("dict[str, Any]", value)
         if report.outcome == "rerun":  # type: ignore[comparison-overlap]  # pytest-rerunfailures' own
             # A rerun plugin (pytest-rerunfailures) retries a failed gate: the failure stands,
             # whatever a later attempt says (harness.plugin_guard refuses one in a release run).
@@ -80,8 +93,3 @@ class LedgerPlugin:
             entry.verdict, entry.why = "failed", f"rerun after a failure, which counts as a failure ({entry.rerun})"
         if report.when == "teardown":
             entry.finished = True
-        if "release" in entry.markers and facts["verdict"] is not None:
-            # harness.gates fills its table in the makereport of the process that ran the gate, which
-            # under xdist is a worker: the reporting process's table is filed from here, in the
-            # same words with and without xdist.
-            self.run.results[report.nodeid] = (entry.verdict, entry.why)

@@ -24,6 +24,7 @@ import pytest
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
     from build_steps.pinning import WheelPin
+    from build_steps.publish import ReleaseVersion
 
 Mode = Literal["build", "audit"]
 Role = Literal["controller", "worker"]
@@ -44,6 +45,20 @@ class Entry:
 class Ledger:
     """nodeid -> Entry of every test this run reported (on the controller: every worker's)."""
     entries: dict[str, Entry] = field(default_factory=dict)
+
+    def verdicts(self) -> dict[str, str]:
+        """nodeid -> final verdict of every test that reported one or finished, the publish gate
+        aside (it judges the others: harness.publish_plugin)."""
+        return {n: e.verdict for n, e in self.entries.items() if (e.when or e.finished) and "publish" not in e.markers}
+
+    def results(self) -> dict[str, tuple[str, str]]:
+        """The gate table's rows: nodeid -> (verdict, why) of every release gate with a verdict."""
+        return {n: (e.verdict, e.why) for n, e in self.entries.items() if "release" in e.markers and e.when}
+
+    def refuse(self, nodeid: str, why: str) -> None:
+        """A gate judged again after every gate reported (the end of the run's publish row): failed."""
+        entry = self.entries.setdefault(nodeid, Entry(markers=("publish", "release")))
+        entry.verdict, entry.why, entry.when = "failed", why, entry.when or "call"
 
 
 @dataclass
@@ -68,9 +83,8 @@ class HarnessRun:
     role: Role
     release_fixed: bool = False
 
-    # harness.ledger: every gate's verdict, and the gate table's rows (nodeid -> (verdict, why))
+    # harness.ledger: every gate's verdict (the gate table's rows are Ledger.results)
     ledger: Ledger = field(default_factory=Ledger)
-    results: dict[str, tuple[str, str]] = field(default_factory=dict)
     # harness.release_set: nodeid -> marker names of every release gate collected, before deselection
     collected: dict[str, list[str]] = field(default_factory=dict)
     # harness.review: the run's clock
@@ -91,7 +105,12 @@ class HarnessRun:
     shard_reported: dict[str, str] = field(default_factory=dict)
     # harness.gates: the session stopped because a chain step failed (not a Ctrl-C)
     stopped_for_step: bool = False
-    # harness.publish_plugin: what the publish gate reported (None: it did not run)
+    # harness.publish_plugin: the release a --publish run chose at session start, and its tree
+    release: ReleaseVersion | None = None
+    release_src: Path | None = None
+    # harness.ledger, from the publish gate's report: the release set it collected (None: it did
+    # not pass), and what it or the end of the run's publish row decided (None: it did not run)
+    publish_plan: dict[str, Any] | None = None
     publish_outcome: dict[str, Any] | None = None
 
     # harness.finish: read once at the end of the run, then each row's product

@@ -12,12 +12,16 @@ if TYPE_CHECKING:
 
 #: The user_properties key the verdict travels under.
 VERDICT_PROPERTY = "mxnet_verdict"
+#: ... and those the publish gate files (tests/test_publish.py): the release set as its process
+#: collected it, and why it refused (the end of the run's "publish" row reads both).
+PLAN_PROPERTY = "mxnet_publish_plan"
+OUTCOME_PROPERTY = "mxnet_publish"
 
 #: NOT_JUDGED ("not judged", from build_steps.errors): the third outcome beside passed and failed,
 #: the harness could not judge the wheel (the host failed, not the wheel). The ledger files it,
 #: the gate table says NOT JUDGED.
 __all__ = ["NOT_JUDGED", "NOT_JUDGED_EXIT", "NotJudged", "not_judged", "failure_reason", "skip_reason",
-           "verdict_of", "VERDICT_PROPERTY"]
+           "verdict_of", "VERDICT_PROPERTY", "PLAN_PROPERTY", "OUTCOME_PROPERTY"]
 #: The exit status of a run where a gate or step could not judge and none judged FAIL (pytest
 #: never ends a session normally with 3: it is its INTERNAL_ERROR, also a run that judged nothing).
 NOT_JUDGED_EXIT = 3
