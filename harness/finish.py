@@ -36,11 +36,9 @@ from .report_doc import destinations, extra_sections, merged_gpu_runs, publish_p
 from .shard_plan import SECTION as SHARD_SECTION, has_table, inapplicable_shard_gates, source_root, write_summary
 from .state import HarnessRun, harness_run
 from .steps import WHEEL_STEP, BuildPaths, after_chain_records, chain_records
-from .verdicts import NOT_JUDGED, NOT_JUDGED_EXIT
+from .verdicts import GPU_MARKS, NOT_JUDGED, NOT_JUDGED_EXIT
 from .wheel_placement import chain_lines, gate_failures, override_lines, place_wheel
 
-#: The GPU gates' markers: one of them skipped makes a run non-green (the GPU policy row).
-GPU_MARKERS = ("gpu", "cublas")
 
 
 @dataclass(frozen=True)
@@ -227,7 +225,7 @@ def gpu_policy(run: HarnessRun) -> Outcome:
     """Selected GPU gates that skipped make the run non-green, unless --allow-gpu-skips
     (harness.gpu_policy says so in the summary)."""
     run.skipped_gpu = sorted((nodeid, e.why) for nodeid, e in run.ledger.entries.items()
-                             if e.verdict == "skipped" and any(m in e.markers for m in GPU_MARKERS))
+                             if e.verdict == "skipped" and any(m in e.markers for m in GPU_MARKS))
     allowed = run.config.getoption("allow_gpu_skips", False)
     return Outcome(failed=bool(run.skipped_gpu) and not allowed)
 

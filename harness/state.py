@@ -39,6 +39,14 @@ class Entry:
     finished: bool = False       # its teardown was reported
     when: str = ""               # the phase (setup / call / teardown) that decided the verdict
     rerun: str = ""              # why an earlier attempt failed, when a rerun plugin retried it
+    # Facts of the gate's kind, in the words their reports use (HarnessRun's views below):
+    #: a provenance gate's (pytest's outcome, why)
+    provenance: tuple[str, str] | None = None
+    #: a GPU gate's {verdict, message, gpu, wheel} (the GPU it ran on: harness.report_sections)
+    gpu_run: dict[str, Any] | None = None
+    #: an acceptance shard gate's shard id, and its row of the shard table (build_steps.acceptance_run's result)
+    shard_id: str = ""
+    shard_row: dict[str, Any] | None = None
 
 
 @dataclass
@@ -87,21 +95,17 @@ class HarnessRun:
     ledger: Ledger = field(default_factory=Ledger)
     # harness.release_set: nodeid -> marker names of every release gate collected, before deselection
     collected: dict[str, list[str]] = field(default_factory=dict)
-    # harness.review: the run's clock
+    # harness.review starts the run's clock; the ledger adds the gates' times
     clock: Clock | None = None
-    # harness.report_sections: nodeid -> the GPU gate's verdict and the GPU it ran on
-    gpu_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # harness.wheel_facts: nodeid -> (outcome, why) of every provenance gate
-    provenance_verdicts: dict[str, tuple[str, str]] = field(default_factory=dict)
-    # harness.acceptance_shards: the shard plan (selection, lanes, parallelism, split) and the rows
+    # harness.acceptance_shards: the shard plan (selection, lanes, parallelism, split); the ledger:
+    # the MXNet the shards' venv holds (from the shard gates' reports)
     shard_plan: dict[str, Any] | None = None
-    shard_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     shard_mxnet: dict[str, Any] | None = None
     # ... the shard gates this run collected (shard ids), and those whose gate began (id -> its
     # start, time.monotonic()): a requested shard without a row was cut short or never started
     shard_requested: list[str] = field(default_factory=list)
     shard_started: dict[str, float] = field(default_factory=dict)
-    # ... and those whose gate ended without passing before a row was filed (id -> the first line of why)
+    # the ledger: those whose gate ended without passing before a row was filed (id -> the first line of why)
     shard_reported: dict[str, str] = field(default_factory=dict)
     # harness.gates: the session stopped because a chain step failed (not a Ctrl-C)
     stopped_for_step: bool = False
@@ -132,6 +136,22 @@ class HarnessRun:
     sections: dict[str, list[str]] = field(default_factory=dict)
     #: the exit status the finish table settled on (None until it ran)
     exitstatus: int | None = None
+
+    # Views of the ledger, each in the words its report used before the stores were one (issue 47).
+    @property
+    def gpu_runs(self) -> dict[str, dict[str, Any]]:
+        """nodeid -> the GPU gate's verdict and the GPU it ran on."""
+        return {n: e.gpu_run for n, e in self.ledger.entries.items() if e.gpu_run is not None}
+
+    @property
+    def provenance_verdicts(self) -> dict[str, tuple[str, str]]:
+        """nodeid -> (outcome, why) of every provenance gate."""
+        return {n: e.provenance for n, e in self.ledger.entries.items() if e.provenance is not None}
+
+    @property
+    def shard_rows(self) -> dict[str, dict[str, Any]]:
+        """shard id -> its row of the shard table."""
+        return {e.shard_id: e.shard_row for e in self.ledger.entries.values() if e.shard_row is not None}
 
     @property
     def mode(self) -> Mode:

@@ -16,12 +16,21 @@ VERDICT_PROPERTY = "mxnet_verdict"
 #: collected it, and why it refused (the end of the run's "publish" row reads both).
 PLAN_PROPERTY = "mxnet_publish_plan"
 OUTCOME_PROPERTY = "mxnet_publish"
+#: ... the GPU a GPU gate ran on (harness.report_sections attaches it where the gate ran)
+GPU_PROPERTY = "mxnet_gpu_run"
+#: ... and the chain step whose failure a worker's report carries (harness.gates)
+CHAIN_STEP_PROPERTY = "mxnet_chain_step"
+#: The node a failed build step is reported under (``chain::configure``).
+CHAIN_NODE = "chain"
+#: The GPU gates' markers.
+GPU_MARKS = ("gpu", "cublas")
 
 #: NOT_JUDGED ("not judged", from build_steps.errors): the third outcome beside passed and failed,
 #: the harness could not judge the wheel (the host failed, not the wheel). The ledger files it,
 #: the gate table says NOT JUDGED.
 __all__ = ["NOT_JUDGED", "NOT_JUDGED_EXIT", "NotJudged", "not_judged", "failure_reason", "skip_reason",
-           "verdict_of", "VERDICT_PROPERTY", "PLAN_PROPERTY", "OUTCOME_PROPERTY"]
+           "verdict_of", "VERDICT_PROPERTY", "PLAN_PROPERTY", "OUTCOME_PROPERTY",
+           "GPU_PROPERTY", "CHAIN_STEP_PROPERTY", "CHAIN_NODE", "GPU_MARKS"]
 #: The exit status of a run where a gate or step could not judge and none judged FAIL (pytest
 #: never ends a session normally with 3: it is its INTERNAL_ERROR, also a run that judged nothing).
 NOT_JUDGED_EXIT = 3

@@ -238,6 +238,12 @@ def test_rule_finders_find_what_they_name(tmp_path):
     assert verdict_polls({"build_steps.mod": mod}) == ["build_steps.mod:10"]
 
 
+def test_only_the_ledger_listens_to_test_reports():
+    """Issue 47: one run record. The ledger (harness.ledger) is the only listener to test reports;
+    each verdict and its facts are filed once, there."""
+    assert report_listeners(_run_modules()) == ["harness.ledger.LedgerPlugin.pytest_runtest_logreport"]
+
+
 def test_no_file_is_polled_for_verdicts():
     """Issue 47: xdist workers hand verdicts to the controller with their reports; no process
     waits for a file of verdicts (the publish gate polled a controller-written verdicts.json)."""
