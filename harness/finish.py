@@ -22,7 +22,7 @@ import pytest
 
 from build_steps import package, publish
 from build_steps.driver_stub import STUB_RECORD
-from build_steps.errors import HarnessError, UsageError
+from build_steps.errors import HarnessError, PublishRefused, UsageError
 from build_steps.once import load_shared
 from build_steps.pinning import sha256_of, source_changed, unlock, verify
 from build_steps.release_report import write_report
@@ -277,7 +277,7 @@ def _release_after_the_gates(run: HarnessRun) -> tuple[list[str], bool]:
     try:
         if not_passed:
             listing = "\n".join(f"  {verdict.upper():13} {nodeid}" for nodeid, verdict in not_passed)
-            raise publish.PublishRefused(
+            raise PublishRefused(
                 f"publish refused: {len(not_passed)} of {rset.size()} gates of the {flavor} release set did "
                 f"not pass in this run (the set is build_steps/release_sets/{flavor}.json; every gate of it "
                 f"must run and pass in one run)\n{listing}")
@@ -296,10 +296,10 @@ def _release(run: HarnessRun, gates: list[str], verdicts: dict[str, str], excuse
     opts = run.options
     pin, release, profile = run.pin, run.release, opts.profile
     if pin is None or release is None:
-        raise publish.PublishRefused("publish refused: this run pinned no wheel")
+        raise PublishRefused("publish refused: this run pinned no wheel")
     wheel = Path(pin.source)
     if publish.wheel_version(wheel) != release.version:
-        raise publish.PublishRefused(
+        raise PublishRefused(
             f"publish refused: {wheel.name} carries version {publish.wheel_version(wheel)}, but this run "
             f"releases {release.version} ({release.source}); the build did not use the release version "
             "(options.wheel_version)")
