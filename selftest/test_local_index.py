@@ -99,3 +99,38 @@ def test_the_requirements_preflight_reads_a_mirror_on_disk(mirror, tmp_path):
     assert not ok.refusal and not ok.not_checked and ok.resolved, ok
     bad = requirements_preflight.check(["tinydep>=9"], index_url=mirror["url"])
     assert "tinydep" in bad.refusal and not bad.not_checked, bad
+
+
+# --- tools.index_mirror: the mirror an offline host is given ------------------------------------------
+
+def test_the_mirror_holds_what_a_flavors_release_run_installs():
+    """The flavor's own Requires-Dist, the gates' and the acceptance suite's test requirements."""
+    from build_steps.acceptance_suite import load_suite
+    from build_steps.profile_data import GATE_TEST_REQUIREMENTS, PROFILES
+    from tools.index_mirror import requirements
+    for flavor in ("cpu", "cuda"):
+        reqs = requirements(flavor)
+        assert set(PROFILES[flavor].hard_requirements) <= set(reqs)
+        assert set(GATE_TEST_REQUIREMENTS) | set(load_suite().test_requirements) <= set(reqs)
+        assert len(reqs) == len(set(reqs))
+    assert not [r for r in requirements("cpu") if r.startswith("nvidia-")]
+
+
+def test_a_mirror_built_from_wheels_serves_the_install(tmp_path):
+    """tools.index_mirror's index (PEP 503, hrefs relative, sha256 fragments) is what the venv install
+    resolves the wheel's dependency from; a name with another spelling is found under its
+    normalized project page."""
+    from tools.index_mirror import main
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    _wheel(wheels, "Tiny_Dep", "1.2.0")
+    app = _wheel(tmp_path, "mxnet", "2.0.0", requires=("tiny-dep>=1.1",))
+    assert main([str(tmp_path / "mirror"), "--wheels", str(wheels)]) == 0
+    page = tmp_path / "mirror" / "simple" / "tiny-dep" / "index.html"
+    assert page.is_file() and "#sha256=" in page.read_text()
+    assert main([str(tmp_path / "mirror"), "--wheels", str(wheels)]) == 4, "a non-empty output dir is refused"
+    venv = venv_step.create_venv(tmp_path / "venv", log=tmp_path / "venv.log")
+    installed = venv_step.install(venv, app, index_url=(tmp_path / "mirror" / "simple").as_uri(),
+                                  log=tmp_path / "install.log")
+    from packaging.utils import canonicalize_name
+    assert {canonicalize_name(k): v for k, v in installed.items()}.get("tiny-dep") == "1.2.0", installed
