@@ -167,3 +167,53 @@ def test_an_index_naming_a_file_outside_the_reply_is_refused(c_build, tmp_path, 
     index.write_text(json.dumps(doc))
     with pytest.raises(StepError, match="not a file of|a string was expected"):
         fapi.read_reply(build, ["mxnet"])
+
+
+# --- the configure step's facts come from the reply, not from what CMake printed ----------------
+
+def _lying_tree(src: Path) -> None:
+    """A tree whose configure message announces sm_90 while its CUDA sources compile for sm_80,
+    and whose libmxnet drops cuDNN with a define (what the fork does when FindCUDNN fails)."""
+    src.mkdir(parents=True)
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(tiny C CUDA)\n"
+        "set(CMAKE_CUDA_ARCHITECTURES OFF)\n"
+        'message(STATUS "CUDA: Using the following NVCC architecture flags -gencode;arch=compute_90,code=sm_90")\n'
+        'string(APPEND CMAKE_CUDA_FLAGS " -gencode arch=compute_80,code=sm_80")\n'
+        "add_definitions(-DMXNET_USE_CUDNN=0)\n"
+        "add_library(mxnet SHARED a.c k.cu)\n")
+    (src / "a.c").write_text("int a(void) { return 1; }\n")
+    (src / "k.cu").write_text("__global__ void k() {}\n")
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc (CUDA 13) is needed for the CUDA reply")
+def test_configure_facts_are_what_cmake_compiles_with_not_what_it_printed(tmp_path):
+    from build_steps import configure as configure_step
+    src, build = tmp_path / "src", tmp_path / "build"
+    _lying_tree(src)
+    fapi.write_query(build)
+    gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+    out = subprocess.run(["cmake", "-S", str(src), "-B", str(build), *gen], check=True, capture_output=True, text=True)
+    assert "compute_90" in out.stdout  # the message says one thing...
+    facts = configure_step.read_facts(build)
+    assert facts.gencode == ["-gencode=arch=compute_80,code=sm_80"]  # ...nvcc is given another
+    assert "MXNET_USE_CUDNN=0" in facts.defines
+    assert facts.compilers["CUDA"]["id"] == "NVIDIA" and facts.compilers["CUDA"]["version"]
+    assert facts.cmake_version == subprocess.run(["cmake", "--version"], capture_output=True, text=True).stdout.split()[2]
+    # and the verification the chain runs reads them: the dropped cuDNN is refused, the arch is the one built
+    from dataclasses import replace
+    from build_steps.arch import parse_cuda_arch
+    from build_steps.profile_data import PROFILES
+    cuda = PROFILES["cuda"]
+    cache = {**{k: "ON" if v else "OFF" for k, v in cuda.features.items()}, "MXNET_CUDA_ARCH": "8.0",
+             **{e: "/found" for evidence, _pkg in configure_step.FOUND_EVIDENCE.values() for e in evidence}}
+    result = configure_step.ConfigureResult(build_dir=build, first_time=True, seconds=0.0, log=tmp_path / "no.log",
+                                            cache=cache, gencode=facts.gencode, defines=facts.defines,
+                                            flags=facts.flags)
+    with pytest.raises(StepError, match="compiles with -DMXNET_USE_CUDNN=0 although USE_CUDNN is wanted ON"):
+        configure_step.verify_cache(result, cuda, parse_cuda_arch("8.0"))
+    kept = replace(result, defines=[d for d in facts.defines if d != "MXNET_USE_CUDNN=0"])
+    configure_step.verify_cache(kept, cuda, parse_cuda_arch("8.0"))
+    with pytest.raises(StepError, match="expected -gencode=arch=compute_90,code=sm_90"):
+        configure_step.verify_cache(replace(kept, cache={**cache, "MXNET_CUDA_ARCH": "9.0"}), cuda,
+                                    parse_cuda_arch("9.0"))
