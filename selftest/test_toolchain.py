@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+import pytest
+
 from build_steps import configure, review_page, toolchain
 from build_steps.readers import cmake_file_api
 
@@ -86,3 +88,21 @@ def test_the_reports_provenance_reads_the_configure_product_not_cmakefiles(tmp_p
                           "CXX": {"id": "GNU", "version": "12.2.0", "path": "/usr/bin/c++"}}}
     got = _provenance({"configure": {"result": conf}, "source": {"result": {"root": "/src"}}})
     assert (got["nvcc"], got["c++"], got["cmake"]) == ("NVIDIA 13.0.88", "GNU 12.2.0", "3.25.1")
+
+
+@pytest.mark.slow
+def test_a_chain_run_reports_the_toolchain_its_configure_computed(gates, sample_tree, tmp_path):
+    # the report's toolchain and provenance come from the configure step's record, once
+    import json
+    src = sample_tree()
+    report = tmp_path / "report.json"
+    result = gates("-m", "release and (build or provenance)", "-k", "not install", f"--mxnet-src={src}",
+                   "--flavor=cpu", "--jobs=2", f"--provenance-json={report}")
+    assert result.ret == 0, (result.stdout.str() + result.stderr.str())[-4000:]
+    doc = json.loads(report.read_text())
+    gxx = subprocess.run(["c++", "--version"], capture_output=True, text=True).stdout
+    cmake = subprocess.run(["cmake", "--version"], capture_output=True, text=True).stdout.split()[2]
+    tools = doc["build"]["toolchain"]
+    assert tools["c++"] in gxx and tools["cmake"] == cmake and "nvcc" not in tools, tools
+    prov = doc["review"]["provenance"]
+    assert prov["c++"] == f"GNU {tools['c++']}" and prov["cmake"] == cmake, prov
