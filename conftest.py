@@ -43,7 +43,7 @@ pytest_plugins = [
     "harness.wheel_facts",     # the wheel extracted once, the static gates' facts, the provenance report
     "harness.chain",     # source -> configure -> compile -> stage -> package, then dist/ or rejected/
     "harness.runtime",   # the throwaway venv and its probes
-    "harness.publish_plugin",   # --publish: preflight, the publish gate's verdicts, the final line
+    "harness.publish_plugin",   # --publish: preflight, the release version, the final line
     "harness.macos",     # the macOS flavor: Mach-O gates in, ELF gates out, its facts
     "harness.acceptance_shards",  # the fork's acceptance shards: selection, the per-shard table
     "harness.finish",    # the end of the run: one table of rows, the exit status set once

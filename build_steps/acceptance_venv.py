@@ -12,7 +12,7 @@ from typing import Any
 
 from . import sandbox
 from .errors import StepError
-from .venv import Venv, clean_env, index_args, install_box, install_failure, pip_command
+from .venv import Venv, clean_env, index_args, install_box, install_failure, local_index_dirs, pip_command
 
 #: What the fork's script exports for every shard (thread caps, unbuffered output, tests told to
 #: import the installed mxnet rather than prepend the source python/, quiet pytest output).
@@ -44,7 +44,7 @@ def install_test_requirements(venv: Venv, requirements: Iterable[str], *, pins: 
                 fh.write("$ " + " ".join(cmd) + "\n")
                 fh.flush()
                 start = fh.tell()
-                argv, child_env = sandbox.wrap(cmd, venv.env(pip=True), **install_box(venv, find_links))
+                argv, child_env = sandbox.wrap(cmd, venv.env(pip=True), **install_box(venv, local_index_dirs(find_links, index_url)))
                 proc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, env=child_env,
                                       timeout=3600)
             if proc.returncode != 0:

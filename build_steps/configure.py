@@ -5,6 +5,10 @@ A missing cache gets the profile's full first-time flag set. An existing cache g
 toggles refreshed. Then the cache is *verified*: a toggle that says ON proves nothing, because
 MXNet's CMake drops cuDNN with a normal variable (the cache keeps ON) when FindCUDNN finds no
 unversioned libcudnn.so, so each wanted library must also have been found.
+
+What CMake did is read from its File API (build_steps.readers.cmake_file_api): the flags and
+defines the mxnet target is compiled with, the compilers and their versions. Not from CMake's
+stdout, where a message says what the tree chose to print, not what nvcc is given.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from pathlib import Path
 
 from . import filesystem, processes, sandbox
 from .venv import build_env
-from .readers import cmake_cache
+from .readers import cmake_cache, cmake_file_api
 from .errors import EnvironmentFault, StepError, log_excerpt
 from .profile_data import CMAKE_FEATURES
 from .arch import Arch, ArchSpec, parse_cuda_arch
@@ -40,6 +44,24 @@ FOUND_EVIDENCE = {
 #: Optional CUDA extras that stay ON in the cache when not found: reported, never fatal.
 OPTIONAL_KEYS = ("USE_NVML", "USE_NVTX", "USE_CUTENSOR")
 
+#: the target whose flags and defines are the build's (libmxnet, in the fork and the sample tree)
+MXNET_TARGET = "mxnet"
+
+
+@dataclass
+class ConfigureFacts:
+    """What CMake's File API says the configure made (read_facts): data, never configuration."""
+    #: distinct -gencode flags the mxnet target's CUDA sources are compiled with
+    gencode: list = field(default_factory=list)
+    #: the mxnet target's compile definitions ("MXNET_USE_CUDNN=0"), every language's
+    defines: list = field(default_factory=list)
+    #: the mxnet target's compile flags (its compileCommandFragments), every language's
+    flags: list = field(default_factory=list)
+    #: language -> {"id", "version", "path"}: the compilers CMake found and used (toolchains-v1)
+    compilers: dict = field(default_factory=dict)
+    cmake_version: str = ""
+
+
 @dataclass
 class ConfigureResult(JsonRecord):
     build_dir: Path
@@ -49,6 +71,13 @@ class ConfigureResult(JsonRecord):
     cache: dict                      # key -> value (types dropped)
     gencode: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    #: ConfigureFacts' defines, flags, compilers and cmake_version (the File API's)
+    defines: list = field(default_factory=list)
+    flags: list = field(default_factory=list)
+    compilers: dict = field(default_factory=dict)
+    cmake_version: str = ""
+    #: tool -> version (build_steps.toolchain.versions): computed once, here, for the report
+    toolchain: dict = field(default_factory=dict)
 
 
 def read_cache(path: Path) -> dict:
@@ -101,6 +130,7 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
         cache_file.unlink()
         shutil.rmtree(build_dir / "CMakeFiles", ignore_errors=True)  # the stale CMakeError.log with it
     first_time = not cache_file.exists()
+    cmake_file_api.write_query(build_dir)  # before CMake runs: it answers at the end of its generate step
     cmd = configure_command(src, build_dir, profile, arch, first_time, extra_defs, overrides)
     log = log_dir / "configure.log"
     start = time.monotonic()
@@ -125,11 +155,12 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
                             log=log, tail=tail)
         raise StepError("configure", f"CMake configure of {src} into {build_dir} failed "
                         f"(exit {rc})", log=log, tail=tail)
+    facts = read_facts(build_dir)
     result = ConfigureResult(build_dir=build_dir, first_time=first_time, seconds=seconds, log=log,
-                             cache=read_cache(cache_file))
+                             cache=read_cache(cache_file), gencode=facts.gencode, defines=facts.defines,
+                             flags=facts.flags, compilers=facts.compilers, cmake_version=facts.cmake_version)
     if unfinished:
         result.notes.append(unfinished)
-    result.gencode = emitted_gencode(log, build_dir)
     verify_cache(result, profile, arch.built, expected_features(profile, overrides))
     return result
 
@@ -223,20 +254,23 @@ def check_build_dir(build_dir: Path, src: Path, extra_defs: dict, overrides: dic
                         "anew, or pass --build-dir=DIR for a separate tree")
 
 
-def emitted_gencode(log: Path, build_dir: Path) -> list[str]:
-    """The -gencode flags CMake announced, else those build.ninja compiles with.
+def read_facts(build_dir: Path) -> ConfigureFacts:
+    """The File API's reply to the query configure() wrote (a StepError when it is missing or
+    malformed): the mxnet target's -gencode flags, defines and flags, and the compilers.
 
-    The fork prints ``CUDA_ARCH_FLAGS`` as a CMake list (``-gencode;arch=compute_90,code=sm_90``);
-    older trees print it space-separated. A message that yields no flag (an empty list, a format
-    not met yet) falls back to build.ninja, which is what nvcc really receives.
-    """
-    text = _log_text(log)
-    said = re.findall(r"CUDA: Using the following NVCC architecture flags (.*)", text)
-    flags = _gencode_flags(said[-1]) if said else []
-    if not flags and (build_dir / "build.ninja").exists():
-        flags = _gencode_flags(" ".join(l for l in (build_dir / "build.ninja").read_text(errors="replace")
-                                        .splitlines() if "-gencode" in l or "--generate-code" in l))
-    return flags
+    The -gencode flags are those in the mxnet target's CUDA compile flags (the fork appends its
+    CUDA_ARCH_FLAGS to CMAKE_CUDA_FLAGS), which is what nvcc receives; the configure message that
+    announces them is the tree's to word and was once parsed instead."""
+    reply = cmake_file_api.read_reply(Path(build_dir), [MXNET_TARGET])
+    target = reply.targets.get(MXNET_TARGET)
+    groups = target.compile_groups if target else ()
+    return ConfigureFacts(
+        gencode=_gencode_flags(" ".join(target.fragments("CUDA"))) if target else [],
+        defines=sorted(target.defines()) if target else [],
+        flags=[f for g in groups for f in g.fragments],
+        compilers={lang: {"id": c.id, "version": c.version, "path": c.path}
+                   for lang, c in sorted(reply.compilers.items())},
+        cmake_version=reply.cmake_version)
 
 
 def _gencode_flags(text: str) -> list[str]:
@@ -275,14 +309,13 @@ def verify_cache(result: ConfigureResult, profile, built: ArchSpec, features: di
                 f"{key}:BOOL=ON in the cache but CMake did not find the library ({shown}): the build "
                 f"would silently compile it out. Install {package}, delete {result.build_dir} and "
                 "reconfigure")
-    ninja = result.build_dir / "build.ninja"
-    if ninja.exists():
-        text = ninja.read_text(errors="replace")
-        for key in FOUND_EVIDENCE:
-            macro = "MXNET_" + key
-            if features.get(key) and re.search(rf"-D{macro}=0\b", text):
-                problems.append(f"build.ninja compiles with -D{macro}=0 although {key} is wanted ON: "
-                                f"CMake dropped it; install {FOUND_EVIDENCE[key][1]} and reconfigure")
+    flags = " ".join(result.flags)
+    for key in FOUND_EVIDENCE:
+        macro = "MXNET_" + key
+        # the File API's defines; a -D in the flags (CMAKE_CXX_FLAGS) is one too
+        if features.get(key) and (f"{macro}=0" in result.defines or re.search(rf"-D{macro}=0\b", flags)):
+            problems.append(f"the {MXNET_TARGET} target compiles with -D{macro}=0 although {key} is wanted ON: "
+                            f"CMake dropped it; install {FOUND_EVIDENCE[key][1]} and reconfigure")
     if profile.is_cuda:
         cached = cache.get("MXNET_CUDA_ARCH")
         try:  # the cache's text, as CMake kept it
@@ -298,6 +331,8 @@ def verify_cache(result: ConfigureResult, profile, built: ArchSpec, features: di
         elif not result.gencode:
             problems.append("CMake emitted no -gencode flags (is CMAKE_CUDA_ARCHITECTURES forced "
                             "OFF and MXNET_CUDA_ARCH honoured?)")
+    # The File API has no messages: that an optional library was not found is only in what the
+    # tree's CMake printed, so these notes (reported, never fatal) still come from configure.log.
     log_text = _log_text(result.log)
     for key in OPTIONAL_KEYS:
         if cmake_cache.to_bool(cache.get(key)):

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from . import sandbox
 from .install_faults import environment_fault
-from .venv import clean_env, index_args, pip_options, uv_options
+from .venv import clean_env, index_args, local_index_dirs, pip_options, uv_options
 
 #: The longest the resolution may take (sdists may be built); past it, the run goes on unchecked.
 TIMEOUT_S = 600.0
@@ -118,7 +118,7 @@ def check(requirements: Iterable[str], *, python: str | None = None, find_links:
     try:
         argv, env = sandbox.wrap(cmd, clean_env(pass_env=tuple(pass_env), pip=True),
                                  writable=sandbox.installer_caches(),
-                                 readable=[p for p in links if isinstance(p, Path)], network=True, cwd="/tmp")
+                                 readable=local_index_dirs(find_links, index_url), network=True, cwd="/tmp")
         proc = subprocess.run(list(map(str, argv)), input=stdin, capture_output=True, text=True, env=env,
                               timeout=timeout, cwd=tempfile.gettempdir())
     except FileNotFoundError as exc:

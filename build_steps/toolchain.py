@@ -2,11 +2,15 @@
 cmake, ninja and the CUDA wheels of ``--cuda-from-wheels`` (the versions installed, which
 cuda_lock has checked against the lock).
 
-The build dir is written by the tree's CMake, so CMakeCache.txt is data to check, never a list of
-programs to run (issue 41, 2): each version is asked of the tool the harness itself chose (its
-own PATH lookup, the CUDA root's nvcc, the operator's CXX or -DCMAKE_CUDA_COMPILER); the cache only
-says which tools the build used, and a cache naming another program than the harness's is
-reported under ``not the harness's`` (that program is never run)."""
+Computed once, by the configure step (harness.steps), into its product (ConfigureResult.toolchain).
+
+The compilers and their versions are what CMake found and used, from its File API reply
+(ConfigureResult.compilers, build_steps.readers.cmake_file_api): read, nothing run, and not found
+a second way. cmake and ninja are asked of the harness's own copies (the configure runs ``cmake``
+and ``-G Ninja`` by the harness's PATH). The build dir is written by the tree's CMake, so
+CMakeCache.txt and the reply are data, never a list of programs to run (issue 41, 2): a compiler or
+tool they name that is not the harness's own (its PATH lookup, the CUDA root's nvcc, the operator's
+CXX or -DCMAKE_CUDA_COMPILER) is reported under ``not the harness's`` (that program is never run)."""
 from __future__ import annotations
 
 import os
@@ -17,9 +21,10 @@ from pathlib import Path
 
 from . import cuda_lock
 
+#: File API language -> the name the report gives its compiler
+_COMPILERS = (("CUDA", "nvcc"), ("CXX", "c++"))
 #: cache entry -> the name the report gives the tool
-_TOOLS = (("CMAKE_CUDA_COMPILER", "nvcc"), ("CMAKE_CXX_COMPILER", "c++"), ("CMAKE_COMMAND", "cmake"),
-          ("CMAKE_MAKE_PROGRAM", "ninja"))
+_TOOLS = (("CMAKE_COMMAND", "cmake"), ("CMAKE_MAKE_PROGRAM", "ninja"))
 
 
 def tool_version(path: str) -> str:
@@ -56,13 +61,24 @@ def _same(a: str, b: str) -> bool:
         return False
 
 
-def versions(cache: dict, cuda_wheels: Path | None = None, *, tools: dict[str, str] | None = None) -> dict:
-    """tool -> version (``{"nvcc": "13.0.88", "c++": "12.2.0", ..., "nvidia-cublas": "13.10.0.20"}``)
-    of each tool the cache says the build used, asked of the harness's own (``tools``, default
-    :func:`harness_tools`); nothing the cache names is run."""
+def versions(cache: dict, compilers: dict | None = None, cuda_wheels: Path | None = None, *,
+             tools: dict[str, str] | None = None) -> dict:
+    """tool -> version (``{"nvcc": "13.0.88", "c++": "12.2.0", ..., "nvidia-cublas": "13.10.0.20"}``):
+    the compilers the configure's File API reply says it used (``compilers``: language ->
+    {"id", "version", "path"}, ConfigureResult.compilers), and cmake and ninja where the cache says
+    the build used them, asked of the harness's own (``tools``, default :func:`harness_tools`).
+    Nothing the cache or the reply names is run."""
     tools = harness_tools() if tools is None else tools
     out = {}
     foreign = []
+    for lang, name in _COMPILERS:
+        used = (compilers or {}).get(lang)
+        if not used:
+            continue
+        out[name] = used.get("version") or "unknown"
+        own = tools.get(name)
+        if not own or not _same(used.get("path") or "", own):
+            foreign.append(f"{name}: {used.get('path') or 'unnamed'}")
     for key, name in _TOOLS:
         named = cache.get(key)
         if not named:

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import urllib.parse
 import signal
 import subprocess
 import sys
@@ -283,6 +284,21 @@ def index_args(find_links: Iterable[PathArg] = (), index_url: str | None = None,
     return args
 
 
+def local_index_dirs(find_links: Iterable[PathArg] = (), index_url: str | None = None) -> list[Path]:
+    """The directories on this host that the index options name: plain paths, and ``file://`` URLs
+    (an offline host's mirror of the index, ``--index-url file:///.../simple``, or a wheelhouse given
+    as a URL). The installs run sandboxed, where /tmp and the homes are hidden and only their inputs
+    bound back: these are inputs. A remote URL is reached over the network, not bound."""
+    dirs: list[Path] = []
+    for item in [*find_links, *([index_url] if index_url else [])]:
+        text = str(item)
+        if text.startswith("file://"):
+            dirs.append(Path(urllib.parse.unquote(urllib.parse.urlsplit(text).path)))
+        elif "://" not in text:
+            dirs.append(Path(text).resolve())
+    return dirs
+
+
 def install(venv: Venv, wheel: Path, *, find_links: Iterable[PathArg] = (), index_url: str | None = None,
             extra_requirements: Iterable[str] = (), test_requirements: Iterable[str] = (), no_deps: bool = False,
             no_index: bool = False, log: Path) -> dict[str, str]:
@@ -299,7 +315,7 @@ def install(venv: Venv, wheel: Path, *, find_links: Iterable[PathArg] = (), inde
     # absolute: the sandbox starts elsewhere than this process
     links: list[PathArg] = [link if "://" in str(link) else Path(link).resolve() for link in find_links]
     cmd = pip_command(venv) + index_args(links, index_url, no_index)
-    box = install_box(venv, [wheel, *links])
+    box = install_box(venv, [wheel, *local_index_dirs(links, index_url)])
     ignored = ignored_installer_settings()
     if ignored:
         log.parent.mkdir(parents=True, exist_ok=True)

@@ -56,6 +56,14 @@
 #   gpu/real_fork_run.sh start-built [ARGS]  `start` with --opencv=built instead of --opencv-prefix and FC
 #                                         from $GFORTRAN_PREFIX; refuses (exit 4) before launching when
 #                                         gfortran, the OpenCV source or the host's libgfortran.so.5 is missing
+# A mirror of the index (issue 45: a release run on the offline host names it with --index-url, which is
+# not a development option, where --no-index --find-links=WHEELHOUSE is):
+#   gpu/real_fork_run.sh mirror [FLAVOR]  (here) tools.index_mirror's PEP 503 index of what FLAVOR's release
+#                                         run installs (default cpu: 35 wheels, 200 MB), one tar cut into
+#                                         .carry/mirror-N/ pieces of MIRROR_PIECE_MB (default 45), sha256 manifest
+#   gpu/real_fork_run.sh mirror-stash     (each call that carries a .carry/mirror-N) keep its piece in $W; once
+#                                         every piece is there and verified, unpack $W/mirror and print the
+#                                         --index-url (file://$W/mirror/simple)
 #   gpu/real_fork_run.sh setup            unpack, commit, wheelhouse, bwrap (about a minute)
 #   gpu/real_fork_run.sh harness-copy     (part of start and gpu-lane) copy this checkout to $W/harness,
 #                                         which they run from: a device call re-lays the checkout
@@ -299,6 +307,28 @@ opencv-src-stash)
   (cd "$ROOT" && $PY -m build_steps.opencv_build --add-source "$sdist" --no-build); rc=$?
   rm -f "$sdist"
   exit $rc
+  ;;
+mirror)
+  flavor=${2:-cpu}
+  tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
+  # MIRROR_WHEELS: index wheels already downloaded instead (the selftest's small ones)
+  (cd "$ROOT" && $PY -m tools.index_mirror --flavor="$flavor" ${MIRROR_WHEELS:+--wheels "$MIRROR_WHEELS"} \
+     "$tmp/mirror") | tail -2 || exit 1
+  [ -d "$tmp/mirror/simple" ] || exit 1
+  # the wheels are compressed already: a plain tar, cut as the other carries are
+  mkdir -p "$tmp/pieces" && tar cf - -C "$tmp" mirror \
+    | split -b "${MIRROR_PIECE_MB:-45}M" -d - "$tmp/pieces/mirror.tar.part-" || exit 1
+  carry_pieces "$tmp/pieces" mirror || exit 1
+  for d in "$ROOT"/.carry/mirror-*; do echo "$(du -sb "$d" | cut -f1) bytes in .carry/$(basename "$d")"; done
+  echo "carry one .carry/mirror-N per device call, then: gpu/real_fork_run.sh mirror-stash"
+  ;;
+mirror-stash)
+  stash_pieces mirror "$W/mirror-parts" "the index mirror"; rc=$?
+  [ "$rc" = 2 ] && exit 0
+  [ "$rc" = 0 ] || exit "$rc"
+  rm -rf "$W/mirror" && (cd "$W/mirror-parts" && cat "${listed[@]}") | tar xf - -C "$W" || exit 1
+  [ -f "$W/mirror/simple/index.html" ] || { echo "the index mirror unpacked without simple/index.html"; exit 1; }
+  echo "index mirror ready: $(find "$W/mirror/simple" -name '*.whl' | wc -l) wheels; --index-url=file://$W/mirror/simple"
   ;;
 bwrap)
   dest=${2:-$ROOT/.carry/bubblewrap}

@@ -8,7 +8,6 @@ summary, ``summary.md``/``summary.json`` in the acceptance directory and the ``a
 """
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +19,7 @@ from build_steps.errors import UsageError
 
 from .exits import refuse
 from .common import is_release_run
-from .shard_plan import SECTION, acceptance_dir, source_root
+from .shard_plan import SECTION, SHARD_GATE, acceptance_dir, source_root
 from .state import HarnessRun, the_run
 
 if TYPE_CHECKING:
@@ -95,14 +94,8 @@ def acceptance_venv(release_venv: Venv, acceptance_plan: dict[str, Any], options
     return {"venv": release_venv, **facts}
 
 
-#: A shard gate's node id (tests/test_acceptance.py::test_shard[ID]) -> ID.
-_SHARD_GATE = re.compile(r"::test_shard\[(?P<id>[^\]]+)\]$")
-
-
 class ShardTable:
-    """The controller's per-shard rows (HarnessRun.shard_rows), gathered from every worker's reports;
-    the end of the run (harness.finish) writes the table and the summaries from them. It also files
-    which shard gates were collected and which began (xdist forwards the workers' collection and
+    """Which shard gates were collected and which began (xdist forwards the workers' collection and
     logstart to the controller): a gate cut short by an interrupt never reports, and its shard
     must still be a row (harness.shard_plan.unreported_rows), never silently absent."""
 
@@ -111,7 +104,7 @@ class ShardTable:
 
     def _shard_ids(self, nodeids: list[str]) -> None:
         for nodeid in nodeids:
-            m = _SHARD_GATE.search(nodeid)
+            m = SHARD_GATE.search(nodeid)
             if m and m.group("id") not in self.run.shard_requested:
                 self.run.shard_requested.append(m.group("id"))
 
@@ -124,40 +117,9 @@ class ShardTable:
         self._shard_ids(ids)
 
     def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
-        m = _SHARD_GATE.search(nodeid)
+        m = SHARD_GATE.search(nodeid)
         if m:
             self.run.shard_started.setdefault(m.group("id"), time.monotonic())
-
-    def _shard_of(self, nodeid: str) -> dict[str, str] | None:
-        """{id, lane} of the shard gate ``nodeid`` names (a report that carries no properties: its
-        setup failed, or xdist reports its worker crashed), None for any other gate."""
-        m = _SHARD_GATE.search(nodeid)
-        suite = (self.run.shard_plan or {}).get("suite")
-        shard = suite.by_id().get(m.group("id")) if m and suite is not None else None
-        return {"id": shard.id, "lane": shard.lane} if shard is not None else None
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        props: dict[str, Any] = dict(report.user_properties)
-        shard = props.get("acceptance_shard") or self._shard_of(report.nodeid)
-        if shard is None or report.when == "teardown":
-            return
-        self.run.shard_mxnet = props.get("acceptance_mxnet") or self.run.shard_mxnet
-        rows = self.run.shard_rows
-        text = getattr(report, "longreprtext", "") or ""
-        if report.skipped and isinstance(report.longrepr, tuple):
-            text = str(report.longrepr[2])
-        why = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")[:300]
-        if not report.passed:
-            # its gate ended (a setup error, or xdist's report of a crashed worker): not cut short
-            self.run.shard_reported.setdefault(shard["id"], why)
-        if "acceptance_result" in props:
-            rows[shard["id"]] = props["acceptance_result"]
-        elif not report.passed and shard["id"] not in rows and (props or report.when != "setup"):
-            # a setup error without the gate's properties gets its row only where the table is
-            # written anyway (harness.shard_plan.unreported_rows): a run whose build failed has none
-            rows[shard["id"]] = {"id": shard["id"], "lane": shard["lane"], "seconds": 0.0, "log": "",
-                                 "result": "SKIPPED" if report.skipped else "NOT_RUN",
-                                 "summary": "", "reason": why, "failing": []}
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, exitstatus: pytest.ExitCode,
                                 config: pytest.Config) -> None:

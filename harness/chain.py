@@ -29,12 +29,6 @@ def pytest_configure(config: pytest.Config) -> None:
     LIVE.config = config
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    # before the terminal reporter writes the result letter (build output ended its line)
-    LIVE.resume_progress_line(report.nodeid)
-
-
 def _distributed(config: pytest.Config) -> bool:
     """Whether xdist runs this session's gates in workers (its controller collects nothing)."""
     return config.pluginmanager.hasplugin("dsession")

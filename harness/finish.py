@@ -11,32 +11,34 @@ Adding "sign the wheel" at the end is one function and one row.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Generator, Iterable
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
+from build_steps import package, publish
 from build_steps.driver_stub import STUB_RECORD
-from build_steps.errors import HarnessError, UsageError
+from build_steps.errors import HarnessError, PublishRefused, UsageError
 from build_steps.once import load_shared
-from build_steps.pinning import source_changed, unlock, verify
+from build_steps.pinning import sha256_of, source_changed, unlock, verify
+from build_steps.release_report import write_report
 from build_steps import review_page
 from build_steps.readers.report import provenance_document, summary_lines, write_json_atomic
 
 from .common import say
 from .pin_record import load_pin
-from .report_doc import destinations, extra_sections, merged_gpu_runs, review_section, wants_page
-from .shard_plan import SECTION as SHARD_SECTION, has_table, write_summary
+from .release_scope import release_set_of
+from .report_doc import destinations, extra_sections, merged_gpu_runs, publish_page, review_section, wants_page
+from .shard_plan import SECTION as SHARD_SECTION, has_table, inapplicable_shard_gates, source_root, write_summary
 from .state import HarnessRun, harness_run
-from .steps import WHEEL_STEP, after_chain_records, chain_records
-from .verdicts import NOT_JUDGED, NOT_JUDGED_EXIT
+from .steps import WHEEL_STEP, BuildPaths, after_chain_records, chain_records
+from .verdicts import GPU_MARKS, NOT_JUDGED, NOT_JUDGED_EXIT
 from .wheel_placement import chain_lines, gate_failures, override_lines, place_wheel
 
-#: The GPU gates' markers: one of them skipped makes a run non-green (the GPU policy row).
-GPU_MARKERS = ("gpu", "cublas")
 
 
 @dataclass(frozen=True)
@@ -223,7 +225,7 @@ def gpu_policy(run: HarnessRun) -> Outcome:
     """Selected GPU gates that skipped make the run non-green, unless --allow-gpu-skips
     (harness.gpu_policy says so in the summary)."""
     run.skipped_gpu = sorted((nodeid, e.why) for nodeid, e in run.ledger.entries.items()
-                             if e.verdict == "skipped" and any(m in e.markers for m in GPU_MARKERS))
+                             if e.verdict == "skipped" and any(m in e.markers for m in GPU_MARKS))
     allowed = run.config.getoption("allow_gpu_skips", False)
     return Outcome(failed=bool(run.skipped_gpu) and not allowed)
 
@@ -244,12 +246,101 @@ def shard_table(run: HarnessRun) -> Outcome:
     return Outcome(lines=tuple(lines), section=SHARD_SECTION)
 
 
-def publish_ran(run: HarnessRun) -> Outcome:
-    """A --publish run whose publish gate never ran (deselected by --sw, -k, -o python_functions)
-    published nothing: it is not green."""
+def publish_release(run: HarnessRun) -> Outcome:
+    """--publish: the release, once every gate reported (harness.publish_plugin): the commands of
+    a dry run, or the signed release report. Refused (the run is not green) unless every gate of the
+    flavor's release set passed; a run whose publish gate failed or never ran (deselected by --sw,
+    -k, -o python_functions) published nothing."""
+    lines, failed = _release_after_the_gates(run)
+    return Outcome(lines=tuple(lines), failed=failed)
+
+
+def _release_after_the_gates(run: HarnessRun) -> tuple[list[str], bool]:
+    """The FINISH row "publish": (lines, failed). With --publish, once every gate has reported: the
+    flavor's release set (the gate's PLAN_PROPERTY names it) against the run's verdicts; only when
+    every gate of it passed, the wheel to dist/, the review page, and the commands (--dry-run) or
+    the signed release report. What it decided is HarnessRun.publish_outcome (the closing line);
+    a refusal is also the publish gate's verdict in the ledger, in the gate table's words."""
     if not run.options.publish or run.config.option.collectonly:
-        return NOTHING
-    return Outcome(failed=run.publish_outcome is None)
+        return [], False
+    plan = run.publish_plan
+    if plan is None or run.release is None:
+        # the gate failed (its outcome says why) or never ran (deselected by --sw, -k, -o python_functions)
+        return [], True
+    verdicts = run.ledger.verdicts()
+    rset = release_set_of(run).including(plan["gates"])
+    excused = inapplicable_shard_gates(run, rset.gates)
+    not_passed = rset.not_passed(verdicts, excused=excused)
+    flavor = run.options.profile.name
+    outcome: dict[str, Any] = {"set_size": rset.size(), "set_passed": rset.size() - len(not_passed), "flavor": flavor}
+    run.publish_outcome = outcome
+    try:
+        if not_passed:
+            listing = "\n".join(f"  {verdict.upper():13} {nodeid}" for nodeid, verdict in not_passed)
+            raise PublishRefused(
+                f"publish refused: {len(not_passed)} of {rset.size()} gates of the {flavor} release set did "
+                f"not pass in this run (the set is build_steps/release_sets/{flavor}.json; every gate of it "
+                f"must run and pass in one run)\n{listing}")
+        outcome.update(_release(run, rset.gates, verdicts, excused))
+    except (HarnessError, UsageError) as exc:
+        why = str(exc)
+        outcome.update(published=False, reason=(why.splitlines() or ["?"])[0])
+        run.ledger.refuse(plan["nodeid"], outcome["reason"])
+        return ["", *why.splitlines()], True
+    return [], False
+
+
+def _release(run: HarnessRun, gates: list[str], verdicts: dict[str, str], excused: dict[str, str]
+             ) -> dict[str, Any]:
+    """Every gate of the set passed: the release's commands, or its signed report."""
+    opts = run.options
+    pin, release, profile = run.pin, run.release, opts.profile
+    if pin is None or release is None:
+        raise PublishRefused("publish refused: this run pinned no wheel")
+    wheel = Path(pin.source)
+    if publish.wheel_version(wheel) != release.version:
+        raise PublishRefused(
+            f"publish refused: {wheel.name} carries version {publish.wheel_version(wheel)}, but this run "
+            f"releases {release.version} ({release.source}); the build did not use the release version "
+            "(options.wheel_version)")
+    audit = load_shared(run.shared, "audit")
+    facts = publish.release_facts(audit)
+    # Re-read the repository now, right before the report: HEAD, a clean tree and free tags (an
+    # hour-long build leaves time for someone else to publish). No gh and no token here.
+    state = publish.preflight(run.release_src or Path(run.config.invocation_params.dir), opts.remote, dry_run=True)
+    publish.resolve_release_version(state, profile, explicit=release.version)
+    publish.check_commit(facts, state.head)
+    # The file the release uploads: the run's private copy of the wheel, the bytes the gates
+    # judged, checked now and again right before the upload (publish.execute). dist/ gets the same
+    # bytes first (the report names dist/'s copy: the run's own dir is removed after a green run).
+    upload = verify(pin, "the publish")
+    root = source_root(run)
+    paths = BuildPaths(opts, root) if opts.wheel is None and root is not None else None
+    if not opts.dry_run and paths is not None:
+        upload = package.publish_to_dist(upload, paths.dist, sha256=pin.sha256, src=paths.src,
+                                         remote_tags=state.remote_tags)
+    # Where the release's review page is written: --review-page, else the build's harness-logs/,
+    # else (an existing --wheel) the run's shared dir.
+    explicit = run.config.getoption("review_page", None)
+    page_path = Path(explicit) if explicit is not None else (
+        paths.logs / "review.html" if paths is not None else run.shared / "review.html")
+    # The review page goes up with the wheel: what the reviewer saw is what the release shows.
+    page = publish_page(run, page_path, audit, verdicts, pin)
+    ran = sorted(g for g in gates if verdicts.get(g) == "passed")
+    rplan = publish.plan_release(state, release, profile, facts, upload, gates=ran, digest=pin.sha256,
+                                 assets=[page])
+    if opts.dry_run:
+        return {"published": False, "dry_run": True, "tag": rplan.tag, "wheel": str(rplan.wheel),
+                "commands": rplan.printable()}
+    report = run.config.getoption("release_report")
+    write_report(report, {
+        "flavor": profile.name, "repo": str(state.repo), "remote": state.remote,
+        "release": {"version": release.version, "tag": rplan.tag, "commit": state.head},
+        "wheel": str(upload), "sha256": pin.sha256, "facts": dataclasses.asdict(facts),
+        "gates_passed": ran, "verdicts": {g: verdicts.get(g, "not run") for g in gates},
+        "excused": sorted(excused), "assets": {str(page): sha256_of(page)},
+    })
+    return {"published": False, "prepared": True, "report": str(report), "tag": rplan.tag, "wheel": str(upload)}
 
 
 def unlock_pin(run: HarnessRun) -> Outcome:
@@ -265,6 +356,8 @@ FINISH = (
     Row("classify the stop", classify_stop, on_workers=True),
     Row("judge", judge),
     Row("check the pin", check_pin),
+    # after every gate reported, before the wheel is placed (the release's copy goes to dist/ first)
+    Row("publish", publish_release),
     Row("build the report", build_report),
     Row("write the JSON", write_json),
     Row("driver stub note", driver_stub_note),
@@ -272,7 +365,6 @@ FINISH = (
     Row("write the page", write_page),
     Row("GPU policy", gpu_policy),
     Row("shard table", shard_table),
-    Row("publish", publish_ran),
     Row("unlock", unlock_pin),
 )
 
@@ -283,7 +375,7 @@ def apply(run: HarnessRun, outcome: Outcome) -> None:
         run.sections.setdefault(outcome.section, []).extend(outcome.lines)
     else:
         run.report_lines.extend(outcome.lines)
-        if outcome.loud and not run.results:
+        if outcome.loud and not run.ledger.results():
             for line in outcome.lines:
                 say(line)
     if outcome.exit is not None:

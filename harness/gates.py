@@ -14,24 +14,19 @@ from build_steps.errors import (EnvironmentFault, HarnessError, ProductFailed, S
                                 UsageError, WheelUnusable)
 from build_steps.release_manifest import left_out_by_flavor
 
-from .common import harness_options, is_release_run, is_worker
+from .common import harness_options, is_release_run
 from .state import HarnessRun, harness_run, the_run
 from .steps import STEP_NAMES
+from .verdicts import CHAIN_STEP_PROPERTY
 
 #: Steps every gate of a build run stands on: when one fails, no further gate can run.
 CHAIN_STEPS = STEP_NAMES
 #: How the session stop for a failed chain step starts, so the xdist controller can tell it from Ctrl-C.
 STOP_PREFIX = "build step failed"
-#: The node a failed build step is reported under (``chain::configure``).
-CHAIN_NODE = "chain"
-#: The user property a worker's report carries the failed step in: the controller files it.
-CHAIN_STEP_PROPERTY = "mxnet_chain_step"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(StepStop(the_run(config)), "mxnet-step-stop")
-    if not is_worker(config):
-        config.pluginmanager.register(StepReportsOnController(), "mxnet-step-reports")
 
 
 def _stops_the_chain(exc: BaseException) -> bool:
@@ -68,7 +63,7 @@ def _judge(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
         if isinstance(exc, StepError) and exc.step in CHAIN_STEPS:
             # Filed under the step, not under whichever gate first asked for its product: the
             # gate did not fail, it never ran ("ERROR at setup of build step configure").
-            # Renamed where it is logged (StepReportsOnController), not here: an xdist worker
+            # Renamed where it is logged (harness.ledger), not here: an xdist worker
             # checks that each report it sends is of the item it ran (an INTERNALERROR otherwise,
             # seen on the GPU host).
             report.user_properties = [*report.user_properties, (CHAIN_STEP_PROPERTY, step)]
@@ -80,20 +75,6 @@ def _judge(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
         why = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"release run: gate skipped, which counts as a failure ({why})"
-
-
-class StepReportsOnController:
-    """Files a failed build step's report under ``chain::<step>`` in the reporting process (the
-    only one, or the xdist controller). A wrapper runs before every plain implementation: the
-    ledger, the terminal reporter and the JSON report all see the step's name."""
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
-        step = next((v for k, v in report.user_properties if k == CHAIN_STEP_PROPERTY), None)
-        if step is not None:
-            report.nodeid = f"{CHAIN_NODE}::{step}"
-            report.location = (report.location[0], None, f"build step {step}")
-        return (yield)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -117,11 +98,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: pytest.ExitCode,
                             config: pytest.Config) -> None:
     run = harness_run(config)
-    if run is None or not run.results:
+    results = run.ledger.results() if run is not None else {}
+    if run is None or not results:
         return
     tr = terminalreporter
     tr.section("MXNet release gates")
-    for nodeid, (verdict, why) in sorted(run.results.items()):
+    for nodeid, (verdict, why) in sorted(results.items()):
         tr.write_line(f"{verdict.upper():8} {nodeid}" + (f"  -- {why}" if why and verdict != "passed" else ""))
     for line in run.report_lines:
         tr.write_line(line)

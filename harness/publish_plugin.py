@@ -1,20 +1,18 @@
-"""Publishing after a green release run: the preflight, the gate's view of every other verdict
-(also under xdist), and the one closing line of the run.
+"""Publishing after a green release run: the preflight, the release itself (a row of the end of
+the run, harness.finish), and the one closing line of the run.
 
-``tests/test_publish.py`` is the gate itself; this plugin fixes the release version before any
-build starts (so the chain builds exactly the version that will be tagged), keeps the publish
-gate last, and hands it every other gate's final verdict.
+``tests/test_publish.py`` is the gate's slot: it files the release set its process collected. This
+plugin fixes the release version before any build starts (so the chain builds exactly the version
+that will be tagged); the end of the run's "publish" row (harness.finish.publish_release) compares
+every gate's verdict in the run's one record (harness.ledger) with the flavor's release set, then
+prints the commands (--dry-run) or writes the signed release report. Under xdist the verdicts reach
+the controller with the workers' reports, which is where the row runs: nothing waits for a file.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
-import shutil
-import tempfile
-import time
-from collections.abc import Generator, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -46,12 +44,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     opts = harness_options(config)
     release: publish.ReleaseVersion | None = None
     src: Path | None = opts.mxnet_src
-    results: Path | None = None
     shipped = getattr(config, "workerinput", {}).get("mxnet_publish")
     if shipped is not None:
         release = shipped["release"] and publish.ReleaseVersion(**shipped["release"])
         src = Path(shipped["mxnet_src"]) if shipped["mxnet_src"] else src
-        results = Path(shipped["results"]) if shipped["results"] else None
     elif opts.publish and not is_worker(config):
         if the_run(config).mode == "audit":
             # Issue 19, item 4: the release set's build gates verify the build of this run (its
@@ -81,119 +77,41 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         except UsageError as exc:
             refuse(exc)
         src = opts.mxnet_src or state.repo
-        # In the run dir, which no sandbox of the tree's or the wheel's code sees (build_steps.sandbox)
-        results = Path(tempfile.mkdtemp(prefix="publish-", dir=the_run(config).dir.root)) / "verdicts.json"
     elif (opts.dry_run or opts.yes or config.getoption("release_report")) and not opts.publish:
         refuse("--dry-run, --yes and --release-report only apply together with --publish")
     if release:
         fix_release_options(config, release.version, src)
-    config.pluginmanager.register(PublishPlugin(config, release or None, src, results), PLUGIN_NAME)
+    config.pluginmanager.register(PublishPlugin(config, release or None, src), PLUGIN_NAME)
 
 
 class PublishPlugin:
-    """The publish gate's bookkeeping, as a plugin object so it can keep state.
+    """The release version and tree a --publish run chose at session start (every process), and
+    the run's closing line (the reporting process)."""
 
-    The controller (or the single process) records every gate's verdict from its reports; under
-    xdist it also writes them to ``results`` for the worker that runs the publish gate.
-    """
-
-    def __init__(self, config: pytest.Config, release: publish.ReleaseVersion | None, src: Path | None,
-                 results: Path | None) -> None:
+    def __init__(self, config: pytest.Config, release: publish.ReleaseVersion | None, src: Path | None) -> None:
         self.config = config
         self.run = the_run(config)
         self.release = release
         self.src = src
-        self.results = results
+        # the end of the run's publish row reads them from the run (harness.finish)
+        self.run.release, self.run.release_src = release, src
         self.worker = is_worker(config)
-        self.verdicts: dict[str, str] = {}      # nodeid -> passed / failed / skipped / xfailed / ...
-        self.finished: set[str] = set()   # nodeids whose teardown was reported
-        self.publish_ids: set[str] = set()
-        self.wheel: str | None = None
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: WorkerController) -> None:
         node.workerinput["mxnet_publish"] = {
             "release": dataclasses.asdict(self.release) if self.release else None,
             "mxnet_src": str(self.src) if self.src else None,
-            "results": str(self.results) if self.results else None,
         }
 
-    # The outermost wrapper: its reordering comes after every other plugin's, --ff's and --nf's
-    # (cacheprovider's wrappers) included, which ran the publish gate first otherwise (issue 29).
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
-                                      items: list[pytest.Item]) -> Generator[None, None, None]:
-        yield
+                                      items: list[pytest.Item]) -> None:
+        # Without --publish the gate is not part of the run (a skip would fail -m release). With it,
+        # its place in the run does not matter: the release is decided after every gate (FINISH).
         gates = [i for i in items if i.get_closest_marker("publish")]
-        rest = [i for i in items if not i.get_closest_marker("publish")]
         if gates and not harness_options(config).publish:
-            # Without --publish the gate is not part of the run (a skip would fail -m release).
             config.hook.pytest_deselected(items=gates)
-            items[:] = rest
-        elif gates:
-            items[:] = rest + gates  # last: it needs every other verdict
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
-                             ) -> Generator[None, Any, Any]:
-        value = yield  # a fixture that raised raises here, and on
-        if fixturedef.argname == "wheel_pin":
-            self.wheel = value.source
-        return value
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
-                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        if self.wheel and report.when == "teardown":
-            # A new list: the report shares item.user_properties otherwise.
-            report.user_properties = [*report.user_properties, ("mxnet_wheel", self.wheel)]
-        return report
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if self.worker:
-            return  # the controller records; it gets every worker's reports
-        for key, value in report.user_properties:
-            if key == "mxnet_wheel":
-                self.wheel = cast(str, value)
-            elif key == "mxnet_publish":
-                self.run.publish_outcome = cast("dict[str, Any]", value)  # what the publish gate reported
-        nodeid = report.nodeid
-        if "publish" in report.keywords:
-            self.publish_ids.add(nodeid)
-        if report.when == "setup" and not report.passed:
-            self.verdicts[nodeid] = report.outcome
-        elif report.when == "call" and self.verdicts.get(nodeid) != "rerun":
-            # a rerun (pytest-rerunfailures' outcome) stays: the attempt that failed is the verdict
-            self.verdicts[nodeid] = "xfailed" if hasattr(report, "wasxfail") else report.outcome
-        elif report.when == "teardown":
-            if report.failed:
-                self.verdicts[nodeid] = "failed"
-            self.verdicts.setdefault(nodeid, "not run")
-            self.finished.add(nodeid)
-            if self.results is not None:
-                tmp = self.results.with_suffix(".tmp")
-                tmp.write_text(json.dumps({n: self.verdicts[n] for n in self.finished}))
-                tmp.replace(self.results)
-
-    def verdicts_of(self, nodeids: Iterable[str], poll_s: float = 2.0, limit_s: float = 24 * 3600) -> dict[str, str]:
-        """Final verdicts of ``nodeids``; a worker waits until the controller has them all."""
-        wanted = set(nodeids)
-        if not self.worker:
-            return {n: self.verdicts[n] for n in wanted & self.finished}
-        deadline = time.monotonic() + limit_s
-        while True:
-            try:
-                seen = json.loads(self.results.read_text()) if self.results else {}
-            except (OSError, ValueError):
-                seen = {}
-            if wanted <= seen.keys() or time.monotonic() > deadline or self.results is None:
-                return {n: v for n, v in seen.items() if n in wanted}
-            time.sleep(poll_s)
-
-    def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if self.results is not None and not self.worker:
-            shutil.rmtree(self.results.parent, ignore_errors=True)
+            items[:] = [i for i in items if not i.get_closest_marker("publish")]
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, exitstatus: pytest.ExitCode,
@@ -208,7 +126,7 @@ class PublishPlugin:
             tr.section("publish: dry run (nothing was changed); a real run executes")
             for line in out["commands"]:
                 tr.write_line(line)
-        gates = {n: v for n, v in self.verdicts.items() if n not in self.publish_ids}
+        gates = self.run.ledger.verdicts()
         passed = sum(v == "passed" for v in gates.values())
         verdict = "PASS" if gates and passed == len(gates) else "FAIL"
         counted = f"{passed}/{len(gates)} gates passed"
@@ -238,7 +156,7 @@ class PublishPlugin:
             published = "NOT published (the publish gate did not run)"
             verdict = "FAIL" if verdict == "PASS" else verdict
         placed = self.run.placed_wheel
-        wheel = placed or out.get("wheel") or self.wheel or (str(opts.wheel) if opts.wheel else "no wheel")
+        wheel = placed or out.get("wheel") or (self.run.pin.source if self.run.pin else None) or (str(opts.wheel) if opts.wheel else "no wheel")
         stopped = chain_stop_of(self.run.records)
         if stopped and not placed:
             # the gates that ran before the chain stopped are no tally of a release
@@ -249,4 +167,5 @@ class PublishPlugin:
         scope = scope_line(self.run, gates)
         if scope:  # what the verdict covers, said where it is read (issue 36)
             tr.write_line(scope, bold=True)
+
 

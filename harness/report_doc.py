@@ -106,23 +106,17 @@ def gate_meanings(nodeids: Iterable[str], root: Path = HARNESS_ROOT) -> dict[str
     return out
 
 
-def _compiler_versions(build_dir: Path | None) -> dict[str, str]:
-    """The compilers CMake found, from its CMakeFiles/<version>/CMake<LANG>Compiler.cmake (read,
-    never run: the build tree's CMake chose them)."""
+def _compiler_versions(conf: dict[str, Any]) -> dict[str, str]:
+    """The compilers CMake used and its version, from the configure step's product (its File API
+    facts: ConfigureResult.compilers, computed once there; nothing here reads the build dir)."""
     out: dict[str, str] = {}
-    if build_dir is None:
-        return out
+    compilers = conf.get("compilers") or {}
     for lang, key in (("CUDA", "nvcc"), ("CXX", "c++")):
-        for f in sorted(Path(build_dir).glob(f"CMakeFiles/*/CMake{lang}Compiler.cmake")):
-            try:
-                text = f.read_text(errors="replace")
-            except OSError:
-                continue
-            ver = re.search(rf'set\(CMAKE_{lang}_COMPILER_VERSION "([^"]*)"\)', text)
-            ident = re.search(rf'set\(CMAKE_{lang}_COMPILER_ID "([^"]*)"\)', text)
-            if ver:
-                out[key] = f"{ident.group(1) if ident else ''} {ver.group(1)}".strip()
-            out["cmake"] = f.parent.name
+        used = compilers.get(lang) or {}
+        if used.get("version"):
+            out[key] = f"{used.get('id') or ''} {used['version']}".strip()
+    if conf.get("cmake_version"):
+        out["cmake"] = conf["cmake_version"]
     return out
 
 
@@ -153,7 +147,7 @@ def _provenance(records: dict[str, dict[str, Any]]) -> dict[str, Any]:
            "source": source.get("root"), "commit": source.get("commit"), "branch": source.get("branch"),
            # the sample tree (selftest/sample_mxnet) names its CMake project so
            "sample": cache.get("CMAKE_PROJECT_NAME") == "mxnet_sample"}
-    out.update(_compiler_versions(conf.get("build_dir")))
+    out.update(_compiler_versions(conf))
     if cuda:
         out["cuda_root"] = cuda.get("root")
         out["cuda_wheels"] = _cuda_wheels(cuda)
@@ -315,9 +309,11 @@ def extra_sections(run: HarnessRun, facts: Audit | None, records: dict[str, dict
     if result.get("build_time"):
         out.setdefault("build", {})["compile_time"] = {"wall_seconds": result.get("seconds"),
                                                        **result["build_time"]}
-    for key in ("toolchain", "reproducible"):
-        if result.get(key):
-            out.setdefault("build", {})[key] = result[key]
+    # the toolchain is the configure step's product (computed once there), the rest the compile's
+    conf = (records.get("configure") or {}).get("result") or {}
+    for key, value in (("toolchain", conf.get("toolchain")), ("reproducible", result.get("reproducible"))):
+        if value:
+            out.setdefault("build", {})[key] = value
     # who the tree's and the wheel's code ran as, measured in a sandbox (not the code path assumed)
     if (who := sandbox.identity()) is not None:
         out["sandbox"] = who

@@ -27,16 +27,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class _ClockKeeper:
-    """The run's clock. An object holding the run: pytest_runtest_logreport gets no config."""
+    """Starts the run's clock; the ledger (the one listener to test reports) adds the gates' times."""
 
     def __init__(self, run: HarnessRun) -> None:
         self.run = run
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.run.clock = Clock(start=time.monotonic())
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # The reporting process sees every report (xdist's controller gets the workers').
-        clock = self.run.clock
-        if clock is not None and report.when in ("setup", "call"):
-            setattr(clock, report.when, getattr(clock, report.when) + float(getattr(report, "duration", 0) or 0))

@@ -5,6 +5,7 @@ from the rows it gathered (HarnessRun.shard_rows).
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,6 +20,9 @@ from build_steps.errors import UsageError
 from build_steps.source import resolve_source
 
 from .state import HarnessRun
+
+#: A shard gate's node id (tests/test_acceptance.py::test_shard[ID]) -> ID.
+SHARD_GATE = re.compile(r"::test_shard\[(?P<id>[^\]]+)\]$")
 
 if TYPE_CHECKING:
     from build_steps.acceptance_suite import Shard

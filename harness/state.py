@@ -26,6 +26,7 @@ from .exits import refuse
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
     from build_steps.pinning import WheelPin
+    from build_steps.publish import ReleaseVersion
 
 Mode = Literal["build", "audit"]
 Role = Literal["controller", "worker"]
@@ -40,12 +41,34 @@ class Entry:
     finished: bool = False       # its teardown was reported
     when: str = ""               # the phase (setup / call / teardown) that decided the verdict
     rerun: str = ""              # why an earlier attempt failed, when a rerun plugin retried it
+    # Facts of the gate's kind, in the words their reports use (HarnessRun's views below):
+    #: a provenance gate's (pytest's outcome, why)
+    provenance: tuple[str, str] | None = None
+    #: a GPU gate's {verdict, message, gpu, wheel} (the GPU it ran on: harness.report_sections)
+    gpu_run: dict[str, Any] | None = None
+    #: an acceptance shard gate's shard id, and its row of the shard table (build_steps.acceptance_run's result)
+    shard_id: str = ""
+    shard_row: dict[str, Any] | None = None
 
 
 @dataclass
 class Ledger:
     """nodeid -> Entry of every test this run reported (on the controller: every worker's)."""
     entries: dict[str, Entry] = field(default_factory=dict)
+
+    def verdicts(self) -> dict[str, str]:
+        """nodeid -> final verdict of every test that reported one or finished, the publish gate
+        aside (it judges the others: harness.publish_plugin)."""
+        return {n: e.verdict for n, e in self.entries.items() if (e.when or e.finished) and "publish" not in e.markers}
+
+    def results(self) -> dict[str, tuple[str, str]]:
+        """The gate table's rows: nodeid -> (verdict, why) of every release gate with a verdict."""
+        return {n: (e.verdict, e.why) for n, e in self.entries.items() if "release" in e.markers and e.when}
+
+    def refuse(self, nodeid: str, why: str) -> None:
+        """A gate judged again after every gate reported (the end of the run's publish row): failed."""
+        entry = self.entries.setdefault(nodeid, Entry(markers=("publish", "release")))
+        entry.verdict, entry.why, entry.when = "failed", why, entry.when or "call"
 
 
 @dataclass
@@ -70,30 +93,30 @@ class HarnessRun:
     role: Role
     release_fixed: bool = False
 
-    # harness.ledger: every gate's verdict, and the gate table's rows (nodeid -> (verdict, why))
+    # harness.ledger: every gate's verdict (the gate table's rows are Ledger.results)
     ledger: Ledger = field(default_factory=Ledger)
-    results: dict[str, tuple[str, str]] = field(default_factory=dict)
     # harness.release_set: nodeid -> marker names of every release gate collected, before deselection
     collected: dict[str, list[str]] = field(default_factory=dict)
-    # harness.review: the run's clock
+    # harness.review starts the run's clock; the ledger adds the gates' times
     clock: Clock | None = None
-    # harness.report_sections: nodeid -> the GPU gate's verdict and the GPU it ran on
-    gpu_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # harness.wheel_facts: nodeid -> (outcome, why) of every provenance gate
-    provenance_verdicts: dict[str, tuple[str, str]] = field(default_factory=dict)
-    # harness.acceptance_shards: the shard plan (selection, lanes, parallelism, split) and the rows
+    # harness.acceptance_shards: the shard plan (selection, lanes, parallelism, split); the ledger:
+    # the MXNet the shards' venv holds (from the shard gates' reports)
     shard_plan: dict[str, Any] | None = None
-    shard_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     shard_mxnet: dict[str, Any] | None = None
     # ... the shard gates this run collected (shard ids), and those whose gate began (id -> its
     # start, time.monotonic()): a requested shard without a row was cut short or never started
     shard_requested: list[str] = field(default_factory=list)
     shard_started: dict[str, float] = field(default_factory=dict)
-    # ... and those whose gate ended without passing before a row was filed (id -> the first line of why)
+    # the ledger: those whose gate ended without passing before a row was filed (id -> the first line of why)
     shard_reported: dict[str, str] = field(default_factory=dict)
     # harness.gates: the session stopped because a chain step failed (not a Ctrl-C)
     stopped_for_step: bool = False
-    # harness.publish_plugin: what the publish gate reported (None: it did not run)
+    # harness.publish_plugin: the release a --publish run chose at session start, and its tree
+    release: ReleaseVersion | None = None
+    release_src: Path | None = None
+    # harness.ledger, from the publish gate's report: the release set it collected (None: it did
+    # not pass), and what it or the end of the run's publish row decided (None: it did not run)
+    publish_plan: dict[str, Any] | None = None
     publish_outcome: dict[str, Any] | None = None
 
     # harness.finish: read once at the end of the run, then each row's product
@@ -115,6 +138,22 @@ class HarnessRun:
     sections: dict[str, list[str]] = field(default_factory=dict)
     #: the exit status the finish table settled on (None until it ran)
     exitstatus: int | None = None
+
+    # Views of the ledger, each in the words its report used before the stores were one (issue 47).
+    @property
+    def gpu_runs(self) -> dict[str, dict[str, Any]]:
+        """nodeid -> the GPU gate's verdict and the GPU it ran on."""
+        return {n: e.gpu_run for n, e in self.ledger.entries.items() if e.gpu_run is not None}
+
+    @property
+    def provenance_verdicts(self) -> dict[str, tuple[str, str]]:
+        """nodeid -> (outcome, why) of every provenance gate."""
+        return {n: e.provenance for n, e in self.ledger.entries.items() if e.provenance is not None}
+
+    @property
+    def shard_rows(self) -> dict[str, dict[str, Any]]:
+        """shard id -> its row of the shard table."""
+        return {e.shard_id: e.shard_row for e in self.ledger.entries.values() if e.shard_row is not None}
 
     @property
     def mode(self) -> Mode:

@@ -218,6 +218,10 @@ def _produce_configure(n: StepInputs) -> dict[str, Any]:
                                                       **_opencv_root(n)},
                               env={**(cuda.env if cuda else {}), **launcher.cache_env(paths.src)},
                               overrides=options.build_defines)
+    nvcc = options.build_defines.get("CMAKE_CUDA_COMPILER") or (cuda.cmake_args.get("CMAKE_CUDA_COMPILER") if cuda else None)
+    # the toolchain, once, here: the compilers from the File API facts, cmake and ninja the harness's own
+    res.toolchain = toolchain.versions(res.cache, res.compilers, cuda.wheels_dir if cuda else None,
+                                       tools=toolchain.harness_tools(nvcc, cuda.env if cuda else None))
     say(f"[configure] {'first-time' if res.first_time else 'refresh'} in {res.seconds:.1f}s; "
         f"gencode: {' '.join(res.gencode) or 'none (CPU)'}")
     _say_each("[configure] note: ", res.notes)
@@ -266,11 +270,7 @@ def _produce_compile(n: StepInputs) -> dict[str, Any]:
                                 progress=LIVE, launcher=n.compiler_launcher,
                                 # the sandbox's binds: the harness's own options, never the cache's
                                 src=paths.src, inputs=list(_opencv_root(n).values())).to_json()
-    nvcc = n.options.build_defines.get("CMAKE_CUDA_COMPILER") or \
-        (n.cuda_root.cmake_args.get("CMAKE_CUDA_COMPILER") if n.cuda_root else None)
-    tools = toolchain.versions(n.configured_tree.cache, n.cuda_root.wheels_dir if n.cuda_root else None,
-                               tools=toolchain.harness_tools(nvcc, n.cuda_root.env if n.cuda_root else None))
-    return {**res, "reproducible": repro, "toolchain": tools}
+    return {**res, "reproducible": repro}
 
 
 def _compile_detail(result: dict[str, Any]) -> str:

@@ -12,12 +12,25 @@ if TYPE_CHECKING:
 
 #: The user_properties key the verdict travels under.
 VERDICT_PROPERTY = "mxnet_verdict"
+#: ... and those the publish gate files (tests/test_publish.py): the release set as its process
+#: collected it, and why it refused (the end of the run's "publish" row reads both).
+PLAN_PROPERTY = "mxnet_publish_plan"
+OUTCOME_PROPERTY = "mxnet_publish"
+#: ... the GPU a GPU gate ran on (harness.report_sections attaches it where the gate ran)
+GPU_PROPERTY = "mxnet_gpu_run"
+#: ... and the chain step whose failure a worker's report carries (harness.gates)
+CHAIN_STEP_PROPERTY = "mxnet_chain_step"
+#: The node a failed build step is reported under (``chain::configure``).
+CHAIN_NODE = "chain"
+#: The GPU gates' markers.
+GPU_MARKS = ("gpu", "cublas")
 
 #: NOT_JUDGED ("not judged", from build_steps.errors): the third outcome beside passed and failed,
 #: the harness could not judge the wheel (the host failed, not the wheel). The ledger files it,
 #: the gate table says NOT JUDGED.
 __all__ = ["NOT_JUDGED", "NOT_JUDGED_EXIT", "NotJudged", "not_judged", "failure_reason", "skip_reason",
-           "verdict_of", "VERDICT_PROPERTY"]
+           "verdict_of", "VERDICT_PROPERTY", "PLAN_PROPERTY", "OUTCOME_PROPERTY",
+           "GPU_PROPERTY", "CHAIN_STEP_PROPERTY", "CHAIN_NODE", "GPU_MARKS"]
 #: NOT_JUDGED_EXIT (3, from build_steps.errors, NotJudged.exit_code): the exit status of a run where a
 #: gate or step could not judge and none judged FAIL.
 

@@ -1,5 +1,6 @@
-"""The wheel under test, extracted once, the facts every static gate reads, and the provenance
-gates' verdicts (the end of the run reports them: terminal summary and ``--provenance-json``)."""
+"""The wheel under test, extracted once, and the facts every static gate reads (the provenance
+gates' verdicts are the ledger's: the end of the run reports them, terminal summary and
+``--provenance-json``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,8 +16,7 @@ from build_steps.readers.wheel import extract_wheel
 
 from .exits import refuse
 from .pin_record import pin_once
-from .state import HarnessRun, the_run
-from .verdicts import failure_reason, verdict_of
+from .state import the_run
 
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
@@ -81,26 +81,3 @@ def libmxnet_info(audit: Audit) -> ObjectInfo:
     if audit.libmxnet_error or audit.libmxnet is None:
         pytest.fail(f"cannot check: {audit.libmxnet_error}", pytrace=False)
     return audit.libmxnet
-
-
-class ProvenanceReport:
-    """Files the static gates' verdicts (HarnessRun.provenance_verdicts; on the xdist controller:
-    every worker's) for the provenance report the end of the run builds (harness.finish)."""
-
-    def __init__(self, run: HarnessRun) -> None:
-        self.verdicts = run.provenance_verdicts
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if "provenance" not in report.keywords or (report.when != "call" and report.passed):
-            return
-        why = ""
-        if not report.passed:
-            # The reason decided where the gate ran (harness.ledger): the same with -n 2 as serially.
-            facts = verdict_of(report) or {}
-            why = facts.get("why") or failure_reason(getattr(report, "longreprtext", "") or "")
-        if report.when == "call" or report.nodeid not in self.verdicts or not report.passed:
-            self.verdicts[report.nodeid] = (report.outcome, why)
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.pluginmanager.register(ProvenanceReport(the_run(config)), "mxnet-provenance-report")

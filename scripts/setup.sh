@@ -53,7 +53,11 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 # PYTHONWARNINGS=ignore: setuptools' build backend prints an "Editable installation" warning banner
 # for every editable install of a flat layout; it is advice about import shadowing, not a problem here.
-PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q -e ".[selftest]"
+# --no-compile: pip byte-compiles every module of every dependency (mypy, onnx, selenium, ...) up
+# front: half of this step's time (40 s of 2 shared cores, 20 s without), paid again by each job of
+# the CI workflow (selftest/test_ci_workflow_play.py plays five). Python compiles what is imported, on
+# first import, into the same __pycache__.
+PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q --no-compile -e ".[selftest]"
 # Debian's OpenCV 4.6 packages as .debs (not installed): selftest/test_opencv_prefix.py unpacks them
 # into a prefix outside / and bundles from it (issue 30); without them that module skips.
 .venv/bin/python -m tools.opencv_prefix download \

@@ -113,28 +113,37 @@ def _private_compiler_caches(monkeypatch, _selftest_compiler_caches):
 #: own OpenCV (minimal_opencv, the one-time OpenCV build, then the same chain with it).
 _FORK_WHEEL_CHAIN = frozenset({"fork_staged", "fork_wheel", "fork_gates"})
 _BUILT_OPENCV_CHAIN = "minimal_opencv"
+#: Where in the collection the built-OpenCV chain goes: this far through it (a fraction).
+BUILT_OPENCV_AT = 0.75
 
 
-def _chain_rank(item: pytest.Item) -> int:
-    names = set(getattr(item, "fixturenames", ()))
-    if names & _FORK_WHEEL_CHAIN:
-        return 0
-    if _BUILT_OPENCV_CHAIN in names:
-        return 1
-    return 2
+def order_chains(items: list) -> list:
+    """The fork wheel's chain first, the built-OpenCV chain three quarters of the way through, the
+    rest in their own order around them.
+
+    pytest-xdist's load scheduling hands each worker contiguous runs of the collection in its
+    order. The fork wheel's chain first: one worker takes it from the start (its session fixtures
+    built once, by that worker) while the other takes the rest. The built-OpenCV chain needs the
+    one-time OpenCV build (~16 core-minutes on a fresh machine, started by .ci/run in the
+    background, niced): first in the collection, one worker waited ~8 minutes on its lock in a
+    fresh CI run, doing nothing. Late, the build has run in the gaps the selftests leave (most of
+    them wait on venv installs and child runs more than they compute); not last, so the other
+    worker still has selftests to run while this chain's own minutes (the fork's wheel staged,
+    packaged and installed with the built OpenCV, a sample build with --opencv=built) go by. Its
+    session fixtures are made once per run for both workers (selftest/test_opencv_build.py), so
+    the chain may straddle the two workers at no cost but a wait."""
+    fork, built, rest = [], [], []
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        (fork if names & _FORK_WHEEL_CHAIN else built if _BUILT_OPENCV_CHAIN in names else rest).append(item)
+    at = int(len(rest) * BUILT_OPENCV_AT)
+    return fork + rest[:at] + built + rest[at:]
 
 
 def pytest_collection_modifyitems(config, items):
-    """The selftests of the longest chains first, the rest in their own order (a stable sort).
-
-    pytest-xdist's load scheduling hands each worker contiguous runs of the collection in its
-    order: left in file order these chains came halfway through the run, one worker waited there on
-    the OpenCV build while the other ran, and the run ended with the chains' tail on one worker.
-    First, they run on one worker from the start (each chain's session fixtures built once, by it)
-    while the other worker takes the rest; the OpenCV build (started by .ci/run in the background,
-    or by the fixture) has the fork wheel's chain to overlap before its selftests need it. Every
-    xdist worker sorts the same collection the same way, as xdist requires."""
-    items.sort(key=_chain_rank)
+    """The long chains where they overlap best (order_chains). Every xdist worker orders the same
+    collection the same way, as xdist requires."""
+    items[:] = order_chains(items)
 
 
 @pytest.fixture

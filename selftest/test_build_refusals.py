@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from build_steps.configure import emitted_gencode
+from build_steps.configure import _gencode_flags
 from build_steps.errors import UsageError, log_excerpt
 from build_steps.options import parse_cmake_defines
 from selftest.conftest import HARNESS_ROOT
@@ -144,22 +144,16 @@ def test_cmake_define_needs_key_equals_value():
 
 # --- readers of CMake output ---------------------------------------------------------------------
 
-def test_gencode_read_from_the_forks_cmake_list_form(tmp_path):
-    log = tmp_path / "configure.log"
-    log.write_text("-- CUDA: Using the following NVCC architecture flags -gencode;arch=compute_90,code=sm_90;"
-                   "-gencode;arch=compute_120,code=sm_120;-gencode;arch=compute_120,code=compute_120\n")
-    assert emitted_gencode(log, tmp_path) == ["-gencode=arch=compute_90,code=sm_90",
-                                              "-gencode=arch=compute_120,code=sm_120",
-                                              "-gencode=arch=compute_120,code=compute_120"]
-
-
-def test_gencode_falls_back_to_build_ninja_when_the_message_yields_none(tmp_path):
-    log = tmp_path / "configure.log"
-    log.write_text("-- CUDA: Using the following NVCC architecture flags \n")
-    (tmp_path / "build.ninja").write_text("  FLAGS = -O3 -gencode arch=compute_90,code=sm_90 "
-                                          "--generate-code=arch=compute_100,code=[compute_100,sm_100]\n")
-    assert emitted_gencode(log, tmp_path) == ["-gencode=arch=compute_90,code=sm_90",
-                                              "-gencode=arch=compute_100,code=[compute_100,sm_100]"]
+def test_gencode_flags_in_each_of_nvccs_spellings():
+    # the mxnet target's CUDA flags (CMake's File API: build_steps.configure.read_facts) carry the
+    # fork's CUDA_ARCH_FLAGS space-separated; a CMake list and --generate-code are the same flags
+    assert _gencode_flags("-gencode;arch=compute_90,code=sm_90;-gencode;arch=compute_120,code=sm_120;"
+                          "-gencode;arch=compute_120,code=compute_120") == [
+        "-gencode=arch=compute_90,code=sm_90", "-gencode=arch=compute_120,code=sm_120",
+        "-gencode=arch=compute_120,code=compute_120"]
+    assert _gencode_flags(" -O3 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=sm_90 "
+                          "--generate-code=arch=compute_100,code=[compute_100,sm_100]") == [
+        "-gencode=arch=compute_90,code=sm_90", "-gencode=arch=compute_100,code=[compute_100,sm_100]"]
 
 
 def test_log_excerpt_leads_with_the_first_error_not_the_tail(tmp_path):

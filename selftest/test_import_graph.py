@@ -176,3 +176,75 @@ def test_one_sessionfinish_hook():
     holders = sorted(name for name, path in harness_modules().items()
                      if name.startswith("harness.") and "pytest_sessionfinish" in path.read_text())
     assert holders == ["harness.finish"], holders
+
+
+#: Where the run's plugins, hooks and gates live: the modules the run-record rules below read.
+RECORD_DIRS = ("harness", "build_steps", "tests")
+
+
+def _run_modules() -> dict:
+    """dotted name -> path of every module of harness/, build_steps/, tests/ and the root conftest."""
+    out = {}
+    for directory in RECORD_DIRS:
+        for path in sorted((HARNESS_ROOT / directory).rglob("*.py")):
+            out[_module_name(path.relative_to(HARNESS_ROOT))] = path
+    out["conftest"] = HARNESS_ROOT / "conftest.py"
+    return out
+
+
+def report_listeners(modules: dict) -> list:
+    """``module.Class.pytest_runtest_logreport`` (or ``module.pytest_runtest_logreport``) of every
+    function or method of that name, found with ``ast``."""
+    found = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        owners = {id(f): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+                  for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "pytest_runtest_logreport":
+                found.append(".".join(filter(None, (name, owners.get(id(node)), node.name))))
+    return sorted(found)
+
+
+def verdict_polls(modules: dict) -> list:
+    """``module:line`` of every sleep in a plugin, hook or gate module (harness/, tests/, the root
+    conftest), and every file named for verdicts anywhere: a process that waits for verdicts in a
+    file it reads again and again. Verdicts reach the reporting process with the reports (pytest-
+    xdist's own channel); the steps' process supervision (build_steps/) waits on processes, not
+    on verdicts, and keeps its sleeps."""
+    found = []
+    for name, path in modules.items():
+        text = path.read_text()
+        waits_on_nothing = not name.startswith("build_steps.")
+        for node in ast.walk(ast.parse(text, filename=str(path))):
+            called = node.func if isinstance(node, ast.Call) else None
+            sleeps = (isinstance(called, ast.Attribute) and called.attr == "sleep") or (
+                isinstance(called, ast.Name) and called.id == "sleep")
+            named = isinstance(node, ast.Constant) and isinstance(node.value, str) and re.search(
+                r"verdicts?[\w-]*\.(json|txt|pickle)", node.value)
+            if (sleeps and waits_on_nothing) or named:
+                found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def test_rule_finders_find_what_they_name(tmp_path):
+    mod = tmp_path / "mod.py"
+    mod.write_text("import time\nclass P:\n    def pytest_runtest_logreport(self, report):\n        pass\n"
+                   "def pytest_runtest_logreport(report):\n    pass\n"
+                   "def wait():\n    while True:\n        time.sleep(2)\n        open('x/verdicts.json')\n")
+    assert report_listeners({"harness.mod": mod}) == ["harness.mod.P.pytest_runtest_logreport",
+                                                      "harness.mod.pytest_runtest_logreport"]
+    assert verdict_polls({"harness.mod": mod}) == ["harness.mod:9", "harness.mod:10"]
+    assert verdict_polls({"build_steps.mod": mod}) == ["build_steps.mod:10"]
+
+
+def test_only_the_ledger_listens_to_test_reports():
+    """Issue 47: one run record. The ledger (harness.ledger) is the only listener to test reports;
+    each verdict and its facts are filed once, there."""
+    assert report_listeners(_run_modules()) == ["harness.ledger.LedgerPlugin.pytest_runtest_logreport"]
+
+
+def test_no_file_is_polled_for_verdicts():
+    """Issue 47: xdist workers hand verdicts to the controller with their reports; no process
+    waits for a file of verdicts (the publish gate polled a controller-written verdicts.json)."""
+    assert verdict_polls(_run_modules()) == []

@@ -15,6 +15,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -260,15 +261,35 @@ def test_the_bundled_closure_is_three_libraries_within_the_budget(minimal_opencv
 VERSION = "2.0.0+cpu.linux.20261203"
 
 
+def _for_the_run(shared_dir: Path, key: str, make):
+    """``make(dest)`` run by one xdist worker for all of them (build_steps.once.shared_product: the
+    others wait on its lock and take its product, or its failure), in ``<shared_dir>/<key>``.
+
+    The selftests of this chain may land on both workers (conftest.py sorts them late in the
+    collection, after the background OpenCV build had time): made once, not once per worker, and
+    under the run's shared dir, which outlives every worker (a worker's own basetemp goes when its
+    session ends, while the other may still run the fork's test in this venv)."""
+    from build_steps.once import shared_product
+
+    def produce():
+        dest = shared_dir / key
+        if dest.exists():  # a worker that was killed while making it (its record was never written)
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        return make(dest)
+    return shared_product(shared_dir, key, produce)
+
+
 @pytest.fixture(scope="session")
-def fork_staged_built(fork_tree, fork_libmxnet, minimal_opencv, tmp_path_factory) -> dict:
+def fork_staged_built(fork_tree, fork_libmxnet, minimal_opencv, shared_dir) -> dict:
     """The real fork's cpu libmxnet (linked against Debian's OpenCV 4.6) staged and bundled as
     harness/steps.py does with --opencv=built: its libopencv_* NEEDED resolve in the built prefix."""
-    build = tmp_path_factory.mktemp("fork-build-cv")
-    staged_tree = package.stage_tree(fork_tree, build / "harness-package")
-    staged = bundle.stage_package(fork_libmxnet, staged_tree, PROFILES["cpu"], prefix=minimal_opencv.prefix,
-                                  tree=fork_tree)
-    return {"build": build, "tree": staged_tree, "staged": staged}
+    def make(build: Path) -> dict:
+        staged_tree = package.stage_tree(fork_tree, build / "harness-package")
+        staged = bundle.stage_package(fork_libmxnet, staged_tree, PROFILES["cpu"], prefix=minimal_opencv.prefix,
+                                      tree=fork_tree)
+        return {"build": build, "tree": staged_tree, "staged": staged}
+    return _for_the_run(shared_dir, "fork-build-cv", make)
 
 
 @pytest.mark.slow
@@ -297,16 +318,19 @@ def _dynsyms(path: Path, defined: bool) -> set[str]:
 
 
 @pytest.fixture(scope="session")
-def fork_wheel_built(fork_staged_built, fork_tree) -> Path:
-    build = fork_staged_built["build"]
-    return package.build_wheel(fork_staged_built["tree"], VERSION, PROFILES["cpu"], build / "staging",
-                               build / "harness-logs", sys.executable, commit_of=fork_tree).wheel
+def fork_wheel_built(fork_staged_built, fork_tree, shared_dir) -> Path:
+    def make(_dest: Path) -> Path:
+        build = fork_staged_built["build"]
+        return package.build_wheel(fork_staged_built["tree"], VERSION, PROFILES["cpu"], build / "staging",
+                                   build / "harness-logs", sys.executable, commit_of=fork_tree).wheel
+    return _for_the_run(shared_dir, "fork-wheel-cv", make)
 
 
 @pytest.fixture(scope="session")
-def fork_gates_built(fork_wheel_built, fork_tree, mxnet191_wheelhouse, tmp_path_factory) -> dict:
+def fork_gates_built(fork_wheel_built, fork_tree, mxnet191_wheelhouse, shared_dir) -> dict:
     from selftest.test_realfork_wheel import run_fork_gates
-    return run_fork_gates(fork_wheel_built, fork_tree, mxnet191_wheelhouse, tmp_path_factory.mktemp("fork-gates-cv"))
+    return _for_the_run(shared_dir, "fork-gates-cv",
+                        lambda dest: run_fork_gates(fork_wheel_built, fork_tree, mxnet191_wheelhouse, dest))
 
 
 @pytest.mark.slow

@@ -250,3 +250,51 @@ def test_start_built_passes_opencv_built_and_the_carried_gfortran(tmp_path, gfor
             break
         subprocess.run(["sleep", "1"])
     assert (work / "pytest.rc").read_text().strip() == "4"
+
+
+# --- the index mirror (issue 45: an offline release run names it with --index-url) -------------------
+
+def test_the_index_mirror_travels_in_pieces_and_unpacks_as_an_index(tmp_path):
+    """`mirror` cuts tools.index_mirror's PEP 503 tree into pieces with a manifest; `mirror-stash` keeps
+    each call's piece, and with the last unpacks $W/mirror and names its --index-url; a damaged piece
+    is one line, exit 1. (Small wheels of random bytes stand in for the 200 MB download, cut at 1 MB.)"""
+    from selftest.test_local_index import _wheel
+    root, work, cache = _checkout(tmp_path), tmp_path / "realfork", tmp_path / "cache"
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for i in range(3):
+        w = _wheel(wheels, f"pkg{i}", "1.0")
+        with open(w, "ab") as fh:  # bulk after the zip: still a wheel to the index, 1.2 MB to the carry
+            fh.write(os.urandom(1_200_000))
+    env_run = lambda *a: subprocess.run(  # noqa: E731
+        ["bash", SCRIPT, *a], cwd=root, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "REAL_FORK_WORK": str(work), "MXNET_HARNESS_CACHE": str(cache),
+             "PYTHON": str(HARNESS_ROOT / ".venv" / "bin" / "python"), "MIRROR_WHEELS": str(wheels),
+             "MIRROR_PIECE_MB": "1"})
+    made = env_run("mirror")
+    assert made.returncode == 0, made.stdout + made.stderr
+    pieces = sorted((root / ".carry").glob("mirror-*"), key=lambda p: int(p.name.split("-")[1]))
+    assert len(pieces) >= 3, [p.name for p in pieces]
+    kept = tmp_path / "kept"
+    shutil.copytree(root / ".carry", kept)
+    for n, piece in enumerate(pieces, 1):
+        _call(root, [kept / piece.name])
+        got = env_run("mirror-stash")
+        assert got.returncode == 0, got.stdout + got.stderr
+        if n < len(pieces):
+            assert f"{n} of {len(pieces)} pieces" in got.stdout, got.stdout
+    assert f"--index-url=file://{work}/mirror/simple" in got.stdout and "3 wheels" in got.stdout, got.stdout
+    for i in range(3):
+        page = work / "mirror" / "simple" / f"pkg{i}" / "index.html"
+        served = page.parent / f"pkg{i}-1.0-py3-none-any.whl"
+        assert served.read_bytes() == (wheels / served.name).read_bytes() and "#sha256=" in page.read_text()
+
+    # a damaged piece: named, nothing unpacked over the good mirror
+    _call(root, [kept / p.name for p in pieces])
+    target = next((root / ".carry" / pieces[-1].name).glob("mirror.tar.part-*"))
+    data = bytearray(target.read_bytes())
+    data[10] ^= 0xFF
+    target.write_bytes(bytes(data))
+    shutil.rmtree(work / "mirror-parts")
+    bad = env_run("mirror-stash")
+    assert bad.returncode == 1 and "damaged" in _one_line(bad) and target.name in _one_line(bad)

@@ -322,20 +322,24 @@ def test_forged_reports_are_refused(release_repo, gh_standin, report_key, tmp_pa
 # --------------------------------------------------------------------------------------------
 # Smaller points of the issue
 # --------------------------------------------------------------------------------------------
-def test_publish_gate_stays_last_under_ff(pytester, release_repo):
-    # --ff (cacheprovider's wrapper) moved the gates that failed last time first; the previous run
-    # leaves the publish gate's failure (the set is incomplete here) in the cache.
-    other = pytester.makepyfile(test_other_gates=other_gates_source("passes"))
+def test_publish_judges_after_every_gate_under_ff(pytester, release_repo):
+    # --ff (cacheprovider's wrapper) moves the gates that failed last time first, and the publish
+    # gate has no place to keep: the release is judged by the end of the run (harness.finish), after
+    # every gate, here the failed gate that --ff ran first (issue 47: no reordering wrapper).
+    other = pytester.makepyfile(test_other_gates=other_gates_source("fails"))
     args = ("-c", HARNESS_ROOT / "pytest.ini", "--rootdir", HARNESS_ROOT, "-p", "no:randomly",
             "-o", f"cache_dir={pytester.path / '.cache'}", HARNESS_ROOT / "tests" / "test_publish.py", other,
             "--mxnet-src", release_repo.repo, "--publish", "--dry-run", "-v")
     pytester.runpytest_subprocess(*args, timeout=300)
     result = pytester.runpytest_subprocess(*args, "--ff", timeout=300)
     assert "rerun previous 1 failure first" in result.stdout.str()
-    # pytest's -v progress lines only (the gate table below them lists the gates sorted by id)
     import re
     order = [ln for ln in result.outlines if re.search(r"::\S+ (PASSED|FAILED|SKIPPED|ERROR)\s+\[", ln)]
-    assert len(order) == 3 and "test_publish.py::test_publish" in order[-1], order
+    assert len(order) == 3 and "test_gate_that_fails FAILED" in order[0], order
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*publish refused: * gates of the cuda release set did not pass*",
+                                 "*FAILED*::test_gate_that_fails"])
+    assert release_repo.local_tags() == [] and release_repo.remote_tags() == []
 
 
 def test_run_dir_parent_made_by_someone_else_is_refused(tmp_path):

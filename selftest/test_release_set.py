@@ -132,8 +132,8 @@ def test_stepwise_second_run_is_refused_naming_the_gates_it_skipped(pytester, re
         "test_gate_that_also_passes", "test_gate_that_fails"))
     second = _run(pytester, release_repo, "--sw", cache=cache)
     assert "stepwise: skipping 1 already passed items" in second.stdout.str()
-    # (stepwise stops the session at the refusal too: exit 2)
-    ref = _refused_with_the_whole_manifest(second, release_repo, rc=pytest.ExitCode.INTERRUPTED)
+    # (the refusal is the end of the run's publish row, after every gate: exit 1, not stepwise's stop)
+    ref = _refused_with_the_whole_manifest(second, release_repo)
     assert ref["listed"]["::test_gate_that_passes"] == "NOT RUN"
 
 
@@ -156,18 +156,20 @@ def test_last_failed_run_is_refused_naming_the_gates_it_left_out(pytester, relea
     cache = tmp_path / "cache"
     assert _run(pytester, release_repo, kind="fails", cache=cache).ret == pytest.ExitCode.TESTS_FAILED
     second = _run(pytester, release_repo, "--lf", cache=cache)
-    # --lf reruns only the publish gate (the other module is skipped whole): every gate of the
-    # manifest is listed as not run.
-    assert "run-last-failure: rerun previous" in second.stdout.str()
-    ref = _refused_with_the_whole_manifest(second, release_repo)
-    assert set(ref["listed"].values()) == {"NOT RUN"}
+    # --lf reruns only the gate that failed: the publish gate did its part (the release was refused
+    # at the end of the run, harness.finish) and is left out, so nothing is published and the run
+    # is not green.
+    assert "run-last-failure: rerun previous 1 failure" in second.stdout.str()
+    assert second.ret == pytest.ExitCode.TESTS_FAILED
+    final = [ln for ln in second.outlines if ln.startswith("RELEASE ")][-1]
+    assert final.endswith("NOT published (the publish gate did not run)"), final
+    assert release_repo.local_tags() == [] and release_repo.remote_tags() == []
 
 
 def test_cpu_flavor_refusal_lists_only_the_cpu_gates(pytester, release_repo, tmp_path):
     cache = tmp_path / "cache"
-    assert _run(pytester, release_repo, "--flavor", "cpu", kind="fails", cache=cache).ret == 1
-    second = _run(pytester, release_repo, "--flavor", "cpu", "--lf", cache=cache)
-    ref = _refused_with_the_whole_manifest(second, release_repo, flavor="cpu")
+    first = _run(pytester, release_repo, "--flavor", "cpu", kind="fails", cache=cache)
+    ref = _refused_with_the_whole_manifest(first, release_repo, flavor="cpu")
     gates = {g for g in ref["listed"] if not g.startswith("::")}
     assert gates == set(release_gates("cpu"))
     assert not any(g.startswith(("tests/test_macho_", "tests/test_gpu_smoke", "tests/test_cublas")) for g in gates)

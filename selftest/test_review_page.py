@@ -219,7 +219,7 @@ from harness.state import the_run
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session):
-    # what the publish gate does before `gh release create`: the page from this run's audit and pin
+    # what the end of the run's publish row does before the release: the page from this run's audit and pin
     config = session.config
     run = the_run(config)
     verdicts = {n: e.verdict for n, e in run.ledger.entries.items()}
@@ -231,7 +231,7 @@ def pytest_sessionfinish(session):
 @pytest.mark.slow
 def test_the_page_the_publish_gate_attaches_renders_from_a_real_run(gates, selftest_wheels, browser,
                                                                    pytester, tmp_path, monkeypatch):
-    """harness.report_doc.publish_page, as tests/test_publish.py calls it, on a real audit and pin (a
+    """harness.report_doc.publish_page, as harness.finish's publish row calls it, on a real audit and pin (a
     real publish needs every gate green, GPU ones included, which this machine cannot run)."""
     (pytester.path / "publish_page_probe.py").write_text(PROBE)
     monkeypatch.setenv("PYTHONPATH", str(pytester.path))
