@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import PlantedLink, UsageError, read_log
 
 _TRUE = {"1", "ON", "TRUE", "YES", "Y"}
 _FALSE = {"0", "OFF", "FALSE", "NO", "N", "IGNORE", "NOTFOUND", ""}
@@ -42,10 +42,16 @@ def to_bool(value: str | None) -> bool | None:
 
 
 def read_cache(path: Path) -> dict[str, CacheEntry]:
-    """``{key: CacheEntry}`` of a CMakeCache.txt; a missing or unreadable file is a UsageError."""
+    """``{key: CacheEntry}`` of a CMakeCache.txt; a missing or unreadable file is a UsageError.
+
+    The build dir is the tree's CMake's to write: the cache is read without following a link and
+    only as a plain file (errors.read_log), so a cache the configure turned into a link to an
+    operator's file never becomes entries in the run's record."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_log(path).decode("utf-8", errors="replace")
+    except PlantedLink as exc:
+        raise UsageError(f"CMake cache {exc}") from None
     except OSError as exc:
         raise UsageError(f"CMake cache {path}: cannot read it ({exc.strerror}); pass <build>/CMakeCache.txt") from None
     entries = {}
