@@ -156,14 +156,32 @@ def test_opencv_built_beside_an_opencv_prefix_is_refused(tmp_path):
     assert make_options(_raw()).opencv == "system"
 
 
-def test_opencv_built_with_a_wheel_is_refused(tmp_path):
+def test_an_audit_states_which_opencv_the_wheel_bundles(tmp_path, monkeypatch):
+    """With --wheel nothing is built, but the closure budget gate judges the wheel against one
+    OpenCV choice: --opencv is the audit's statement of which OpenCV the wheel bundles (a wheel
+    linked against the host's OpenCV is audited with --opencv=system), the profile's by default.
+    --opencv=built beside --opencv-prefix stays two answers to one question."""
     import zipfile
-    from build_steps.options import make_options
+    from dataclasses import replace
+    from build_steps import options as options_mod
     wheel = tmp_path / "mxnet-2.0.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
         zf.writestr("mxnet/__init__.py", "")
-    with pytest.raises(UsageError, match="--opencv built: a build option"):
-        make_options(_raw(wheel=str(wheel), opencv="built"))
+    assert options_mod.make_options(_raw(wheel=str(wheel), opencv="system")).opencv == "system"
+    assert options_mod.make_options(_raw(wheel=str(wheel), opencv="built")).opencv == "built"
+    assert options_mod.make_options(_raw(wheel=str(wheel))).opencv == PROFILES["cpu"].opencv
+    for choice in ("system", "built"):  # the default follows the profile, whichever it names
+        monkeypatch.setattr(options_mod, "get_profile", lambda name, c=choice: replace(PROFILES["cpu"], opencv=c))
+        assert options_mod.make_options(_raw(wheel=str(wheel))).opencv == choice
+    monkeypatch.undo()
+    prefix = tmp_path / "p" / "lib" / "cmake" / "opencv4"
+    prefix.mkdir(parents=True)
+    (prefix / "OpenCVConfig.cmake").write_text("")
+    with pytest.raises(UsageError, match="--opencv=built and --opencv-prefix both choose"):
+        options_mod.make_options(_raw(wheel=str(wheel), opencv="built", opencv_prefix=str(tmp_path / "p")))
+    # a build option is still refused with --wheel: only --opencv became the audit's statement
+    with pytest.raises(UsageError, match="--jobs 2: a build option"):
+        options_mod.make_options(_raw(wheel=str(wheel), opencv="system", jobs=2))
 
 
 def test_the_profile_names_which_opencv_each_flavor_bundles(tmp_path, monkeypatch):
