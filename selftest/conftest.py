@@ -37,10 +37,19 @@ def run_gates(pytester, *args, timeout: float = 1800):
 
     The child uses the harness's own pytest.ini and root conftest, so options, markers and the
     strict-release rules are exactly those of a real run.
+
+    ``--opencv=system`` unless the caller states an OpenCV (an ``--opencv`` or ``--opencv-prefix``
+    argument): the selftests' wheels and the sample tree's builds are linked against this host's
+    libopencv-dev (its libraries, its closure, its GL and TLS libraries), whatever the profile's
+    release default is (``built`` since issue 46). The closure budget gate judges a wheel by the
+    run's --opencv; a selftest of the built OpenCV says ``--opencv=built``.
     """
+    args = tuple(map(str, args))
+    if not any(a.startswith("--opencv") for a in args):
+        args += ("--opencv=system",)
     return pytester.runpytest_subprocess(
         "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir", str(HARNESS_ROOT),
-        "-p", "no:cacheprovider", *map(str, args), timeout=timeout)
+        "-p", "no:cacheprovider", *args, timeout=timeout)
 
 
 _CALL_PASSED = pytest.StashKey[bool]()

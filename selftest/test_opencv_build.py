@@ -348,7 +348,8 @@ def fork_wheel_built(fork_staged_built, fork_tree, shared_dir) -> Path:
 def fork_gates_built(fork_wheel_built, fork_tree, mxnet191_wheelhouse, shared_dir) -> dict:
     from selftest.test_realfork_wheel import run_fork_gates
     return _for_the_run(shared_dir, "fork-gates-cv",
-                        lambda dest: run_fork_gates(fork_wheel_built, fork_tree, mxnet191_wheelhouse, dest))
+                        lambda dest: run_fork_gates(fork_wheel_built, fork_tree, mxnet191_wheelhouse, dest,
+                                                    opencv="built"))
 
 
 @pytest.mark.slow
@@ -376,7 +377,7 @@ def test_the_forks_wheel_with_the_built_opencv_ships_its_gfortran(gates, fork_wh
     gate, on the CPU side, on the fork's wheel with the built OpenCV."""
     originals = [b.original for b in fork_staged_built["staged"].bundle]
     assert "libgfortran.so.5" in originals, originals
-    r = gates("-m", "provenance", "-k", "test_every_needed_resolves", "--flavor=cpu",
+    r = gates("-m", "provenance", "-k", "test_every_needed_resolves", "--flavor=cpu", "--opencv=built",
               f"--mxnet-src={fork_tree}", f"--wheel={fork_wheel_built}")
     assert r.ret == 0, r.stdout.str()[-3000:]
     r.assert_outcomes(passed=1)
@@ -446,6 +447,29 @@ def test_the_closure_budget_gate_fails_a_wheel_over_the_profiles_budget(gates, s
     out = bad.stdout.str()
     assert bad.ret != 0 and re.search(r"^FAILED \S*tests/test_opencv_bundle.py::test_bundled_closure_within_budget", out, re.M), out[-3000:]
     assert f"bundles {budget_files + 1} files" in out and f"budget with --opencv=system is {budget_files} files" in out, out[-3000:]
+
+
+@pytest.mark.slow
+def test_an_audit_is_judged_against_the_opencv_it_states(gates, selftest_wheels):
+    """The good cpu wheel bundles the host's OpenCV closure (it is linked against libopencv-dev):
+    audited with --opencv=system it is within that budget; stated --opencv=built, the same wheel is
+    judged against the built budget and fails it, the message naming that budget."""
+    from selftest.fixtures_wheels import read_wheel
+    good = Path(selftest_wheels["good_cpu"])
+    built_files, built_mb = PROFILES["cpu"].closure_budget["built"]
+    libs = [m for m in read_wheel(good) if m.startswith("mxnet/lib/")]
+    assert len(libs) > built_files, libs  # the system closure: over the built budget
+    args = ("-m", "provenance", "-k", "test_bundled_closure_within_budget", "--flavor=cpu",
+            f"--mxnet-src={selftest_wheels['src']}", f"--wheel={good}")
+    system = gates(*args, "--opencv=system")
+    assert system.ret == 0, system.stdout.str()[-3000:]
+    system.assert_outcomes(passed=1)
+    built = gates(*args, "--opencv=built")
+    out = built.stdout.str()
+    assert built.ret != 0 and re.search(r"^FAILED \S*tests/test_opencv_bundle.py::test_bundled_closure_within_budget",
+                                        out, re.M), out[-3000:]
+    assert f"budget with --opencv=built is {built_files} files" in out, out[-3000:]
+    assert "states --opencv=system" in out, out[-3000:]
 
 
 def test_the_review_page_shows_the_closure_budget(tmp_path):
