@@ -268,12 +268,14 @@ def make_options(raw: Mapping[str, Any]) -> RunOptions:
     )
 
 
-#: (dest, as written, the value that means "not given") of the options that only a build reads
+#: (dest, as written, the value that means "not given") of the options that only a build reads.
+#: Not --opencv: with --wheel it states which OpenCV the wheel bundles, the closure budget
+#: (tests/test_opencv_bundle.py) the audit judges it against (_opencv_choice).
 BUILD_OPTIONS = (("jobs", "--jobs", None), ("build_dir", "--build-dir", None),
                  ("cuda_from_wheels", "--cuda-from-wheels", False), ("cuda_arch", "--cuda-arch", None),
                  ("fresh", "--fresh", False), ("compiler_launcher", "--compiler-launcher", "auto"),
                  ("allow_untracked", "--allow-untracked", False),
-                 ("fast_compile_device", "--fast-compile-device", None), ("opencv", "--opencv", None))
+                 ("fast_compile_device", "--fast-compile-device", None))
 
 
 def _refuse_build_options(raw: Mapping[str, Any]) -> None:
@@ -328,7 +330,9 @@ def _opencv_prefix(value: str | None) -> Path | None:
 def _opencv_choice(raw: Mapping[str, Any], profile: Profile) -> str:
     """``--opencv``: which OpenCV the build uses (default: the profile's, profiles.toml); ``built``
     brings its own prefix, so an ``--opencv-prefix`` beside it would be two answers to one question.
-    An --opencv-prefix alone is the system choice, whatever the profile says."""
+    An --opencv-prefix alone is the system choice, whatever the profile says. With --wheel nothing
+    is built: the choice is the audit's statement of which OpenCV the wheel bundles (a wheel linked
+    against the host's OpenCV is audited with --opencv=system), the closure budget it is judged by."""
     given = raw.get("opencv")
     if given == "built" and raw.get("opencv_prefix"):
         raise UsageError("--opencv=built and --opencv-prefix both choose the OpenCV the wheel is built "

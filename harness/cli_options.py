@@ -89,8 +89,9 @@ def _run_options(parser: pytest.Parser) -> None:
     g.addoption("--opencv", choices=("system", "built"), default=None,
                 help="which OpenCV the wheel is built against and bundles: 'system' (the host's, or "
                      "--opencv-prefix's) or 'built' (core, imgproc, imgcodecs built by the harness from "
-                     "pinned source with its own codecs, cached: build_steps.opencv_build; docs/opencv_build.md) "
-                     "(default: the profile's)")
+                     "pinned source with its own codecs, cached: build_steps.opencv_build; docs/opencv_build.md); "
+                     "default: the profile's (profiles.toml). With --wheel: which of the two the audited wheel "
+                     "bundles, the closure budget it is judged against")
     g.addoption("--allow-gpu-skips", action="store_true",
                 help="a GPU gate that skips (no GPU on this host) does not fail the run")
     g.addoption("--no-sandbox", action="store_true",

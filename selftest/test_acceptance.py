@@ -20,7 +20,7 @@ from build_steps.acceptance_run import gpu_for_worker
 from build_steps.acceptance_suite import load_suite
 from build_steps.acceptance_venv import verify_installed_mxnet
 from build_steps.errors import UsageError
-from selftest.conftest import HARNESS_ROOT
+from selftest.conftest import HARNESS_ROOT, host_opencv
 
 SAMPLE_SHARDS = HARNESS_ROOT / "selftest" / "sample_acceptance_shards.toml"
 FORK_SCRIPT = "tools/run_wheel_full_test.sh"
@@ -129,7 +129,7 @@ def sample_run(tmp_path_factory):
         [sys.executable, "-m", "pytest", "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir", str(HARNESS_ROOT),
          "-p", "no:cacheprovider", str(HARNESS_ROOT / "tests"), "-m", "release and acceptance", f"--mxnet-src={src}",
          "--flavor=cpu", "--jobs=2", "-n", "2", f"--basetemp={work / 'bt'}", f"--provenance-json={report}",
-         *_shard_args(acc_dir)], capture_output=True, text=True, cwd=str(work), env=env, timeout=900)
+         *host_opencv(_shard_args(acc_dir))], capture_output=True, text=True, cwd=str(work), env=env, timeout=900)
     wheel = next((default_build(src, 'cpu') / "harness-wheel").glob("mxnet-*.whl"), None)
     return {"out": proc.stdout + proc.stderr, "rc": proc.returncode, "src": src, "acc": acc_dir,
             "report": report, "wheel": wheel}

@@ -29,7 +29,7 @@ from build_steps.errors import NotJudged, BuildInterrupted, StepError
 from build_steps.profile_data import PROFILES
 from build_steps.arch import Arch
 from harness.steps import guarded
-from selftest.conftest import HARNESS_ROOT
+from selftest.conftest import HARNESS_ROOT, host_opencv
 from selftest.fixtures_build import default_build, slow_compile_edit
 from selftest.fixtures_realtree import git
 
@@ -45,7 +45,7 @@ HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").
 
 def _harness(tmp_path: Path, *args) -> list[str]:
     return [sys.executable, "-m", "pytest", "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir",
-            str(HARNESS_ROOT), "-p", "no:cacheprovider", str(HARNESS_ROOT / "tests"), *map(str, args),
+            str(HARNESS_ROOT), "-p", "no:cacheprovider", str(HARNESS_ROOT / "tests"), *host_opencv(args),
             f"--basetemp={tmp_path / ('bt-' + uuid.uuid4().hex[:6])}"]
 
 

@@ -21,7 +21,7 @@ import pytest
 from build_steps.configure import _gencode_flags
 from build_steps.errors import UsageError, log_excerpt
 from build_steps.options import parse_cmake_defines
-from selftest.conftest import HARNESS_ROOT
+from selftest.conftest import HARNESS_ROOT, host_opencv
 from selftest.fixtures_build import default_build, slow_compile_edit
 
 HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").exists()
@@ -191,7 +191,7 @@ def test_signal_stops_the_whole_build_and_says_where(sample_tree, tmp_path, sig,
     out_file = tmp_path / "run.log"
     cmd = [sys.executable, "-m", "pytest", "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir",
            str(HARNESS_ROOT), "-p", "no:cacheprovider", str(HARNESS_ROOT / "tests"), "-m", "release",
-           f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", f"--basetemp={tmp_path / 'bt'}"]
+           *host_opencv([f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", f"--basetemp={tmp_path / 'bt'}"])]
     with open(out_file, "w") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=tmp_path,
                                 start_new_session=True, preexec_fn=_ignore_sigint if background else None)
@@ -266,8 +266,8 @@ def test_interrupt_through_sccache_leaves_no_compiler_under_its_server(sample_tr
     build = default_build(src, 'cpu')
     cmd = [sys.executable, "-m", "pytest", "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir",
            str(HARNESS_ROOT), "-p", "no:cacheprovider", str(HARNESS_ROOT / "tests"), "-m", "release",
-           f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", "--compiler-launcher=sccache",
-           f"--basetemp={tmp_path / 'bt'}"]
+           *host_opencv([f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2", "--compiler-launcher=sccache",
+                         f"--basetemp={tmp_path / 'bt'}"])]
     with open(tmp_path / "run.log", "w") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True)
         try:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from selftest.conftest import HARNESS_ROOT
+from selftest.conftest import HARNESS_ROOT, host_opencv
 from selftest.fixtures_build import copy_sample_tree
 
 POISON_SH = r"""#!/bin/sh
@@ -59,7 +59,7 @@ def _build(src: Path, build: Path, env: dict) -> str:
     cmd = [sys.executable, "-m", "pytest", "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir", str(HARNESS_ROOT),
            "-p", "no:cacheprovider", str(HARNESS_ROOT / "tests" / "test_build_chain.py"),
            "-k", "test_compile_produced_an_elf_libmxnet", f"--mxnet-src={src}", "--flavor=cpu", "--jobs=2",
-           f"--build-dir={build}", "--compiler-launcher=sccache"]
+           *host_opencv([f"--build-dir={build}", "--compiler-launcher=sccache"])]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(src.parent), timeout=900)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from selftest.conftest import HARNESS_ROOT
+from selftest.conftest import HARNESS_ROOT, host_opencv
 
 pytestmark = pytest.mark.slow
 
@@ -64,7 +64,7 @@ def _audit(copy: Path, wheel: str, src: str, out: Path, *extra: str) -> dict:
         [sys.executable, "-m", "pytest", "-c", str(copy / "pytest.ini"), "--rootdir", str(copy),
          "-p", "no:cacheprovider", str(copy / "tests"), "-m", "provenance", f"--wheel={wheel}",
          f"--mxnet-src={src}", f"--provenance-json={report}", f"--review-page={out / 'page.html'}",
-         f"--basetemp={out / 'run'}", *extra],
+         f"--basetemp={out / 'run'}", *host_opencv(extra)],
         cwd=copy, capture_output=True, text=True, timeout=900)
     text = proc.stdout + proc.stderr
     # the harness imported is the copy's, whose plugin list was rewritten

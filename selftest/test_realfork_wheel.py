@@ -79,12 +79,16 @@ def _failed(out: str) -> set[str]:
 @pytest.fixture(scope="session")
 def fork_gates(fork_wheel, fork_tree, mxnet191_wheelhouse, tmp_path_factory) -> dict:
     """One child run of the runtime gates on the fork's wheel, its venv kept for the fork's own test."""
-    return run_fork_gates(fork_wheel, fork_tree, mxnet191_wheelhouse, tmp_path_factory.mktemp("fork-gates"))
+    # the fork's cpu libmxnet fixture was linked against Debian's OpenCV 4.6 and bundled from the host
+    return run_fork_gates(fork_wheel, fork_tree, mxnet191_wheelhouse, tmp_path_factory.mktemp("fork-gates"),
+                          opencv="system")
 
 
-def run_fork_gates(fork_wheel: Path, fork_tree: Path, mxnet191_wheelhouse: Path, base: Path) -> dict:
+def run_fork_gates(fork_wheel: Path, fork_tree: Path, mxnet191_wheelhouse: Path, base: Path, *, opencv: str) -> dict:
     """The runtime gates on ``fork_wheel`` in a child run, the venv kept under ``base`` (also for
-    selftest/test_opencv_build.py's wheel with the built OpenCV)."""
+    selftest/test_opencv_build.py's wheel with the built OpenCV). ``opencv``: which OpenCV the wheel
+    bundles ("system" or "built", the run's --opencv), stated by the caller: the profile's default
+    is the release's, not necessarily the wheel's."""
     # a child pytest as the `gates` fixture runs one, but session-scoped (pytester is per test)
     from selftest.conftest import HARNESS_ROOT
     venv = base / "venv"
@@ -92,7 +96,8 @@ def run_fork_gates(fork_wheel: Path, fork_tree: Path, mxnet191_wheelhouse: Path,
     cmd = [sys.executable, "-m", "pytest", "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir", str(HARNESS_ROOT),
            "-p", "no:cacheprovider", "-m", "(runtime or opencv or onnx) and not acceptance",
            str(HARNESS_ROOT / "tests"),
-           f"--wheel={fork_wheel}", "--flavor=cpu", f"--mxnet-src={fork_tree}", f"--package-version={VERSION}",
+           f"--wheel={fork_wheel}", "--flavor=cpu", f"--opencv={opencv}", f"--mxnet-src={fork_tree}",
+           f"--package-version={VERSION}",
            f"--find-links={mxnet191_wheelhouse}", "--no-index", "--no-deps",
            *[f"--extra-requirement={r}" for r in (*MXNET_191_EXTRAS, "onnxruntime", "requests", "packaging",
                                                   "graphviz<0.9")],

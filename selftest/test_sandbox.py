@@ -31,7 +31,7 @@ import pytest
 
 from build_steps import overrides, sandbox
 from build_steps.options import make_options
-from selftest.conftest import HARNESS_CACHE, HARNESS_ROOT
+from selftest.conftest import HARNESS_CACHE, HARNESS_ROOT, host_opencv
 from selftest.fixtures_build import copy_sample_tree
 
 pytestmark = pytest.mark.skipif(sandbox.probe() is not None, reason=f"no sandbox here: {sandbox.probe()}")
@@ -189,7 +189,7 @@ def _run(world, *extra) -> subprocess.CompletedProcess:
            str(HARNESS_ROOT / "tests" / "test_runtime_features.py"),
            str(HARNESS_ROOT / "tests" / "test_build_overrides.py"),
            f"--mxnet-src={world['src']}", "--flavor=cpu", "--jobs=2", f"--build-dir={world['build']}",
-           f"--basetemp={world['run_dir']}", *extra]
+           *host_opencv([f"--basetemp={world['run_dir']}", *extra])]
     return subprocess.run(cmd, capture_output=True, text=True, env=world["env"], cwd=str(world["src"].parent),
                           timeout=900)
 

@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import compile, launcher, processes, sandbox, supervise
-from selftest.conftest import HARNESS_CACHE, HARNESS_ROOT
+from selftest.conftest import HARNESS_CACHE, HARNESS_ROOT, host_opencv
 from selftest.fixtures_build import copy_sample_tree
 
 pytestmark = [
@@ -127,7 +127,8 @@ def _chain(w) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "pytest", "-c", str(HARNESS_ROOT / "pytest.ini"), "--rootdir", str(HARNESS_ROOT),
            "-p", "no:cacheprovider", str(HARNESS_ROOT / "tests" / "test_build_chain.py"), "-k", "not install",
            f"--mxnet-src={w['src']}", "--flavor=cpu",
-           "--jobs=2", f"--build-dir={w['build']}", f"--basetemp={w['run_dir']}", "--compiler-launcher=sccache"]
+           *host_opencv(["--jobs=2", f"--build-dir={w['build']}", f"--basetemp={w['run_dir']}",
+                         "--compiler-launcher=sccache"])]
     return subprocess.run(cmd, capture_output=True, text=True, env=w["env"], cwd=str(w["src"].parent), timeout=900)
 
 

@@ -96,4 +96,6 @@ def test_bundled_closure_within_budget(audit, profile, options):
                     f"{mb:g} MB. Largest: " + ", ".join(f"{m.rsplit('/', 1)[-1]} ({sizes[m] / 1e6:.1f} MB)"
                                                        for m in largest)
                     + ". Build with --opencv=built (docs/opencv_build.md), or find the dependency that "
-                    "dragged the new libraries in", pytrace=False)
+                    "dragged the new libraries in"
+                    + ("; an audit (--wheel) of a wheel that bundles the host's OpenCV states --opencv=system"
+                       if options.wheel is not None and options.opencv == "built" else ""), pytrace=False)
