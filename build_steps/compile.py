@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterable, Sequence, TextIO
+from typing import IO, Any, Iterable, Protocol, Sequence, TextIO
 
 from .launcher import Confine, Launcher, Server, build_stats, private_server, snapshot
 from . import filesystem, processes, sandbox, supervise
@@ -48,6 +48,13 @@ class CompileResult(JsonRecord):
     launcher: dict[str, Any] | None = None
     #: where the time went (readers.ninja_log.build_time): slowest commands, their sum, CPU time
     build_time: dict[str, Any] | None = None
+
+
+class Progress(Protocol):
+    """Where the live ``[N/M]`` lines go: the real stderr, harness.common.LIVE, a test's StringIO
+    (print(..., flush=True) needs both methods)."""
+    def write(self, text: str, /) -> Any: ...
+    def flush(self) -> Any: ...
 
 
 def _progress_stream() -> TextIO:
@@ -89,7 +96,7 @@ def stop_build(proc: subprocess.Popen[str] | None, build_dir: Path, server: "Ser
 
 
 def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str | Sequence[str] = "mxnet",
-                  env: dict[str, str] | None = None, progress: TextIO | None = None,
+                  env: dict[str, str] | None = None, progress: Progress | None = None,
                   library_name: str = "libmxnet.so", launcher: Launcher | None = None, *,
                   src: Path | None = None, inputs: Sequence[str | Path] = ()) -> CompileResult:
     """Build ``target`` (or a list of targets) with live ``[N/M]`` progress. ``compile.log`` is appended to (one header
@@ -148,7 +155,7 @@ def _server_box(build_dir: Path, env: dict[str, str] | None, *, src: Path | None
     return confine
 
 
-def _build(cmd: list[str], build_dir: Path, targets: list[str], jobs: int, log: Path, out: TextIO,
+def _build(cmd: list[str], build_dir: Path, targets: list[str], jobs: int, log: Path, out: Progress,
            env: dict[str, str] | None, library_name: str, launcher: Launcher | None, server: Server | None,
            given: tuple[Path | None, Sequence[str | Path]]) -> CompileResult:
     before = snapshot(launcher, env) if launcher else None
