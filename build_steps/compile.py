@@ -17,8 +17,9 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any, Iterable, Protocol, Sequence, TextIO
 
-from .launcher import Server, build_stats, private_server, snapshot
+from .launcher import Confine, Launcher, Server, build_stats, private_server, snapshot
 from . import filesystem, processes, sandbox, supervise
 from .configure import build_box
 from .own_files import open_log
@@ -44,16 +45,23 @@ class CompileResult(JsonRecord):
     no_work: bool
     log: Path
     #: the compiler launcher's counters for this build (launcher.LauncherStats), None when not asked
-    launcher: dict | None = None
+    launcher: dict[str, Any] | None = None
     #: where the time went (readers.ninja_log.build_time): slowest commands, their sum, CPU time
-    build_time: dict | None = None
+    build_time: dict[str, Any] | None = None
 
 
-def _progress_stream():
+class Progress(Protocol):
+    """Where the live ``[N/M]`` lines go: the real stderr, harness.common.LIVE, a test's StringIO
+    (print(..., flush=True) needs both methods)."""
+    def write(self, text: str, /) -> Any: ...
+    def flush(self) -> Any: ...
+
+
+def _progress_stream() -> TextIO:
     return sys.__stderr__ or sys.stderr
 
 
-def stop_build(proc: subprocess.Popen, build_dir: Path, server: "Server | None" = None,
+def stop_build(proc: subprocess.Popen[str] | None, build_dir: Path, server: "Server | None" = None,
                grace: float = processes.STOP_GRACE) -> None:
     """Stop ``cmake --build`` and everything it started: ninja, the compilers, and the compiles a
     compiler-cache server runs for this build.
@@ -87,9 +95,10 @@ def stop_build(proc: subprocess.Popen, build_dir: Path, server: "Server | None" 
         processes.sweep(in_build_dir)
 
 
-def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxnet",
-                  env: dict | None = None, progress=None, library_name: str = "libmxnet.so",
-                  launcher=None, *, src: Path | None = None, inputs=()) -> CompileResult:
+def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str | Sequence[str] = "mxnet",
+                  env: dict[str, str] | None = None, progress: Progress | None = None,
+                  library_name: str = "libmxnet.so", launcher: Launcher | None = None, *,
+                  src: Path | None = None, inputs: Sequence[str | Path] = ()) -> CompileResult:
     """Build ``target`` (or a list of targets) with live ``[N/M]`` progress. ``compile.log`` is appended to (one header
     per run, so a resumed build keeps the first run's errors) and written line by line, so it is
     complete up to the moment of a crash or an interrupt. With ``launcher`` the result carries that
@@ -120,22 +129,24 @@ def compile_mxnet(build_dir: Path, jobs: int, log_dir: Path, target: str = "mxne
             server.stop()
 
 
-def compile_box(build_dir: Path, *, src: Path | None, inputs=(), network: bool = False,
-                env: dict | None = None) -> dict:
+def compile_box(build_dir: Path, *, src: Path | None, inputs: Iterable[str | Path] = (), network: bool = False,
+                env: dict[str, str] | None = None) -> dict[str, Any]:
     """The compile's sandbox: configure's (build_steps.configure.build_box) with the tree and the
     input dirs the harness was given. Nothing of it comes from the build dir's CMakeCache.txt,
     which the tree's CMake writes (its CMAKE_HOME_DIRECTORY, its OPENCV_ROOT: issue 41, 3)."""
     return build_box(src, build_dir, network=network, env=env, inputs=inputs)
 
 
-def _server_box(build_dir: Path, env: dict | None, *, src: Path | None = None, inputs=()):
+def _server_box(build_dir: Path, env: dict[str, str] | None, *, src: Path | None = None,
+                inputs: Sequence[str | Path] = ()) -> Confine:
     """The sandbox the build's sccache server runs in: the compile's own (the tree read-only, the
     build dir and the compiler caches writable, an allow-list environment, an empty HOME), so the
     compilers it runs, with the compile lines the tree's CMake chose, are confined as ninja's
     are. Plus the server's TMPDIR (nvcc's temporaries, its socket file) writable. The network
     only where its clients reach it on 127.0.0.1 (no socket file: not a supervised run, or a
     remote cache)."""
-    def confine(cmd, server_env, network: bool):
+    def confine(cmd: list[str], server_env: dict[str, str],
+                network: bool) -> tuple[Sequence[str | os.PathLike[str]], dict[str, str] | None]:
         box = compile_box(build_dir, src=src, inputs=inputs, network=network, env=env)
         tmp = server_env.get("TMPDIR")
         if tmp and Path(tmp).is_dir():
@@ -144,7 +155,9 @@ def _server_box(build_dir: Path, env: dict | None, *, src: Path | None = None, i
     return confine
 
 
-def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher, server, given) -> CompileResult:
+def _build(cmd: list[str], build_dir: Path, targets: list[str], jobs: int, log: Path, out: Progress,
+           env: dict[str, str] | None, library_name: str, launcher: Launcher | None, server: Server | None,
+           given: tuple[Path | None, Sequence[str | Path]]) -> CompileResult:
     before = snapshot(launcher, env) if launcher else None
     log_before = ninja_log.log_position(build_dir)
     cpu_before = _children_cpu()
@@ -170,6 +183,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 bufsize=1, env=child_env)
         try:
+            assert proc.stdout is not None  # stdout=PIPE: Popen always gives the pipe
             for line in proc.stdout:
                 fh.write(line)
                 m = _PROGRESS.match(line)
@@ -220,7 +234,8 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
     if not library.is_file():
         raise StepError("compile", f"{library} missing after the build", log=log,
                         tail=log_excerpt(log, since=first_line))
-    stats = build_stats(launcher, before, env) if launcher else None
+    # before is taken whenever launcher is (the None test is for mypy)
+    stats = build_stats(launcher, before, env) if launcher and before is not None else None
     commands, incremental = ninja_log.read_commands(build_dir, log_before)
     # sccache runs the compilers under its own server, not below this process: their CPU time
     # cannot be counted here, so none is claimed.
@@ -236,7 +251,7 @@ def _build(cmd, build_dir, targets, jobs, log, out, env, library_name, launcher,
                          build_time=timing)
 
 
-def open_compile_log(log: Path):
+def open_compile_log(log: Path) -> IO[Any]:
     """compile.log for appending, line-buffered, never through a link the build planted in its
     harness-logs (build_steps.own_files)."""
     return open_log(log, "a", buffering=1)
@@ -254,7 +269,7 @@ def _unfinished(log: Path) -> bool:
     return bool(marks) and not marks[-1].startswith(_FINISHED)
 
 
-def _resuming(build_dir: Path, targets: list, left: int) -> str:
+def _resuming(build_dir: Path, targets: list[str], left: int) -> str:
     """``resuming: N of M steps left`` for a build dir an earlier compile worked in ("" when the
     whole build is to do, or ninja cannot count it): ninja's own M is this run's steps only."""
     # ninja by the harness's own PATH (configure chose -G Ninja by it), never the cache's

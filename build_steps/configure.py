@@ -18,12 +18,13 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Iterable
 
 from . import filesystem, processes, sandbox
 from .venv import build_env
 from .readers import cmake_cache, cmake_file_api
 from .errors import EnvironmentFault, StepError, log_excerpt
-from .profile_data import CMAKE_FEATURES
+from .profile_data import CMAKE_FEATURES, Profile
 from .arch import Arch, ArchSpec, parse_cuda_arch
 from .once import JsonRecord
 from .step_record import record_step
@@ -52,13 +53,13 @@ MXNET_TARGET = "mxnet"
 class ConfigureFacts:
     """What CMake's File API says the configure made (read_facts): data, never configuration."""
     #: distinct -gencode flags the mxnet target's CUDA sources are compiled with
-    gencode: list = field(default_factory=list)
+    gencode: list[str] = field(default_factory=list)
     #: the mxnet target's compile definitions ("MXNET_USE_CUDNN=0"), every language's
-    defines: list = field(default_factory=list)
+    defines: list[str] = field(default_factory=list)
     #: the mxnet target's compile flags (its compileCommandFragments), every language's
-    flags: list = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
     #: language -> {"id", "version", "path"}: the compilers CMake found and used (toolchains-v1)
-    compilers: dict = field(default_factory=dict)
+    compilers: dict[str, dict[str, str]] = field(default_factory=dict)
     cmake_version: str = ""
 
 
@@ -68,29 +69,31 @@ class ConfigureResult(JsonRecord):
     first_time: bool
     seconds: float
     log: Path
-    cache: dict                      # key -> value (types dropped)
-    gencode: list = field(default_factory=list)
-    notes: list = field(default_factory=list)
+    cache: dict[str, str]            # key -> value (types dropped)
+    gencode: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     #: ConfigureFacts' defines, flags, compilers and cmake_version (the File API's)
-    defines: list = field(default_factory=list)
-    flags: list = field(default_factory=list)
-    compilers: dict = field(default_factory=dict)
+    defines: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    compilers: dict[str, dict[str, str]] = field(default_factory=dict)
     cmake_version: str = ""
     #: tool -> version (build_steps.toolchain.versions): computed once, here, for the report
-    toolchain: dict = field(default_factory=dict)
+    toolchain: dict[str, str] = field(default_factory=dict)
 
 
-def read_cache(path: Path) -> dict:
+def read_cache(path: Path) -> dict[str, str]:
     """CMakeCache.txt -> {key: value} (types dropped): what ConfigureResult.cache records."""
     return {key: entry.value for key, entry in cmake_cache.read_cache(path).items()}
 
 
 def _found(value: str | None) -> bool:
-    return bool(value) and not value.upper().endswith("NOTFOUND") and value.upper() not in ("OFF", "FALSE")
+    if not value:  # None or "": not found (mypy narrows on this test, not on bool(value))
+        return False
+    return not value.upper().endswith("NOTFOUND") and value.upper() not in ("OFF", "FALSE")
 
 
-def configure_command(src: Path, build_dir: Path, profile, arch: Arch, first_time: bool,
-                      extra: dict | None = None, overrides: dict | None = None) -> list[str]:
+def configure_command(src: Path, build_dir: Path, profile: Profile, arch: Arch, first_time: bool,
+                      extra: dict[str, str] | None = None, overrides: dict[str, str] | None = None) -> list[str]:
     """The cmake command line. ``extra`` are the harness's own definitions (the CUDA root);
     ``overrides`` the user's ``--cmake-define``s, applied last on every configure so they win
     (an MXNET_CUDA_ARCH among them is ``arch.override``)."""
@@ -111,9 +114,9 @@ def configure_command(src: Path, build_dir: Path, profile, arch: Arch, first_tim
     return cmd
 
 
-def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
-              extra_defs: dict | None = None, env: dict | None = None,
-              overrides: dict | None = None) -> ConfigureResult:
+def configure(src: Path, build_dir: Path, profile: Profile, arch: Arch, log_dir: Path,
+              extra_defs: dict[str, str] | None = None, env: dict[str, str] | None = None,
+              overrides: dict[str, str] | None = None) -> ConfigureResult:
     """Configure (or refresh) ``build_dir`` and verify the cache against the profile.
 
     The cache is verified against what this run asked for: the profile with the user's
@@ -173,8 +176,8 @@ def configure(src: Path, build_dir: Path, profile, arch: Arch, log_dir: Path,
 INPUT_DIR_KEYS = ("OPENCV_ROOT",)
 
 
-def build_box(src: Path | None, build_dir: Path, network: bool = False, env: dict | None = None,
-              inputs=()) -> dict:
+def build_box(src: Path | None, build_dir: Path, network: bool = False, env: dict[str, str] | None = None,
+              inputs: Iterable[str | Path] = ()) -> dict[str, Any]:
     """What a configure or compile sandbox shows (build_steps.sandbox): the tree ``src`` (the one
     the harness was given, never the cache's CMAKE_HOME_DIRECTORY), the CUDA cache and the input
     dirs ``inputs`` (the harness's own INPUT_DIR_KEYS values, never the cache's) read-only, the
@@ -202,12 +205,14 @@ def _try_compile_output(build_dir: Path) -> str:
                      for name in ("CMakeConfigureLog.yaml", "CMakeError.log"))
 
 
-def expected_features(profile, overrides: dict) -> dict:
+def expected_features(profile: Profile, overrides: dict[str, str]) -> dict[str, bool]:
     """The profile's feature toggles with the user's overrides applied (what the cache must say)."""
     features = dict(profile.features)
     for key in CMAKE_FEATURES:
-        if key in overrides and cmake_cache.to_bool(overrides[key]) is not None:
-            features[key] = cmake_cache.to_bool(overrides[key])
+        # read once, so the None check narrows it (an override that is no CMake boolean: the profile's stands)
+        wanted = cmake_cache.to_bool(overrides[key]) if key in overrides else None
+        if wanted is not None:
+            features[key] = wanted
     return features
 
 
@@ -231,7 +236,7 @@ def unfinished_configure(build_dir: Path) -> str:
             "and CMakeFiles/ deleted")
 
 
-def check_build_dir(build_dir: Path, src: Path, extra_defs: dict, overrides: dict) -> None:
+def check_build_dir(build_dir: Path, src: Path, extra_defs: dict[str, str], overrides: dict[str, str]) -> None:
     """Refuse a build dir configured from another source tree or with another CUDA compiler or
     toolkit root than this run's, before anything runs in it."""
     cache_file = Path(build_dir) / "CMakeCache.txt"
@@ -284,7 +289,8 @@ def _gencode_flags(text: str) -> list[str]:
     return flags
 
 
-def verify_cache(result: ConfigureResult, profile, built: ArchSpec, features: dict | None = None) -> None:
+def verify_cache(result: ConfigureResult, profile: Profile, built: ArchSpec,
+                 features: dict[str, bool] | None = None) -> None:
     """Fail (StepError 'configure') on every way the cache disagrees with the profile
     (``built``: the arch list this run builds, Arch.built; ``features``: the profile's toggles
     with the run's overrides applied)."""

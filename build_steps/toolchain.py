@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from . import cuda_lock
 
@@ -42,7 +43,7 @@ def tool_version(path: str) -> str:
     return m.group(1) if m else ""
 
 
-def harness_tools(nvcc: str | Path | None = None, env: dict | None = None) -> dict[str, str]:
+def harness_tools(nvcc: str | Path | None = None, env: dict[str, str] | None = None) -> dict[str, str]:
     """tool -> the path the harness runs it from: cmake and ninja by the harness's PATH (the
     configure command runs ``cmake`` and ``-G Ninja`` by name), the host compiler from the
     operator's CXX or ``c++``, nvcc as given (the CUDA root's or -DCMAKE_CUDA_COMPILER) or on PATH."""
@@ -61,8 +62,8 @@ def _same(a: str, b: str) -> bool:
         return False
 
 
-def versions(cache: dict, compilers: dict | None = None, cuda_wheels: Path | None = None, *,
-             tools: dict[str, str] | None = None) -> dict:
+def versions(cache: dict[str, str], compilers: dict[str, dict[str, Any]] | None = None,
+             cuda_wheels: Path | None = None, *, tools: dict[str, str] | None = None) -> dict[str, str]:
     """tool -> version (``{"nvcc": "13.0.88", "c++": "12.2.0", ..., "nvidia-cublas": "13.10.0.20"}``):
     the compilers the configure's File API reply says it used (``compilers``: language ->
     {"id", "version", "path"}, ConfigureResult.compilers), and cmake and ninja where the cache says
