@@ -366,8 +366,9 @@ def test_a_gate_the_host_could_not_judge_never_fails_the_arch(tmp_path):
 def test_the_gpu_section_files_a_not_judged_gate_as_not_judged():
     """What the report writes: the ledger's verdict (attached where the gate ran) decides, so a
     gate that raised NotJudged is filed "not judged" with its reason, not pytest's "failed"."""
-    from harness.report_sections import _record
-    from harness.verdicts import VERDICT_PROPERTY
+    from harness.ledger import _file_gpu_run
+    from harness.state import Entry
+    from harness.verdicts import GPU_PROPERTY, VERDICT_PROPERTY, verdict_of
 
     gpu = {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "arch": "sm_90", "visible": 1}
     why = "not judged: driver 580 is below the wheel's floor (R590)"
@@ -375,15 +376,19 @@ def test_the_gpu_section_files_a_not_judged_gate_as_not_judged():
     for nodeid, outcome, verdict in (("tests/test_cublas.py::test_cublas_preflight", "failed", "not judged"),
                                      ("tests/test_gpu_smoke.py::test_gpu_visible", "failed", "failed"),
                                      ("tests/test_gpu_smoke.py::test_gpu_elementwise_matches_cpu", "passed", "passed")):
-        report = pytest.TestReport(nodeid, ("tests/x.py", 1, "x"), {}, outcome, None, "call",
-                                   user_properties=[("mxnet_gpu_run", {"gpu": gpu, "wheel": "w.whl"}),
+        report = pytest.TestReport(nodeid, ("tests/x.py", 1, "x"), {"gpu": 1}, outcome, None, "call",
+                                   user_properties=[(GPU_PROPERTY, {"gpu": gpu, "wheel": "w.whl"}),
                                                     (VERDICT_PROPERTY, {"when": "call", "verdict": verdict,
+                                                                        "markers": ["gpu"],
                                                                         "why": why if verdict != "passed" else ""})])
-        _record(runs, report)
+        entry = Entry()
+        _file_gpu_run(entry, report, verdict_of(report) or {})
+        runs[nodeid] = entry.gpu_run
     assert runs["tests/test_cublas.py::test_cublas_preflight"]["verdict"] == "not judged"
     assert runs["tests/test_cublas.py::test_cublas_preflight"]["message"] == why
     assert runs["tests/test_gpu_smoke.py::test_gpu_visible"]["verdict"] == "failed"
     assert runs["tests/test_gpu_smoke.py::test_gpu_elementwise_matches_cpu"]["verdict"] == "passed"
+    assert runs["tests/test_gpu_smoke.py::test_gpu_visible"]["gpu"] == gpu
 
 
 #: The GPU lane's report of the real fork's features-ON development build on the H100 (driver 580,

@@ -15,6 +15,7 @@ BUILT_CHAIN = {
     "test_the_bundled_closure_is_three_libraries_within_the_budget", "test_the_forks_libmxnet_bundles_the_built_opencv",
     "test_the_forks_wheel_with_the_built_opencv_passes_the_runtime_gates",
     "test_the_forks_own_opencv_regression_test_passes_with_the_built_opencv",
+    "test_the_forks_wheel_with_the_built_opencv_ships_its_gfortran",
     "test_every_fork_source_that_includes_opencv_compiles_against_the_built_opencv",
     "test_sample_tree_built_with_opencv_built_bundles_it_and_round_trips"}
 
