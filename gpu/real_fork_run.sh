@@ -214,6 +214,13 @@ stash_pieces() {  # NAME PARTS WHAT
 
 # PREFIX's gfortran compiles and links a one-line program (CMake's Fortran probe links one; f951 needs
 # the host's libisl, libmpc, libmpfr, libgmp; the link, libgfortran.so.5 and libquadmath.so.0)
+all_pieces() {  # NAME PARTS WHAT: stash this call's piece; exit 0 while pieces are missing, exit on a
+  # fault; return (0) once every piece is there and checked, with the manifest's order in `listed`
+  stash_pieces "$@"; local rc=$?
+  [ "$rc" = 2 ] && exit 0
+  [ "$rc" = 0 ] || exit "$rc"
+}
+
 gfortran_probe() {  # PREFIX DIR
   echo "end" > "$2/probe.f90"
   if ! "$1/usr/bin/gfortran" -c "$2/probe.f90" -o "$2/probe.o" || ! "$1/usr/bin/gfortran" "$2/probe.o" -o "$2/probe-fortran"; then
@@ -298,9 +305,7 @@ print(r() / "sources" / (s().sha256 + ".tar.gz"))')}
   ;;
 opencv-src-stash)
   parts="$W/opencv-src-parts"
-  stash_pieces opencv-src "$parts" "the OpenCV source"; rc=$?
-  [ "$rc" = 2 ] && exit 0
-  [ "$rc" = 0 ] || exit "$rc"
+  all_pieces opencv-src "$parts" "the OpenCV source"
   sdist="$W/opencv-src.tar.gz"
   (cd "$parts" && cat "${listed[@]}") > "$sdist.part" && mv "$sdist.part" "$sdist" || exit 1
   # the harness's offline path: the whole checked against the lock file's sha256, then cached
@@ -323,9 +328,7 @@ mirror)
   echo "carry one .carry/mirror-N per device call, then: gpu/real_fork_run.sh mirror-stash"
   ;;
 mirror-stash)
-  stash_pieces mirror "$W/mirror-parts" "the index mirror"; rc=$?
-  [ "$rc" = 2 ] && exit 0
-  [ "$rc" = 0 ] || exit "$rc"
+  all_pieces mirror "$W/mirror-parts" "the index mirror"
   rm -rf "$W/mirror" && (cd "$W/mirror-parts" && cat "${listed[@]}") | tar xf - -C "$W" || exit 1
   [ -f "$W/mirror/simple/index.html" ] || { echo "the index mirror unpacked without simple/index.html"; exit 1; }
   echo "index mirror ready: $(find "$W/mirror/simple" -name '*.whl' | wc -l) wheels; --index-url=file://$W/mirror/simple"
@@ -371,9 +374,7 @@ opencv)
   echo "carry one .carry/opencv-N per device call, then: gpu/real_fork_run.sh opencv-stash"
   ;;
 opencv-stash)
-  stash_pieces opencv "$W/opencv-parts" "OpenCV prefix"; rc=$?
-  [ "$rc" = 2 ] && exit 0
-  [ "$rc" = 0 ] || exit "$rc"
+  all_pieces opencv "$W/opencv-parts" "OpenCV prefix"
   rm -rf "$W/opencv-prefix" && (cd "$W/opencv-parts" && cat "${listed[@]}") | tar xJf - -C "$W" || exit 1
   echo "OpenCV prefix ready: $W/opencv-prefix ($(du -sh "$W/opencv-prefix" | cut -f1))"
   ;;
