@@ -2,9 +2,11 @@
 build_steps.release_parts and ``python -m tools.release_verify DIR --flavor=cpu [--wheel=W]``.
 
 The reports are real: one release run builds the CPU sample wheel and runs its static gates and
-one acceptance shard; audit runs of the SAME wheel file run the other shards (one that passes, one
-that fails); an acceptance-only audit writes the table-only report the tool must refuse; a static
-audit of the same wheel's members re-zipped (other bytes) is the report of another wheel. The
+half of one acceptance shard (``--shard-split``); audit runs of the SAME wheel file run the other
+half and another shard, a shard that fails, a shard killed at its timeout, and a shard on a host
+whose package index does not answer (not judged); an acceptance-only audit writes the table-only
+report the tool must refuse; a static audit of the same wheel's members re-zipped (other bytes) is
+the report of another wheel. The
 sample tree's shards are the selftests' data file (``--shards-file``), not the fork's: judged
 against the committed cpu release set, the fork's shards are named as not run; the merge itself
 is shown against the set these runs can cover (the gates the release run ran plus the sample
@@ -48,7 +50,7 @@ def _harness(work: Path, name: str, *args: str, paths=("tests",)) -> subprocess.
 
 def make_runs(work: Path) -> dict:
     """The release run and the audits of its wheel in ``work``, each a real --provenance-json report
-    in ``work/reports`` (about 8 minutes on 2 cores)."""
+    in ``work/reports`` (about 7 minutes on 2 cores)."""
     from selftest.fixtures_build import copy_sample_tree, default_build
     from selftest.fixtures_wheels import read_wheel, write_wheel
     (work / "reports").mkdir(parents=True)
@@ -83,6 +85,10 @@ def make_runs(work: Path) -> dict:
                  "--index-url=http://127.0.0.1:9/simple",
                  paths=("tests/test_wheel_integrity.py", "tests/test_acceptance.py"))
     assert r.returncode == 3, (r.stdout + r.stderr)[-3000:]
+    # 6: a shard killed at its timeout (a tiny one here): its gate failed on bytes another run passed
+    r = _harness(work, "r7-timed-out", "-m", "provenance or acceptance", *audit, "--shards=sample_dnnl",
+                 "--shard-timeout=0.005")
+    assert r.returncode == 1, (r.stdout + r.stderr)[-3000:]
     return out
 
 
@@ -163,6 +169,17 @@ def test_a_failed_shard_fails_the_set(runs):
     assert summary_lines(merged)[-1].endswith("; failed: shard sample_fail")
     # every other gate passed (the failing run's static gates too): one failure fails the set
     assert merged.done == len(merged.items) - 1
+
+
+def test_a_failure_is_not_erased_by_a_pass_in_another_run(runs):
+    # r2 passed sample_dnnl; r7 ran it on the same bytes and killed it at its timeout
+    parts = load_parts(_dir(runs, "r1-release", "r2-audit", "r7-timed-out"))
+    merged = judge(parts, "cpu", gates=_coverable(runs, "sample_pass", "sample_dnnl"))
+    assert merged.state == FAILED and merged.exit_code == 1
+    [failed] = merged.named(FAILED)
+    assert failed.nodeid == SHARD.format("sample_dnnl") and "timed out after 0.005 min" in failed.detail, failed
+    assert sorted(e.part.name for e in failed.evidence) == ["r2-audit.json", "r7-timed-out.json"]
+    assert summary_lines(merged)[-1].endswith("; failed: shard sample_dnnl")
 
 
 def test_the_command_judges_the_committed_cpu_release_set(runs):
