@@ -37,6 +37,7 @@ SETS_EXIT_STATUS = "harness/finish.py"
 #: (file, function) -> the bare statuses other than 0 it may return, and why
 OWN_STATUSES = {
     ("tools/gpu_verify.py", "main"): ({2}, "bad input is exit 2, as argparse's own (README: 'is exit 2 naming it')"),
+    ("tools/release_verify.py", "main"): ({2}, "bad input is exit 2, as tools/gpu_verify.py's (README's Releasing section)"),
     ("tools/cuda_stack_args.py", "main"): ({2}, "a wrong argument count is exit 2, as argparse's own"),
     ("tools/annotation_counts.py", "main"): ({2}, "a directory that is not one is exit 2, as argparse's own"),
 }
