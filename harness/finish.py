@@ -123,23 +123,29 @@ def check_pin(run: HarnessRun) -> Outcome:
     return Outcome(lines=("", *lines), failed=True)
 
 
+#: the run record, read once by the row "read the run record"; private to this table (a key of its
+#: own, not a HarnessRun field: harness.run_record imports harness.state)
+_RECORD = pytest.StashKey[RunRecord]()
+
+
 def read_record(run: HarnessRun) -> Outcome:
     """The run record every report row is a function of (harness.run_record), read once."""
-    run.record = record_of(run)
+    run.config.stash[_RECORD] = record_of(run)
     return NOTHING
 
 
-def _record(run: HarnessRun) -> RunRecord:
+def the_record(run: HarnessRun) -> RunRecord:
     """The run record as the rows before this one left it: the exit status, the placed wheel."""
-    if run.record is None:
+    read = run.config.stash.get(_RECORD, None)
+    if read is None:
         raise RuntimeError("the run record was not read (the row 'read the run record' failed)")
-    return replace(run.record, exitstatus=run.exitstatus, placed_wheel=run.placed_wheel)
+    return replace(read, exitstatus=run.exitstatus, placed_wheel=run.placed_wheel)
 
 
 def build_report(run: HarnessRun) -> Outcome:
     """The provenance report's summary lines; the report document (HarnessRun.doc) when the run
     writes the JSON report or a review page (harness.report_doc)."""
-    rec = _record(run)
+    rec = the_record(run)
     if wants_document(rec):
         run.doc = report_document(replace(rec, host=HostFacts.measure()))
     return Outcome(lines=tuple(provenance_lines(rec)))
@@ -160,12 +166,12 @@ def write_json(run: HarnessRun) -> Outcome:
 
 def driver_stub_note(run: HarnessRun) -> Outcome:
     """Said when the CPU-side runtime gates ran with the stand-in libcuda.so.1 (harness.runtime)."""
-    return Outcome(lines=tuple(driver_stub_lines(_record(run))))
+    return Outcome(lines=tuple(driver_stub_lines(the_record(run))))
 
 
 def place_wheel(run: HarnessRun) -> Outcome:
     """The chain's summary, and the built wheel to dist/ or set aside (harness.wheel_placement)."""
-    placement = place_built_wheel(_record(run))
+    placement = place_built_wheel(the_record(run))
     if placement is None:
         return NOTHING
     run.placed_wheel = placement.placed
@@ -177,7 +183,7 @@ def write_page(run: HarnessRun) -> Outcome:
     """The review page, from the report document, with where the built wheel now lies (harness.report_doc)."""
     lines: list[str] = []
     try:
-        page = page_of(_record(run), run.doc)
+        page = page_of(the_record(run), run.doc)
         if page is None:
             return NOTHING
         for line in write_pages(page):
@@ -270,7 +276,7 @@ def _release(run: HarnessRun, gates: list[str], verdicts: dict[str, str], excuse
             f"publish refused: {wheel.name} carries version {publish.wheel_version(wheel)}, but this run "
             f"releases {release.version} ({release.source}); the build did not use the release version "
             "(options.wheel_version)")
-    rec = _record(run)
+    rec = the_record(run)
     facts = publish.release_facts(rec.audit)
     # Re-read the repository now, right before the report: HEAD, a clean tree and free tags (an
     # hour-long build leaves time for someone else to publish). No gh and no token here.

@@ -28,8 +28,6 @@ if TYPE_CHECKING:
     from build_steps.pinning import WheelPin
     from build_steps.publish import ReleaseVersion
 
-    from .run_record import RunRecord
-
 Mode = Literal["build", "audit"]
 Role = Literal["controller", "worker"]
 
@@ -125,8 +123,6 @@ class HarnessRun:
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
     after_records: dict[str, dict[str, Any]] = field(default_factory=dict)
     pin: WheelPin | None = None
-    #: the run record the report rows are functions of (harness.run_record.record_of)
-    record: RunRecord | None = None
     #: the JSON report's document (the page renders it); None when no report was wanted
     doc: dict[str, Any] | None = None
     #: --provenance-json holds ``doc`` (the shard table adds its key to it)
