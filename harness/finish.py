@@ -12,6 +12,7 @@ Adding "sign the wheel" at the end is one function and one row.
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from collections.abc import Generator, Iterable
@@ -135,11 +136,12 @@ def read_record(run: HarnessRun) -> Outcome:
 
 
 def the_record(run: HarnessRun) -> RunRecord:
-    """The run record as the rows before this one left it: the exit status, the placed wheel."""
+    """The run record as the rows before this one left it: the exit status, the placed wheel (and
+    the clock's reading now, for the page's timeline)."""
     read = run.config.stash.get(_RECORD, None)
     if read is None:
         raise RuntimeError("the run record was not read (the row 'read the run record' failed)")
-    return replace(read, exitstatus=run.exitstatus, placed_wheel=run.placed_wheel)
+    return replace(read, exitstatus=run.exitstatus, placed_wheel=run.placed_wheel, ended=time.monotonic())
 
 
 def build_report(run: HarnessRun) -> Outcome:
