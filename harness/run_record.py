@@ -35,7 +35,7 @@ from build_steps.source import SourceInfo
 from .release_scope import ReleaseSet, release_set_of
 from .shard_plan import inapplicable_shard_gates, split_parts
 from .state import Clock, Entry, HarnessRun, Mode
-from .steps import AFTER_CHAIN, CHAIN
+from .steps import CHAIN
 
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
