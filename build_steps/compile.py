@@ -48,6 +48,9 @@ class CompileResult(JsonRecord):
     launcher: dict[str, Any] | None = None
     #: where the time went (readers.ninja_log.build_time): slowest commands, their sum, CPU time
     build_time: dict[str, Any] | None = None
+    #: the compile's reproducibility line (build_steps.reproducible.compile_summary), filed with
+    #: the record by the chain's compile row (harness.steps)
+    reproducible: str = ""
 
 
 class Progress(Protocol):

@@ -67,6 +67,8 @@ class CudaRoot(JsonRecord):
     wheels_dir: Path
     cmake_args: dict[str, str]      # -D definitions for CMake (CUDAToolkit_ROOT, CUDNN_ROOT, NCCL_ROOT, ...)
     env: dict[str, str]             # environment additions for configure/compile
+    #: this run's time to assemble it (the chain's row files it with the record; the page's timeline)
+    seconds: float | None = None
 
 
 def default_cache_dir() -> Path:

@@ -117,6 +117,17 @@ def shared_product(shared_dir: Path, key: str, produce: Callable[[], _T]) -> _T:
     return _once(shared_dir, key, produce, ".pickle", _dump_pickle, _load_pickle, _product_failed)
 
 
+def load_result(shared_dir: Path, key: str) -> Record | None:
+    """The result another process filed with :func:`run_once`, or None (none, unreadable, or the
+    step failed): the JSON counterpart of :func:`load_shared`."""
+    try:
+        data = _load_json(Path(shared_dir) / f"{key}.json")
+    except (OSError, ValueError):
+        return None
+    result = None if data.get("failed") else data.get("result")
+    return result if isinstance(result, dict) else None
+
+
 def load_shared(shared_dir: Path, key: str) -> Any:
     """The product another process stored with :func:`shared_product`, or None (none yet, or
     the step failed). Any: the product is whatever the key's producer returned; the caller names

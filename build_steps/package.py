@@ -28,6 +28,10 @@ class PackageResult(JsonRecord):
     wheel: Path
     seconds: float
     log: Path
+    #: the version the wheel was built with, and the dist/ it goes to once the gates passed (the
+    #: chain's package row files them with the record: harness.steps)
+    version: str = ""
+    dist: Path | None = None
 
 
 def clean_setuptools_state(python_dir: Path) -> None:

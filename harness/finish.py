@@ -12,8 +12,8 @@ Adding "sign the wheel" at the end is one function and one row.
 from __future__ import annotations
 
 import dataclasses
-import json
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from collections.abc import Generator, Iterable
 from typing import Any, Callable
@@ -21,23 +21,22 @@ from typing import Any, Callable
 import pytest
 
 from build_steps import package, publish
-from build_steps.driver_stub import STUB_RECORD
 from build_steps.errors import HarnessError, PublishRefused, UsageError
-from build_steps.once import load_shared
 from build_steps.pinning import sha256_of, source_changed, unlock, verify
 from build_steps.release_report import write_report
-from build_steps import review_page
-from build_steps.readers.report import provenance_document, summary_lines, write_json_atomic
+from build_steps.readers.report import write_json_atomic
 
 from .common import say
 from .pin_record import load_pin
 from .release_scope import release_set_of
-from .report_doc import destinations, extra_sections, merged_gpu_runs, publish_page, review_section, wants_page
+from .report_doc import (driver_stub_lines, page_of, provenance_lines, publish_page, report_document,
+                         wants_document, write_pages)
+from .run_record import HostFacts, RunRecord, record_of
 from .shard_plan import SECTION as SHARD_SECTION, has_table, inapplicable_shard_gates, source_root, write_summary
 from .state import HarnessRun, harness_run
-from .steps import WHEEL_STEP, BuildPaths, after_chain_records, chain_records
+from .steps import BuildPaths, after_chain_records, chain_records
 from .verdicts import GPU_MARKS, NOT_JUDGED, NOT_JUDGED_EXIT
-from .wheel_placement import chain_lines, gate_failures, override_lines, place_wheel
+from .wheel_placement import place_built_wheel
 
 
 
@@ -125,19 +124,33 @@ def check_pin(run: HarnessRun) -> Outcome:
     return Outcome(lines=("", *lines), failed=True)
 
 
+#: the run record, read once by the row "read the run record"; private to this table (a key of its
+#: own, not a HarnessRun field: harness.run_record imports harness.state)
+_RECORD = pytest.StashKey[RunRecord]()
+
+
+def read_record(run: HarnessRun) -> Outcome:
+    """The run record every report row is a function of (harness.run_record), read once."""
+    run.config.stash[_RECORD] = record_of(run)
+    return NOTHING
+
+
+def the_record(run: HarnessRun) -> RunRecord:
+    """The run record as the rows before this one left it: the exit status, the placed wheel (and
+    the clock's reading now, for the page's timeline)."""
+    read = run.config.stash.get(_RECORD, None)
+    if read is None:
+        raise RuntimeError("the run record was not read (the row 'read the run record' failed)")
+    return replace(read, exitstatus=run.exitstatus, placed_wheel=run.placed_wheel, ended=time.monotonic())
+
+
 def build_report(run: HarnessRun) -> Outcome:
     """The provenance report's summary lines; the report document (HarnessRun.doc) when the run
-    writes the JSON report or a review page."""
-    if not run.provenance_verdicts and not run.gpu_runs:
-        return NOTHING
-    facts = load_shared(run.shared, "audit")
-    lines = ["", "Provenance report:"] + ["  " + ln for ln in summary_lines(facts, run.provenance_verdicts)]
-    if run.options.provenance_json is not None or wants_page(run, run.records):
-        doc = provenance_document(facts, run.provenance_verdicts, run.options)
-        doc.update(extra_sections(run, facts, run.records))
-        doc.update(review_section(run, run.records, run.exitstatus))
-        run.doc = doc
-    return Outcome(lines=tuple(lines))
+    writes the JSON report or a review page (harness.report_doc)."""
+    rec = the_record(run)
+    if wants_document(rec):
+        run.doc = report_document(replace(rec, host=HostFacts.measure()))
+    return Outcome(lines=tuple(provenance_lines(rec)))
 
 
 def write_json(run: HarnessRun) -> Outcome:
@@ -155,66 +168,28 @@ def write_json(run: HarnessRun) -> Outcome:
 
 def driver_stub_note(run: HarnessRun) -> Outcome:
     """Said when the CPU-side runtime gates ran with the stand-in libcuda.so.1 (harness.runtime)."""
-    record = run.shared / f"{STUB_RECORD}.json"
-    if not record.exists():
-        return NOTHING
-    data = json.loads(record.read_text()).get("result") or {}
-    if not data.get("stub"):
-        return NOTHING
-    return Outcome(lines=("", f"driver stub: this host has no NVIDIA driver ({data['why']}); the "
-                          "CPU-side runtime gates (OpenCV, ONNX, Features) ran with a stand-in "
-                          "libcuda.so.1 preloaded into their probes only. It answers every driver "
-                          "call with 'no device': no GPU gate ran on it."))
+    return Outcome(lines=tuple(driver_stub_lines(the_record(run))))
 
 
-def place_built_wheel(run: HarnessRun) -> Outcome:
+def place_wheel(run: HarnessRun) -> Outcome:
     """The chain's summary, and the built wheel to dist/ or set aside (harness.wheel_placement)."""
-    if not run.records:
+    placement = place_built_wheel(the_record(run))
+    if placement is None:
         return NOTHING
-    lines = chain_lines(run.records, run.after_records) + override_lines(run.options)
-    rec = run.records.get(WHEEL_STEP.record)
-    if not rec or rec.get("failed"):
-        return Outcome(lines=tuple(lines), loud=True)
-    failed, passed_provenance = gate_failures(run)
-    if not failed and run.not_judged:
-        # the host failed, not the wheel: no verdict moves it (a re-run after the fix judges it)
-        return Outcome(lines=(*lines, f"wheel NOT judged ({len(run.not_judged)} gate(s) could not run): neither "
-                              f"copied to dist/ nor set aside; it stays in {Path(rec['result']['wheel']).parent}"),
-                       loud=True)
-    try:
-        line, run.placed_wheel = place_wheel(run, Path(rec["result"]["wheel"]), Path(rec["result"]["dist"]),
-                                             failed, passed_provenance)
-    except HarnessError as exc:  # a full disk, a swapped wheel, a released version: one block
-        return Outcome(lines=(*lines, f"wheel NOT placed in dist/: {exc}"), exit=pytest.ExitCode.TESTS_FAILED,
-                       loud=True)
-    return Outcome(lines=(*lines, line), loud=True)
+    run.placed_wheel = placement.placed
+    return Outcome(lines=placement.lines, exit=pytest.ExitCode.TESTS_FAILED if placement.failed else None,
+                   loud=True)
 
 
 def write_page(run: HarnessRun) -> Outcome:
-    """The review page, from the report document, with where the built wheel now lies."""
-    if run.doc is None or run.exitstatus == pytest.ExitCode.USAGE_ERROR or run.config.option.collectonly:
-        return NOTHING
-    dests = destinations(run, run.records)
-    if not dests:
-        return NOTHING
-    pin = run.pin
-    wheel = Path(pin.path) if pin is not None and Path(pin.path).is_file() else None
-    section = dict(run.doc.get(review_page.SECTION) or {})
-    if run.placed_wheel:
-        section["wheel_location"] = run.placed_wheel
-    # The footer names only what this run wrote: the pages, the JSON report, the step logs.
-    json_path = run.options.provenance_json
-    log = ((run.records.get("configure") or {}).get("result") or {}).get("log")
-    log_dir = Path(log or "/nonexistent").parent
-    section["written"] = [str(p) for p in [*dests, json_path, log_dir / "configure.log", log_dir / "compile.log"]
-                          if p is not None and (p in dests or Path(p).is_file())]
-    doc = {**run.doc, review_page.SECTION: section}
-    lines = []
+    """The review page, from the report document, with where the built wheel now lies (harness.report_doc)."""
+    lines: list[str] = []
     try:
-        merged = merged_gpu_runs(run, doc)
-        for dest in dests:
-            review_page.write_page(dest, doc, wheel, merged)
-            lines.append(f"review page: {dest}")
+        page = page_of(the_record(run), run.doc)
+        if page is None:
+            return NOTHING
+        for line in write_pages(page):
+            lines.append(line)
     except (HarnessError, UsageError) as exc:
         lines.append(f"review page NOT written: {exc}")
         return Outcome(lines=tuple(lines), exit=pytest.ExitCode.TESTS_FAILED, loud=True)
@@ -303,8 +278,8 @@ def _release(run: HarnessRun, gates: list[str], verdicts: dict[str, str], excuse
             f"publish refused: {wheel.name} carries version {publish.wheel_version(wheel)}, but this run "
             f"releases {release.version} ({release.source}); the build did not use the release version "
             "(options.wheel_version)")
-    audit = load_shared(run.shared, "audit")
-    facts = publish.release_facts(audit)
+    rec = the_record(run)
+    facts = publish.release_facts(rec.audit)
     # Re-read the repository now, right before the report: HEAD, a clean tree and free tags (an
     # hour-long build leaves time for someone else to publish). No gh and no token here.
     state = publish.preflight(run.release_src or Path(run.config.invocation_params.dir), opts.remote, dry_run=True)
@@ -325,7 +300,7 @@ def _release(run: HarnessRun, gates: list[str], verdicts: dict[str, str], excuse
     page_path = Path(explicit) if explicit is not None else (
         paths.logs / "review.html" if paths is not None else run.shared / "review.html")
     # The review page goes up with the wheel: what the reviewer saw is what the release shows.
-    page = publish_page(run, page_path, audit, verdicts, pin)
+    page = publish_page(replace(rec, host=HostFacts.measure(), exitstatus=None), page_path, verdicts)
     ran = sorted(g for g in gates if verdicts.get(g) == "passed")
     rplan = publish.plan_release(state, release, profile, facts, upload, gates=ran, digest=pin.sha256,
                                  assets=[page])
@@ -355,13 +330,14 @@ def unlock_pin(run: HarnessRun) -> Outcome:
 FINISH = (
     Row("classify the stop", classify_stop, on_workers=True),
     Row("judge", judge),
+    Row("read the run record", read_record),
     Row("check the pin", check_pin),
     # after every gate reported, before the wheel is placed (the release's copy goes to dist/ first)
     Row("publish", publish_release),
     Row("build the report", build_report),
     Row("write the JSON", write_json),
     Row("driver stub note", driver_stub_note),
-    Row("place the wheel", place_built_wheel),
+    Row("place the wheel", place_wheel),
     Row("write the page", write_page),
     Row("GPU policy", gpu_policy),
     Row("shard table", shard_table),

@@ -77,16 +77,23 @@ def test_compiler_versions_are_the_configures_file_api_facts_and_nothing_is_run(
 
 
 def test_the_reports_provenance_reads_the_configure_product_not_cmakefiles(tmp_path):
+    from pathlib import Path
+
+    from build_steps.configure import ConfigureResult
+    from build_steps.source import SourceInfo
     from harness.report_doc import _provenance
+    from harness.run_record import ChainProducts
     build = tmp_path / "build"
     lying = build / "CMakeFiles" / "9.9.9"
     lying.mkdir(parents=True)  # what the tree's CMake could write there
     (lying / "CMakeCUDACompiler.cmake").write_text('set(CMAKE_CUDA_COMPILER_VERSION "1.0")\n'
                                                    'set(CMAKE_CUDA_COMPILER_ID "Fake")\n')
-    conf = {"build_dir": str(build), "cache": {}, "cmake_version": "3.25.1",
-            "compilers": {"CUDA": {"id": "NVIDIA", "version": "13.0.88", "path": "/usr/local/bin/nvcc"},
-                          "CXX": {"id": "GNU", "version": "12.2.0", "path": "/usr/bin/c++"}}}
-    got = _provenance({"configure": {"result": conf}, "source": {"result": {"root": "/src"}}})
+    conf = ConfigureResult(build_dir=build, first_time=True, seconds=1.0, log=build / "configure.log", cache={},
+                           cmake_version="3.25.1",
+                           compilers={"CUDA": {"id": "NVIDIA", "version": "13.0.88", "path": "/usr/local/bin/nvcc"},
+                                      "CXX": {"id": "GNU", "version": "12.2.0", "path": "/usr/bin/c++"}})
+    got = _provenance(ChainProducts(configure=conf, source=SourceInfo(root=Path("/src"), commit=None, branch=None)),
+                      None)
     assert (got["nvcc"], got["c++"], got["cmake"]) == ("NVIDIA 13.0.88", "GNU 12.2.0", "3.25.1")
 
 
