@@ -75,6 +75,16 @@
 #                                         nothing to do) with ARGS; reports $W/report-build.json, $W/report.json
 #   gpu/real_fork_run.sh wheel-pieces     the run's wheel (dist/ or rejected/) cut into $W/wheel-pieces
 #                                         (15 MiB each, sha256 MANIFEST): copy at most 4 a call into $OUT
+#   gpu/real_fork_run.sh wheel-carry WHEEL  (here) a wheel that came back (or was built here) cut into
+#                                         .carry/wheel-N/ pieces of WHEEL_PIECE_MB (default 50) with a sha256
+#                                         MANIFEST and the whole wheel's sha256 and name (WHEEL)
+#   gpu/real_fork_run.sh wheel-stash      (each call that carries a .carry/wheel-N) keep its piece; with the
+#                                         last, join them into $W/wheel/NAME, checked against WHEEL's sha256
+#   gpu/real_fork_run.sh audit-cpu [ARGS] detached: the same wheel's bytes judged again in a later hold (issue 45:
+#                                         the shards the build's hold had no time for), `-m "provenance or
+#                                         acceptance" --flavor=cpu --wheel=$W/wheel/NAME` with ARGS (--shards=A,B);
+#                                         its report $W/report-audit.json (python -m tools.release_verify adds
+#                                         the runs up); needs wheel-stash, mirror-stash and the tree
 #   gpu/real_fork_run.sh harness-copy     (part of start and gpu-lane) copy this checkout to $W/harness,
 #                                         which they run from: a device call re-lays the checkout
 #   gpu/real_fork_run.sh tree             unpack and commit the carried tree (when setup's call had no
@@ -479,8 +489,8 @@ start-cpu)
       $common --provenance-json=$W/report-build.json"
   cmd="$PY -m pytest -p no:cacheprovider -m release $common --provenance-json=$W/report.json ${*@Q}"
   printf '%s\n%s\n' "$build" "$cmd" > "$W/pytest.cmd"
-  wait_index="for _ in \$(seq 1800); do [ -f $W/mirror/simple/index.html ] && break; sleep 1; done; \
-      [ -f $W/mirror/simple/index.html ] || { echo 'no index mirror after 30 minutes: mirror-stash'; exit 4; }"
+  wait_index="for _ in \$(seq ${MIRROR_WAIT_S:-1800}); do [ -f $W/mirror/simple/index.html ] && break; sleep 1; done; \
+      [ -f $W/mirror/simple/index.html ] || { echo 'no index mirror after ${MIRROR_WAIT_S:-1800} s: mirror-stash'; exit 4; }"
   setsid nohup bash -c "date -u +build-start=%FT%TZ > $W/times; ( $build ) > $W/build.log 2>&1; echo \$? > $W/build.rc; \
       date -u +build-end=%FT%TZ >> $W/times; ( $wait_index ) > $W/pytest.log 2>&1 && date -u +run-start=%FT%TZ >> $W/times \
       && $cmd >> $W/pytest.log 2>&1; echo \$? > $W/pytest.rc; date -u +run-end=%FT%TZ >> $W/times" \
@@ -495,6 +505,45 @@ wheel-pieces)
   split -b 15M -d "$wheel" "$W/wheel-pieces/wheel.part-" || exit 1
   (cd "$W/wheel-pieces" && sha256sum wheel.part-* && echo "$(sha256sum < "$wheel" | cut -d' ' -f1)  $(basename "$wheel")") > "$W/wheel-pieces/MANIFEST"
   ls -la "$W/wheel-pieces"; cat "$W/wheel-pieces/MANIFEST"
+  ;;
+wheel-carry)
+  wheel=${2:?wheel-carry WHEEL}
+  [ -f "$wheel" ] || { echo "no wheel at $wheel"; exit 4; }
+  name=$(basename "$wheel" .FAILED-GATES)
+  case "$name" in *.whl) ;; *) echo "$wheel: not a wheel's name (NAME.whl or NAME.whl.FAILED-GATES)"; exit 4;; esac
+  tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
+  split -b "${WHEEL_PIECE_MB:-50}M" -d "$wheel" "$tmp/wheel.part-" || exit 1
+  carry_pieces "$tmp" wheel || exit 1
+  line="$(sha256sum < "$wheel" | cut -d' ' -f1)  $name"
+  for d in "$ROOT"/.carry/wheel-*; do echo "$line" > "$d/WHEEL"; echo "$(du -sb "$d" | cut -f1) bytes in .carry/$(basename "$d")"; done
+  echo "carry one .carry/wheel-N per device call, then: gpu/real_fork_run.sh wheel-stash ($line)"
+  ;;
+wheel-stash)
+  all_pieces wheel "$W/wheel-parts" "the wheel"
+  for d in "$ROOT"/.carry/wheel-*/; do [ -f "$d/WHEEL" ] && cp "$d/WHEEL" "$W/wheel-parts/WHEEL"; done
+  read -r want name < "$W/wheel-parts/WHEEL" || { echo "the wheel's pieces came without their WHEEL line"; exit 1; }
+  case "$name" in */*|.*|"") echo "the wheel's name in WHEEL is not a file name: $name"; exit 1;; esac
+  mkdir -p "$W/wheel" && (cd "$W/wheel-parts" && cat "${listed[@]}") > "$W/wheel/$name.part" || exit 1
+  got=$(sha256sum < "$W/wheel/$name.part" | cut -d' ' -f1)
+  if [ "$got" != "$want" ]; then rm -f "$W/wheel/$name.part"; echo "the joined wheel's sha256 is $got, not $want: refused"; exit 1; fi
+  mv "$W/wheel/$name.part" "$W/wheel/$name" && echo "wheel ready: $W/wheel/$name (sha256 $got)"
+  ;;
+audit-cpu)
+  shift
+  wheel=$(ls "$W"/wheel/*.whl 2>/dev/null | head -1)
+  [ -n "$wheel" ] || { echo "no wheel in $W/wheel: carry .carry/wheel-N and run wheel-stash first"; exit 4; }
+  [ -f "$W/mirror/simple/index.html" ] || { echo "no index mirror in $W/mirror: carry .carry/mirror-N and run mirror-stash first"; exit 4; }
+  [ -d "$W/mxnet/tests/python" ] || { echo "no fork tree in $W/mxnet: run setup-cpu (or tree) in a call that carries it"; exit 4; }
+  harness_copy
+  use_bwrap
+  rm -f "$W/audit.rc"
+  cmd="$PY -m pytest -p no:cacheprovider -m 'provenance or acceptance' --flavor=cpu --wheel=$wheel \
+      --mxnet-src=$W/mxnet --venv-dir=$W/audit-venv --index-url=file://$W/mirror/simple \
+      --acceptance-dir=$W/audit-acceptance --provenance-json=$W/report-audit.json ${*@Q}"
+  echo "$cmd" > "$W/audit.cmd"
+  setsid nohup bash -c "date -u +audit-start=%FT%TZ >> $W/times; $cmd > $W/audit.log 2>&1; echo \$? > $W/audit.rc; \
+      date -u +audit-end=%FT%TZ >> $W/times" < /dev/null > /dev/null 2>&1 &
+  sleep 10; tail -5 "$W/audit.log"
   ;;
 start-built)
   # `start` with the harness's own minimal OpenCV (--opencv=built): no Debian OpenCV prefix; FC from the
@@ -589,7 +638,7 @@ collect)
   out=${2:?collect DIR}
   mkdir -p "$out"
   cp "$W/pytest.log" "$W/report.json" "$W/gpu_report.json" "$W/gpu-lane.log" "$W/build.log" "$W/report-build.json" \
-     "$W/times" "$W/pytest.cmd" "$W/start.env" "$out/" 2>/dev/null
+     "$W/times" "$W/pytest.cmd" "$W/start.env" "$W/audit.log" "$W/audit.cmd" "$W/report-audit.json" "$out/" 2>/dev/null
   cp "$W/build/.ninja_log" "$out/ninja_log.txt" 2>/dev/null
   cp "$W/objects.sha256" "$W/sha.txt" "$out/" 2>/dev/null
   cp "$W/build/harness-logs/review.html" "$out/" 2>/dev/null
@@ -604,7 +653,7 @@ collect)
   tail -c 200000 "$W/build/harness-logs/compile.log" > "$out/compile_log_tail.txt" 2>/dev/null
   cat "$W"/build/harness-logs/*.log 2>/dev/null | grep -v '^\[' | tail -c 300000 > "$out/step_logs_tail.txt"
   # each shard log's head and tail (what it passed, where it stopped)
-  for f in $(find "$W/acceptance" "$W/gpu-acceptance" -name '*.log' 2>/dev/null | sort); do
+  for f in $(find "$W/acceptance" "$W/gpu-acceptance" "$W/audit-acceptance" -name '*.log' 2>/dev/null | sort); do
     echo "===== $f ($(wc -l < "$f") lines)"; head -c 3000 "$f"; echo "....."; tail -c 12000 "$f"
   done | tail -c 8000000 > "$out/shard_logs.txt"
   ls -la "$out"

@@ -298,3 +298,143 @@ def test_the_index_mirror_travels_in_pieces_and_unpacks_as_an_index(tmp_path):
     shutil.rmtree(work / "mirror-parts")
     bad = env_run("mirror-stash")
     assert bad.returncode == 1 and "damaged" in _one_line(bad) and target.name in _one_line(bad)
+
+
+# --- the cpu flavor's release run (issue 45): no development option; the wheel's bytes in later holds ---
+
+#: what a run may not carry to be a release run (build_steps/development_settings.toml's options, as a
+#: run writes them), checked against the commands start-cpu and audit-cpu compose
+def _development_options() -> list[str]:
+    from build_steps.development_settings import load_settings
+    return [opt for opt, _why in load_settings().options.values()]
+
+
+def test_start_cpu_builds_first_then_runs_the_release_set_with_no_development_option(tmp_path, gfortran_at):
+    """`start-cpu` checks gfortran and the OpenCV source before anything is launched (one line, exit 4),
+    then composes two runs on one build dir: the build without the venv (no index needed while the
+    mirror travels), then `-m release` with the caller's arguments, naming the mirror with --index-url.
+    Neither carries a development option; a mirror that never comes ends the second in one line."""
+    root, work, cache = _checkout(tmp_path), tmp_path / "realfork", tmp_path / "cache"
+    none = _run(root, work, cache, "start-cpu", "-n", "4")
+    assert none.returncode == 4 and "gfortran-stash" in _one_line(none)
+    gf = shutil.which("gfortran") or pytest.skip("no gfortran here to stand in for the carried one")
+    (gfortran_at / "usr" / "bin").mkdir(parents=True)
+    (gfortran_at / "usr" / "bin" / "gfortran").symlink_to(gf)
+    (work / "bwrap-prefix" / "usr" / "bin").mkdir(parents=True)
+    (work / "bwrap-prefix" / "usr" / "bin" / "bwrap").symlink_to(shutil.which("bwrap"))
+    nosrc = _run(root, work, cache, "start-cpu", gfortran=gfortran_at)
+    assert nosrc.returncode == 4 and "opencv-src-stash" in _one_line(nosrc)
+    assert not (work / "pytest.cmd").exists()
+    sdist = _cached_sdist()
+    (cache / "opencv" / "sources").mkdir(parents=True)
+    shutil.copyfile(sdist, cache / "opencv" / "sources" / sdist.name)
+    env = {**os.environ, "REAL_FORK_WORK": str(work), "MXNET_HARNESS_CACHE": str(cache),
+           "PYTHON": str(HARNESS_ROOT / ".venv" / "bin" / "python"), "REAL_FORK_GFORTRAN": str(gfortran_at),
+           "MIRROR_WAIT_S": "3"}
+    proc = subprocess.run(["bash", SCRIPT, "start-cpu", "-n", "4"], cwd=root, capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    build, release = (work / "pytest.cmd").read_text().splitlines()
+    assert "-m 'release and not runtime and not acceptance' -k 'not install'" in build
+    assert " -m release " in release and release.endswith("'-n' '4'")
+    for cmd in (build, release):
+        assert "--flavor=cpu" in cmd and f"--index-url=file://{work}/mirror/simple" in cmd
+        assert f"--build-dir={work}/build" in cmd and f"--mxnet-src={work}/mxnet" in cmd
+        named = [opt for opt in _development_options() if opt in cmd]
+        assert not named, f"a development option in the cpu release run: {named}"
+        assert "--opencv-prefix" not in cmd and "--no-index" not in cmd and "--find-links" not in cmd
+    assert (work / "start.env").read_text().splitlines()[0] == f"FC={gfortran_at}/usr/bin/gfortran"
+    for _ in range(120):  # no tree here: the build run is refused, and the mirror never comes
+        if (work / "pytest.rc").exists():
+            break
+        subprocess.run(["sleep", "1"])
+    assert (work / "build.rc").read_text().strip() == "4"
+    assert (work / "pytest.rc").read_text().strip() == "4"
+    assert "no index mirror after 3 s: mirror-stash" in (work / "pytest.log").read_text()
+
+
+def test_the_wheel_travels_in_pieces_and_is_joined_only_to_its_own_sha256(tmp_path):
+    """`wheel-carry` cuts a wheel (a set-aside one too: NAME.whl.FAILED-GATES) into pieces with a manifest
+    and the whole's sha256 and name; `wheel-stash` keeps each call's piece and, with the last, joins
+    them into $W/wheel/NAME.whl with that sha256. A damaged piece, or pieces whose join is not the
+    wheel that was cut, are refused in one line, and no wheel is left behind."""
+    from selftest.test_local_index import _wheel
+    root, work, cache = _checkout(tmp_path), tmp_path / "realfork", tmp_path / "cache"
+    made_dir = tmp_path / "made"
+    made_dir.mkdir()
+    wheel = _wheel(made_dir, "mxnet", "2.0.0+cpu.linux")
+    with open(wheel, "ab") as fh:
+        fh.write(os.urandom(2_500_000))
+    aside = wheel.with_name(wheel.name + ".FAILED-GATES")
+    wheel.rename(aside)
+    env = {**os.environ, "REAL_FORK_WORK": str(work), "WHEEL_PIECE_MB": "1"}
+    go = lambda *a: subprocess.run(["bash", SCRIPT, *a], cwd=root, capture_output=True,  # noqa: E731
+                                   text=True, env=env, timeout=120)
+    assert go("wheel-carry", str(tmp_path / "nothing.whl")).returncode == 4
+    made = go("wheel-carry", str(aside))
+    assert made.returncode == 0, made.stdout + made.stderr
+    pieces = sorted((root / ".carry").glob("wheel-*"), key=lambda p: int(p.name.split("-")[1]))
+    assert len(pieces) == 3, [p.name for p in pieces]
+    kept = tmp_path / "kept"
+    shutil.copytree(root / ".carry", kept)
+    for n, piece in enumerate(pieces, 1):
+        _call(root, [kept / piece.name])
+        got = go("wheel-stash")
+        assert got.returncode == 0, got.stdout + got.stderr
+    joined = work / "wheel" / wheel.name
+    assert joined.read_bytes() == aside.read_bytes()
+    assert hashlib.sha256(aside.read_bytes()).hexdigest() in got.stdout
+
+    # a damaged piece: named by the manifest, nothing joined
+    shutil.rmtree(work / "wheel")
+    shutil.rmtree(work / "wheel-parts")
+    _call(root, [kept / p.name for p in pieces])
+    target = next((root / ".carry" / pieces[1].name).glob("wheel.part-*"))
+    data = bytearray(target.read_bytes())
+    data[5] ^= 0xFF
+    target.write_bytes(bytes(data))
+    bad = go("wheel-stash")
+    assert bad.returncode == 1 and "damaged" in _one_line(bad) and target.name in _one_line(bad)
+    assert not list((work / "wheel").glob("*")) if (work / "wheel").exists() else True
+
+    # sound pieces whose join is another wheel (a WHEEL line from another cut): refused, nothing left
+    shutil.rmtree(work / "wheel-parts")
+    _call(root, [kept / p.name for p in pieces])
+    for d in (root / ".carry").glob("wheel-*"):
+        (d / "WHEEL").write_text(f"{'0' * 64}  {wheel.name}\n")
+    other = go("wheel-stash")
+    assert other.returncode == 1 and "refused" in _one_line(other)
+    assert not (work / "wheel" / wheel.name).exists() and not list((work / "wheel").glob("*.part"))
+
+
+def test_audit_cpu_needs_the_wheel_the_index_and_the_tree_and_composes_no_development_option(tmp_path):
+    """`audit-cpu` judges the carried wheel's bytes in a later hold: before launching it says in one line
+    which of the wheel, the mirror and the tree is missing; then its run selects the provenance gates
+    (so its report names the wheel's sha256, which tools.release_verify matches) and the shards."""
+    root, work = _checkout(tmp_path), tmp_path / "realfork"
+    env = {**os.environ, "REAL_FORK_WORK": str(work), "PYTHON": str(HARNESS_ROOT / ".venv" / "bin" / "python")}
+    go = lambda *a: subprocess.run(["bash", SCRIPT, *a], cwd=root, capture_output=True,  # noqa: E731
+                                   text=True, env=env, timeout=120)
+    first = go("audit-cpu")
+    assert first.returncode == 4 and "wheel-stash" in _one_line(first)
+    (work / "wheel").mkdir(parents=True)
+    (work / "wheel" / "mxnet-2.0.0+cpu.linux-py3-none-any.whl").write_bytes(b"PK")
+    assert "mirror-stash" in _one_line(go("audit-cpu"))
+    (work / "mirror" / "simple").mkdir(parents=True)
+    (work / "mirror" / "simple" / "index.html").write_text("<html></html>")
+    assert "setup-cpu" in _one_line(go("audit-cpu"))
+    (work / "mxnet" / "tests" / "python").mkdir(parents=True)
+    (work / "bwrap-prefix" / "usr" / "bin").mkdir(parents=True)
+    (work / "bwrap-prefix" / "usr" / "bin" / "bwrap").symlink_to(shutil.which("bwrap"))
+    proc = go("audit-cpu", "--shards=cpu_xop19,dnnl_smoke")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cmd = (work / "audit.cmd").read_text()
+    assert "-m 'provenance or acceptance'" in cmd and "--flavor=cpu" in cmd
+    assert f"--wheel={work}/wheel/mxnet-2.0.0+cpu.linux-py3-none-any.whl" in cmd and "'--shards=cpu_xop19,dnnl_smoke'" in cmd
+    named = [opt for opt in _development_options() if opt in cmd]
+    assert not named and "--no-index" not in cmd
+    for _ in range(60):  # a two-byte "wheel": the run is refused at once
+        if (work / "audit.rc").exists():
+            break
+        subprocess.run(["sleep", "1"])
+    assert (work / "audit.rc").read_text().strip() not in ("", "0")
