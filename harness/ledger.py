@@ -161,10 +161,14 @@ def _file_shard(run: HarnessRun, entry: Entry, report: pytest.TestReport) -> Non
         return
     entry.shard_id = shard["id"]
     run.shard_mxnet = props.get("acceptance_mxnet") or run.shard_mxnet
+    # why in the words the gate's own process filed (a HarnessError's first line, pytest's E line, the
+    # skip's reason): the first line of a setup error's traceback is the fixture's source and locals
+    # ("options = RunOptions(profile=Profile(..." for an install the host kept from judging)
+    facts = verdict_of(report) or {}
     text = getattr(report, "longreprtext", "") or ""
     if report.skipped and isinstance(report.longrepr, tuple):
         text = str(report.longrepr[2])
-    why = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")[:300]
+    why = (facts.get("why") or next((ln.strip() for ln in text.splitlines() if ln.strip()), ""))[:300]
     if not report.passed:
         # its gate ended (a setup error, or xdist's report of a crashed worker): not cut short
         run.shard_reported.setdefault(shard["id"], why)

@@ -154,6 +154,11 @@ def test_a_gate_not_judged_in_one_run(runs):
     assert merged.state == NOT_JUDGED_STATE and merged.exit_code == 3, summary_lines(merged)
     assert "pip could not reach the package index" in merged.named(NOT_JUDGED_STATE)[0].detail
     assert summary_lines(merged)[-1].endswith("; not judged: shard sample_dnnl")
+    # the shard table's row says why in the words of the gate's verdict (the install's one line), not
+    # the first line of pytest's fixture traceback (it was "options = RunOptions(profile=Profile(...")
+    rows = json.loads((runs["work"] / "reports" / "r6-not-judged.json").read_text())["acceptance"]["shards"]
+    [row] = [r for r in rows if r["id"] == "sample_dnnl"]
+    assert "pip could not reach the package index" in row["reason"] and "RunOptions(" not in row["reason"], row
     # ... and a run that judged it on the same bytes passed it
     parts = load_parts(_dir(runs, "r1-release", "r2-audit", "r6-not-judged"))
     assert judge(parts, "cpu", gates=_coverable(runs, "sample_pass", "sample_dnnl")).state == PASS
