@@ -40,7 +40,6 @@ from pathlib import Path
 
 from . import sandbox
 from .cuda_root import default_cache_dir
-from .supervise import RUN_MARK, RUN_TMP
 from .install_faults import environment_fault
 from .venv import clean_env, index_args, local_index_dirs, pip_options, uv_options
 
@@ -50,9 +49,11 @@ TIMEOUT_S = 600.0
 REASON_CHARS = 600
 #: How long a successful resolution is reused by later runs with the same inputs (seconds).
 REUSE_S = 600.0
-#: The variables that differ per run but choose nothing about a resolution (each run's id and
-#: temporary dir; the selftests' child runs each have their own HOME): left out of the reuse key.
-PER_RUN_ENV = frozenset({"HOME", "TMPDIR", "TMP", "TEMP", "PWD", "OLDPWD", RUN_MARK, RUN_TMP})
+#: The variables that differ per run but choose nothing about a resolution (the selftests' child
+#: runs each have their own HOME and TMPDIR), and the harness's own (each run's id and temporary
+#: dir, a selftest's process mark; no installer reads them): left out of the reuse key.
+PER_RUN_ENV = frozenset({"HOME", "TMPDIR", "TMP", "TEMP", "PWD", "OLDPWD"})
+HARNESS_ENV_PREFIXES = ("MXNET_HARNESS_", "HARNESS_")
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,8 @@ def reuse_key(cmd: list[str], stdin: str | None, env: dict[str, str], python: st
                     continue
                 listing.append((os.path.join(dirpath, name), fst.st_size, fst.st_mtime_ns))
     material = {"cmd": list(map(str, cmd)), "stdin": stdin,
-                "env": sorted((k, v) for k, v in env.items() if k not in PER_RUN_ENV),
+                "env": sorted((k, v) for k, v in env.items()
+                              if k not in PER_RUN_ENV and not k.startswith(HARNESS_ENV_PREFIXES)),
                 "python": [str(interp), st.st_size if st else None, st.st_mtime_ns if st else None],
                 "local": listing}
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]

@@ -216,6 +216,15 @@ def test_a_success_is_reused_for_the_same_inputs_and_nothing_else(tmp_path, monk
     again = pf.check(["harnessa", "onnxruntime>=1.20"], **ask)
     assert again.refusal == again.not_checked == "" and again.reused_age is not None, again
     assert 0 <= again.reused_age < pf.REUSE_S and again.installer == installer
+    # each run's own id, temporary dir and HOME (a selftest's process mark too) are not inputs
+    monkeypatch.setenv("MXNET_HARNESS_RUN", "another-run")
+    monkeypatch.setenv("HARNESS_FAULT_MARK", "another-test")
+    monkeypatch.setenv("HOME", str(tmp_path / "another-home"))
+    assert pf.check(["harnessa", "onnxruntime>=1.20"], **ask).reused_age is not None
+    # a proxy is: another key
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    assert pf.check(["harnessa", "onnxruntime>=1.20"], **ask).reused_age is None
+    monkeypatch.delenv("HTTPS_PROXY")
     # other requirements: another key
     assert pf.check(["harnessb"], **ask).reused_age is None
     # the wheelhouse changed: harnessb 2.0 replaced by 1.0, harnessa now cannot be satisfied
