@@ -14,9 +14,20 @@ The resolution is a subset of the install's (the wheel's own dependencies join i
 set that cannot be resolved here cannot be installed there: refusing it is never wrong. An index
 that cannot be reached is the host's fault, never the requirements' (build_steps.install_faults):
 it is not a refusal, the run goes on and the install step judges it as it always did.
+
+A resolution that succeeded is remembered for REUSE_S in the harness cache, keyed by everything
+that chooses its answer (the installer's command line, its environment, the interpreter, what the
+local wheelhouses hold): the next run with the same inputs within minutes (a rerun after a fix, the
+selftests' hundred child runs) reuses it instead of downloading onnxruntime's wheels again for a
+dry run (5 to 10 s a run). Only a success is reused: a refusal or a "not checked" is asked again
+every time. Reusing a success can never pass a wheel: the install step resolves the same
+requirements again, for real, and judges what it finds.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -28,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import sandbox
+from .cuda_root import default_cache_dir
 from .install_faults import environment_fault
 from .venv import clean_env, index_args, local_index_dirs, pip_options, uv_options
 
@@ -35,6 +47,13 @@ from .venv import clean_env, index_args, local_index_dirs, pip_options, uv_optio
 TIMEOUT_S = 600.0
 #: How much of the installer's reason the refusal line carries.
 REASON_CHARS = 600
+#: How long a successful resolution is reused by later runs with the same inputs (seconds).
+REUSE_S = 600.0
+#: The variables that differ per run but choose nothing about a resolution (the selftests' child
+#: runs each have their own HOME and TMPDIR), and the harness's own (each run's id and temporary
+#: dir, a selftest's process mark; no installer reads them): left out of the reuse key.
+PER_RUN_ENV = frozenset({"HOME", "TMPDIR", "TMP", "TEMP", "PWD", "OLDPWD"})
+HARNESS_ENV_PREFIXES = ("MXNET_HARNESS_", "HARNESS_")
 
 
 @dataclass(frozen=True)
@@ -48,6 +67,8 @@ class Resolution:
     refusal: str = ""
     not_checked: str = ""
     resolved: str = ""
+    #: seconds since the resolution this one reuses (None: resolved by this run)
+    reused_age: float | None = None
 
 
 def where(find_links: Iterable[str | Path] = (), index_url: str | None = None, no_index: bool = False) -> str:
@@ -99,6 +120,64 @@ def reason(output: str) -> str:
     return said if len(said) <= REASON_CHARS else said[:REASON_CHARS - 3] + "..."
 
 
+def reuse_key(cmd: list[str], stdin: str | None, env: dict[str, str], python: str,
+              local_dirs: Iterable[Path]) -> str:
+    """What chooses a resolution's answer, hashed: the installer's argv and stdin, its environment
+    but the per-run dirs, the interpreter file, and each local wheelhouse's or index's files (name,
+    size, mtime): a wheel added or removed there is a new key."""
+    interp = Path(python).resolve()
+    st = interp.stat() if interp.exists() else None
+    listing = []
+    for root in sorted(map(str, local_dirs)):
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for name in sorted(filenames):
+                try:
+                    fst = os.stat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                listing.append((os.path.join(dirpath, name), fst.st_size, fst.st_mtime_ns))
+    material = {"cmd": list(map(str, cmd)), "stdin": stdin,
+                "env": sorted((k, v) for k, v in env.items()
+                              if k not in PER_RUN_ENV and not k.startswith(HARNESS_ENV_PREFIXES)),
+                "python": [str(interp), st.st_size if st else None, st.st_mtime_ns if st else None],
+                "local": listing}
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _reuse_dir() -> Path:
+    return default_cache_dir() / "requirements-preflight"
+
+
+def _reused(key: str, now: float) -> float | None:
+    """The age of a success recorded under ``key`` less than REUSE_S ago, else None."""
+    try:
+        when = float(json.loads((_reuse_dir() / f"{key}.json").read_text())["resolved_at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    age = now - when
+    return age if 0 <= age < REUSE_S else None
+
+
+def _remember(key: str, now: float) -> None:
+    """Record a success under ``key`` (atomically), and drop the records past REUSE_S. A cache
+    that cannot be written only costs the next run its reuse."""
+    folder = _reuse_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{key}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps({"resolved_at": now}))
+        os.replace(tmp, folder / f"{key}.json")
+        for old in folder.glob("*.json"):
+            try:
+                if now - old.stat().st_mtime > REUSE_S:
+                    old.unlink()
+            except OSError:
+                pass
+    except OSError:
+        pass
+
+
 def check(requirements: Iterable[str], *, python: str | None = None, find_links: Iterable[str | Path] = (),
           index_url: str | None = None, no_index: bool = False, pass_env: Iterable[str] = (),
           timeout: float = TIMEOUT_S) -> Resolution:
@@ -109,14 +188,20 @@ def check(requirements: Iterable[str], *, python: str | None = None, find_links:
     installer, cmd, stdin = command(_interpreter(python), reqs, index_args(links, index_url, no_index))
     what = where(find_links, index_url, no_index)
     start = time.monotonic()
+    child_env = clean_env(pass_env=tuple(pass_env), pip=True)
+    key = reuse_key(cmd, stdin, child_env, _interpreter(python), local_index_dirs(find_links, index_url))
+    age = _reused(key, time.time())
+    if age is not None:
+        return Resolution(installer, reqs, 0.0, reused_age=age)
 
-    def done(**kw: str) -> Resolution:
-        return Resolution(installer, reqs, time.monotonic() - start, **kw)
+    def done(refusal: str = "", not_checked: str = "", resolved: str = "") -> Resolution:
+        return Resolution(installer, reqs, time.monotonic() - start, refusal=refusal, not_checked=not_checked,
+                          resolved=resolved)
 
     # as the install's box (venv.install_box) without a venv; started in the sandbox's private /tmp
     # (else in the first writable dir, a cache, which uv refuses as a project dir)
     try:
-        argv, env = sandbox.wrap(cmd, clean_env(pass_env=tuple(pass_env), pip=True),
+        argv, env = sandbox.wrap(cmd, child_env,
                                  writable=sandbox.installer_caches(),
                                  readable=local_index_dirs(find_links, index_url), network=True, cwd="/tmp")
         proc = subprocess.run(list(map(str, argv)), input=stdin, capture_output=True, text=True, env=env,
@@ -127,6 +212,7 @@ def check(requirements: Iterable[str], *, python: str | None = None, find_links:
         return done(not_checked=f"{installer} did not resolve them within {timeout:.0f} s")
     output = proc.stdout + "\n" + proc.stderr
     if proc.returncode == 0:
+        _remember(key, time.time())
         return done(resolved=proc.stdout)
     fault = environment_fault(output)
     if fault is not None:

@@ -131,6 +131,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if found.not_checked:
         say(f"==> requirements not checked before the build: {found.not_checked}; the install step will say "
             "whether the venv can be made")
+    elif found.reused_age is not None:
+        say(f"==> requirements resolved by {found.installer} {found.reused_age / 60:.1f} min ago, for the same "
+            f"inputs (reused; the install step resolves them again): {', '.join(found.requirements)}")
     else:
         say(f"==> requirements resolved by {found.installer} in {found.seconds:.1f}s: "
             f"{', '.join(found.requirements)}")

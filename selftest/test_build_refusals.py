@@ -470,15 +470,19 @@ def test_a_newline_in_a_path_is_refused_up_front_in_one_line(gates, sample_tree,
 @pytest.mark.skipif(not HAS_NVCC, reason="nvcc (CUDA 13) compiles the sample's kernel")
 def test_the_sample_tree_builds_its_cuda_kernel_in_paths_with_spaces(gates, tmp_path):
     """The tree and its default build dir (beside it) both under "my trees/": configure, and every
-    .cu compile through the reproducible-compile launcher, work."""
+    .cu compile through the reproducible-compile launcher, work. One arch (a development override):
+    the path reaches nvcc once per compile whatever the arch list, and the six-arch fatbin is
+    test_build_selftest's (a third of this test's time was nvcc's other five archs)."""
     from selftest.fixtures_build import copy_sample_tree
     src = copy_sample_tree(tmp_path / "my trees" / "src")
     result = gates("-m", "release and build", "-k", "compile_produced_an_elf_libmxnet", f"--mxnet-src={src}",
-                   "--cuda-from-wheels", "--jobs=2", "--compiler-launcher=none")  # every object compiled here
+                   "--cuda-from-wheels", "--jobs=2", "--compiler-launcher=none",  # every object compiled here
+                   "--cmake-define=MXNET_CUDA_ARCH=9.0")
     out = _out(result)
     assert result.ret == 0, out[-4000:]
     build = default_build(src)
     assert " " in str(build) and any(build.rglob("*.cu.o")), "the .cu must be compiled in the spaced build dir"
+    assert re.search(r"gencode: -gencode=arch=compute_90,code=sm_90$", out, re.M), out[-3000:]
 
 
 def test_a_cuda_build_refuses_a_tree_path_nvcc_cannot_carry():

@@ -201,3 +201,52 @@ def test_a_download_that_broke_off_is_the_hosts_fault_not_the_requirements():
     fault = environment_fault(said)
     assert fault is not None and "broke off" in fault
     assert environment_fault("ERROR: Could not find a version that satisfies the requirement harnessb>=2") is None
+
+
+def test_a_success_is_reused_for_the_same_inputs_and_nothing_else(tmp_path, monkeypatch, installer):
+    """A resolution that succeeded is reused by the next run with the same inputs (the selftests'
+    child runs, a rerun after a fix), for REUSE_S: a wheel added to or taken from the wheelhouse, or
+    an older record, makes the next run resolve again, and a set that no longer resolves is refused."""
+    from build_steps import requirements_preflight as pf
+    monkeypatch.setenv("MXNET_HARNESS_CACHE", str(tmp_path / "cache"))
+    house = _wheelhouse(tmp_path, b_version="2.0")
+    ask = dict(python=sys.executable, find_links=[house], no_index=True)
+    first = pf.check(["harnessa", "onnxruntime>=1.20"], **ask)
+    assert first.refusal == first.not_checked == "" and first.reused_age is None and "harnessb" in first.resolved
+    again = pf.check(["harnessa", "onnxruntime>=1.20"], **ask)
+    assert again.refusal == again.not_checked == "" and again.reused_age is not None, again
+    assert 0 <= again.reused_age < pf.REUSE_S and again.installer == installer
+    # each run's own id, temporary dir and HOME (a selftest's process mark too) are not inputs
+    monkeypatch.setenv("MXNET_HARNESS_RUN", "another-run")
+    monkeypatch.setenv("HARNESS_FAULT_MARK", "another-test")
+    monkeypatch.setenv("HOME", str(tmp_path / "another-home"))
+    assert pf.check(["harnessa", "onnxruntime>=1.20"], **ask).reused_age is not None
+    # a proxy is: another key
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    assert pf.check(["harnessa", "onnxruntime>=1.20"], **ask).reused_age is None
+    monkeypatch.delenv("HTTPS_PROXY")
+    # other requirements: another key
+    assert pf.check(["harnessb"], **ask).reused_age is None
+    # the wheelhouse changed: harnessb 2.0 replaced by 1.0, harnessa now cannot be satisfied
+    (house / "harnessb-2.0-py3-none-any.whl").unlink()
+    _pure_wheel(house, "harnessb", "1.0")
+    changed = pf.check(["harnessa", "onnxruntime>=1.20"], **ask)
+    assert changed.reused_age is None and "harnessb" in changed.refusal, changed
+    # and back: resolved afresh, then reused; a record past REUSE_S is not
+    (house / "harnessb-1.0-py3-none-any.whl").unlink()
+    _pure_wheel(house, "harnessb", "2.0")
+    assert pf.check(["harnessa", "onnxruntime>=1.20"], **ask).reused_age is None
+    assert pf.check(["harnessa", "onnxruntime>=1.20"], **ask).reused_age is not None
+    for record in (tmp_path / "cache" / "requirements-preflight").glob("*.json"):
+        record.write_text('{"resolved_at": %f}' % (time.time() - pf.REUSE_S - 1))
+    assert pf.check(["harnessa", "onnxruntime>=1.20"], **ask).reused_age is None
+
+
+def test_a_refusal_is_asked_again_every_time(tmp_path, monkeypatch):
+    from build_steps import requirements_preflight as pf
+    monkeypatch.setenv("MXNET_HARNESS_CACHE", str(tmp_path / "cache"))
+    house = _wheelhouse(tmp_path, b_version="1.0")
+    for _ in range(2):
+        found = pf.check(["harnessa"], python=sys.executable, find_links=[house], no_index=True)
+        assert "harnessb" in found.refusal and found.reused_age is None, found
+    assert not list((tmp_path / "cache").rglob("requirements-preflight/*.json"))
