@@ -18,7 +18,6 @@ from build_steps import acceptance
 from build_steps.errors import UsageError
 
 from .exits import refuse
-from .common import is_release_run
 from .shard_plan import SECTION, SHARD_GATE, acceptance_dir, source_root
 from .state import HarnessRun, the_run
 
@@ -59,7 +58,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         shard = getattr(item, "callspec", None) and item.callspec.params.get("shard")  # type: ignore[attr-defined]
         if root is None:
             # Without a tree there is nothing to run; only a release run insists (the tree gate fails).
-            if shard is not None or not is_release_run(config):
+            if shard is not None or not the_run(config).plan.release:
                 drop.append(item)
         elif shard is not None and acceptance.not_applicable(shard, root):
             drop.append(item)

@@ -3,7 +3,6 @@ xdist workers meet, the checks of the plugin list, and live progress past pytest
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +13,7 @@ from build_steps.errors import SandboxUnavailable
 from build_steps.options import RunOptions
 
 from .exits import refuse
-from .state import harness_run, the_run
+from .state import harness_run, plan_of, the_run
 
 
 def start_sandbox(config: pytest.Config, options: RunOptions, run_dir: Path) -> None:
@@ -78,13 +77,8 @@ def fix_release_options(config: pytest.Config, version: str, mxnet_src: Path | N
     if run.release_fixed:
         raise RuntimeError("the release options were already fixed in this session")
     run.options = run.options.for_release(version, mxnet_src)
+    run.plan = plan_of(config, run.options)
     run.release_fixed = True
-
-
-def is_release_run(config: pytest.Config) -> bool:
-    """A run selected with ``-m release`` (alone or in an expression): skips count as failures."""
-    return bool(re.search(r"\brelease\b", config.option.markexpr or "")) and not re.search(
-        r"\bnot\s+release\b", config.option.markexpr or "")
 
 
 def is_worker(config: pytest.Config) -> bool:

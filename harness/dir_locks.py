@@ -11,38 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import filesystem, run_lock, source
+from build_steps import filesystem, run_lock
 from build_steps.errors import UsageError
 
 from .exits import refuse
-from .common import harness_options, is_worker, say
-from .state import the_run
+from .common import harness_options, say
+from .state import HarnessRun, the_run
 
 _LOCKS_KEY = pytest.StashKey[list[run_lock.HeldLock]]()
 
 
-def build_dir_of(config: pytest.Config) -> Path | None:
-    """The build dir this run would build in, or None when it builds nothing (``--wheel``) or
-    names no MXNet tree (collection then says why)."""
-    from .steps import BuildPaths
-    run = the_run(config)
-    options = run.options
-    if run.mode == "audit":
-        return None
-    try:
-        src = source.resolve_source(options.mxnet_src, Path(config.invocation_params.dir))
-    except UsageError:
-        return None
-    return BuildPaths(options, src).build_dir
-
-
-def _can_hold_lock(config: pytest.Config, build_dir: Path) -> bool:
+def _can_hold_lock(run: HarnessRun, build_dir: Path) -> bool:
     """Whether the lock inside the build dir can be made (where the build dir is, or would be
     made): a build dir that cannot be written (a read-only tree's default one) is preflight's
     refusal, in its words, not the lock's; so is one in the source tree, which gets no lock file."""
     from build_steps.preflight import build_dir_in_tree
-    src = source.resolve_source(harness_options(config).mxnet_src, Path(config.invocation_params.dir))
-    return filesystem.writable(build_dir) is None and not build_dir_in_tree(src, build_dir)
+    return filesystem.writable(build_dir) is None and not build_dir_in_tree(run.plan.tree(), build_dir)
 
 
 def _register_places(config: pytest.Config, build_dir: Path | None) -> None:
@@ -60,13 +44,16 @@ def _register_places(config: pytest.Config, build_dir: Path | None) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
-    build_dir = build_dir_of(config)
+    run = the_run(config)
+    # the build dir this run would build in; None when it builds nothing (--wheel) or names no
+    # MXNet tree (collection then says why)
+    build_dir = run.plan.paths.build_dir if run.plan.paths is not None else None
     _register_places(config, build_dir)
-    if is_worker(config) or config.option.collectonly:
+    if run.is_worker or config.option.collectonly:
         return
-    options = harness_options(config)
+    options = run.options
     wanted: list[tuple[Path, str, str, bool]] = []
-    if build_dir is not None and _can_hold_lock(config, build_dir):
+    if build_dir is not None and _can_hold_lock(run, build_dir):
         wanted.append((build_dir, "build dir",
                        "Two runs on one build dir configure and compile over each other. Wait for it to "
                        "finish (or stop it), or give this run its own --build-dir=DIR", True))

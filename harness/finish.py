@@ -33,9 +33,9 @@ from .common import say
 from .pin_record import load_pin
 from .release_scope import release_set_of
 from .report_doc import destinations, extra_sections, merged_gpu_runs, publish_page, review_section, wants_page
-from .shard_plan import SECTION as SHARD_SECTION, has_table, inapplicable_shard_gates, source_root, write_summary
+from .shard_plan import SECTION as SHARD_SECTION, has_table, inapplicable_shard_gates, write_summary
 from .state import HarnessRun, harness_run
-from .steps import WHEEL_STEP, BuildPaths, after_chain_records, chain_records
+from .steps import WHEEL_STEP, after_chain_records, chain_records
 from .verdicts import GPU_MARKS, NOT_JUDGED, NOT_JUDGED_EXIT
 from .wheel_placement import chain_lines, gate_failures, override_lines, place_wheel
 
@@ -314,8 +314,7 @@ def _release(run: HarnessRun, gates: list[str], verdicts: dict[str, str], excuse
     # judged, checked now and again right before the upload (publish.execute). dist/ gets the same
     # bytes first (the report names dist/'s copy: the run's own dir is removed after a green run).
     upload = verify(pin, "the publish")
-    root = source_root(run)
-    paths = BuildPaths(opts, root) if opts.wheel is None and root is not None else None
+    paths = run.plan.paths
     if not opts.dry_run and paths is not None:
         upload = package.publish_to_dist(upload, paths.dist, sha256=pin.sha256, src=paths.src,
                                          remote_tags=state.remote_tags)

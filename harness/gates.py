@@ -14,7 +14,7 @@ from build_steps.errors import (EnvironmentFault, HarnessError, ProductFailed, S
                                 UsageError, WheelUnusable)
 from build_steps.release_manifest import left_out_by_flavor
 
-from .common import harness_options, is_release_run
+from .common import harness_options
 from .state import HarnessRun, harness_run, the_run
 from .steps import STEP_NAMES
 from .verdicts import CHAIN_STEP_PROPERTY
@@ -71,7 +71,7 @@ def _judge(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
     # whose makereport wraps this one and so sees the converted outcome.
     if item.get_closest_marker("release") is None or not report.skipped or report.when == "teardown":
         return
-    if is_release_run(item.config):
+    if the_run(item.config).plan.release:
         why = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"release run: gate skipped, which counts as a failure ({why})"

@@ -25,7 +25,6 @@ node ids alias the release set's (``--rootdir``). A release run (``-m release``,
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -35,6 +34,7 @@ import pytest
 from build_steps.credentials import parse_credential_steps, unexplained_credentials
 from build_steps.errors import UsageError
 from build_steps.pinning import sha256_of
+from build_steps.run_plan import release_requested
 from build_steps.release_manifest import FLAVORS, load_manifest
 
 from .exits import refuse
@@ -48,13 +48,6 @@ _ALLOWED_MODULES = ("_pytest", "pytest", "xdist", "pytest_timeout")
 RERUN_PLUGINS = {"pytest_rerunfailures": "--reruns / the reruns ini",
                  "flaky": "the flaky plugin"}
 
-
-
-def release_requested(markexpr: str | None, publish: object = False, release_report: object = None) -> bool:
-    """The run's verdict can lead to a publish: -m release (not 'not release'), --publish or a report."""
-    expr = markexpr or ""
-    marked = bool(re.search(r"\brelease\b", expr)) and not re.search(r"\bnot\s+release\b", expr)
-    return marked or bool(publish) or bool(release_report)
 
 
 def _is_release_config(config: pytest.Config) -> bool:

@@ -20,7 +20,7 @@ from build_steps import publish
 from build_steps.errors import UsageError
 
 from .exits import refuse
-from .common import fix_release_options, harness_options, is_release_run, is_worker
+from .common import fix_release_options, harness_options, is_worker
 from .release_scope import scope_line
 from .state import the_run
 from .verdicts import NOT_JUDGED_EXIT
@@ -117,7 +117,7 @@ class PublishPlugin:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, exitstatus: pytest.ExitCode,
                                 config: pytest.Config) -> None:
         opts = harness_options(config)
-        if self.worker or not (opts.publish or is_release_run(config)) \
+        if self.worker or not (opts.publish or self.run.plan.release) \
                 or exitstatus == pytest.ExitCode.USAGE_ERROR or config.option.collectonly:
             return
         tr = terminalreporter

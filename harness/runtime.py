@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from build_steps import once, requirements_preflight, source
+from build_steps import once, requirements_preflight
 from build_steps import venv
 from build_steps.heartbeat import heartbeat
 from build_steps.driver_stub import DRIVER_SONAME, STUB_ENV, STUB_RECORD, driver_missing, make_stub
 from build_steps.readers.elf import read_dynamic
 from build_steps import filesystem
-from build_steps.errors import EnvironmentFault, HarnessError, StepError, UsageError, log_tail
+from build_steps.errors import EnvironmentFault, HarnessError, StepError, log_tail
 from build_steps.once import run_once
 from build_steps.pinning import verify
 from build_steps.profile_data import GATE_TEST_REQUIREMENTS
@@ -117,11 +117,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                                                                           config.option.keyword):
         return
     options = run.options
-    if run.mode == "build":
-        try:  # a run that names no MXNet tree builds nothing (collection says why)
-            source.resolve_source(options.mxnet_src, Path(config.invocation_params.dir))
-        except UsageError:
-            return
+    if run.mode == "build" and run.plan.source is None:
+        return  # a run that names no MXNet tree builds nothing (collection says why)
     found = requirements_preflight.check(
         [*options.extra_requirements, *GATE_TEST_REQUIREMENTS], python=options.build_python,
         find_links=options.find_links, index_url=options.index_url, no_index=options.no_index,

@@ -16,8 +16,6 @@ import pytest
 
 from build_steps import acceptance
 from build_steps.acceptance_run import unreported_result
-from build_steps.errors import UsageError
-from build_steps.source import resolve_source
 
 from .state import HarnessRun
 
@@ -35,10 +33,7 @@ def source_root(run: HarnessRun) -> Path | None:
     """The tree whose tests/ the shards run: --mxnet-src, or the cwd when it is an MXNet tree
     (None when neither). A --mxnet-src that is only a git checkout (the provenance audit's source
     tree, which needs no MXNet layout) runs no shard; a release run's tree gate then fails."""
-    try:
-        return resolve_source(run.options.mxnet_src, Path(run.config.invocation_params.dir))
-    except UsageError:
-        return None
+    return run.plan.source
 
 
 def selected_shards(run: HarnessRun) -> list[Shard]:

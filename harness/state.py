@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from build_steps.options import RunOptions
     from build_steps.pinning import WheelPin
     from build_steps.publish import ReleaseVersion
+    from build_steps.run_plan import RunPlan
 
 Mode = Literal["build", "audit"]
 Role = Literal["controller", "worker"]
@@ -91,6 +92,8 @@ class HarnessRun:
     #: the run's dir, common to every xdist worker (harness.common.RunDir)
     dir: RunDir
     role: Role
+    #: what the options and -m settle (build_steps.run_plan), made with the options (settle)
+    plan: RunPlan
     release_fixed: bool = False
 
     # harness.ledger: every gate's verdict (the gate table's rows are Ledger.results)
@@ -279,9 +282,17 @@ def open_run_dir(config: pytest.Config) -> RunDir:
 def start_run(config: pytest.Config, options: RunOptions, plugins: tuple[str, ...], run_dir: RunDir) -> HarnessRun:
     """The run's state, once per process (the root conftest's pytest_configure)."""
     role: Role = "worker" if hasattr(config, "workerinput") else "controller"
-    run = HarnessRun(config=config, options=options, plugins=tuple(plugins), dir=run_dir, role=role)
+    run = HarnessRun(config=config, options=options, plugins=tuple(plugins), dir=run_dir, role=role,
+                     plan=plan_of(config, options))
     config.stash[_RUN_KEY] = run
     return run
+
+
+def plan_of(config: pytest.Config, options: RunOptions) -> RunPlan:
+    """The run plan of ``options``: made with them, in pytest_configure and when a publish run's
+    options are fixed (harness.common.fix_release_options), never anywhere else."""
+    from build_steps.run_plan import make_plan
+    return make_plan(options, config.option.markexpr, Path(config.invocation_params.dir))
 
 
 def harness_run(config: pytest.Config) -> HarnessRun | None:

@@ -36,6 +36,7 @@ from .common import LIVE, say
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
     from build_steps.profile_data import Profile
+    from build_steps.run_plan import BuildPaths, RunPlan
 
 
 def guarded(step: str, produce: Callable[[], dict[str, Any]], where: Path) -> Callable[[], dict[str, Any]]:
@@ -64,23 +65,6 @@ def guarded(step: str, produce: Callable[[], dict[str, Any]], where: Path) -> Ca
     return run
 
 
-class BuildPaths:
-    """Where one build of one tree lives: the CMake tree, its logs, the staged package tree, the
-    wheel staging dir. Nothing of a run is written into the source tree but what its build dir
-    and dist/ put there: the package is staged in a copy of ``python/`` under the build dir (two
-    build dirs of one tree never share it), and a tree that cannot be written gets its dist/ in
-    the build dir."""
-
-    def __init__(self, options: RunOptions, src: Path) -> None:
-        self.src = src
-        # --build-dir is absolute (make_options resolves it against the current directory)
-        self.build_dir = (options.build_dir or options.profile.default_build_dir(src)).resolve()
-        self.logs = self.build_dir / "harness-logs"
-        self.staging = self.build_dir / "harness-wheel"
-        self.package_tree = self.build_dir / "harness-package"
-        self.dist = src / "dist" if filesystem.writable(src) is None else self.build_dir / "dist"
-
-
 class StepInputs:
     """What a step's ``produce``/``where``/``applies`` get: the fixtures its row names in ``needs``,
     as typed attributes. Every name a row may need is declared here (a row naming another one is
@@ -89,7 +73,7 @@ class StepInputs:
     options: RunOptions
     profile: Profile
     shared_dir: Path
-    request: pytest.FixtureRequest
+    run_plan: RunPlan
     build_paths: BuildPaths
     cuda_root: cuda_root.CudaRoot | None
     built_opencv: opencv_build.OpenCVBuild | None
@@ -172,10 +156,6 @@ def _say_each(prefix: str, lines: Iterable[str]) -> None:
         say(f"{prefix}{line}")
 
 
-def _invocation_dir(n: StepInputs) -> Path:
-    return Path(n.request.config.invocation_params.dir)
-
-
 def _source_applies(n: StepInputs) -> bool:
     if n.options.wheel is not None:
         pytest.skip("--wheel given: the build chain does not run (nothing is configured or built)")
@@ -183,7 +163,7 @@ def _source_applies(n: StepInputs) -> bool:
 
 
 def _produce_source(n: StepInputs) -> dict[str, Any]:
-    root = source.resolve_source(n.options.mxnet_src, _invocation_dir(n))
+    root = n.run_plan.tree()
     info = source.check_source_tree(root, {**n.options.profile.configure_flags, **n.options.cmake_defines})
     say(f"==> MXNet source tree: {root} (commit {info.commit or 'not a git checkout'}, "
         f"flavor {n.options.profile.name})")
@@ -317,9 +297,9 @@ def _in_build_dir(n: StepInputs) -> Path:
 
 #: The chain, in order. The last row makes the wheel (the pin's producer, dist/'s candidate).
 CHAIN = (
-    Step("mxnet_source", "source", "source", "source", ("options", "shared_dir", "request"),
+    Step("mxnet_source", "source", "source", "source", ("options", "shared_dir", "run_plan"),
          _produce_source, source.SourceInfo.from_json,
-         where=lambda n: n.options.mxnet_src or _invocation_dir(n), applies=_source_applies, quiet=True),
+         where=lambda n: n.run_plan.source or Path.cwd(), applies=_source_applies, quiet=True),
     Step("cuda_root", "cuda_root", "cuda-root", "CUDA root", ("options", "shared_dir"),
          _produce_cuda_root, cuda_root.CudaRoot.from_json,
          where=lambda n: cuda_root.default_cache_dir(),
