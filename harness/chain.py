@@ -1,22 +1,25 @@
-"""The build chain as session fixtures (one per row of harness.steps.CHAIN) and the checks made
+"""The build chain as session fixtures (one per row of build_steps.build_chain.CHAIN) and the checks made
 before a build starts. The end of the chain (the wheel to dist/ or set aside, the chain's summary
 lines) is a row of the end of the run (harness.finish, harness.wheel_placement).
 """
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
 from build_steps import launcher, preflight, source
 from build_steps.cuda_root import default_cache_dir
+from build_steps.build_chain import CHAIN, Step, StepInputs, guarded
 from build_steps.errors import UsageError
+from build_steps.once import run_once
 from build_steps.run_plan import BuildPaths, RunPlan
 
 from .common import LIVE
 from .exits import refuse
 from .state import HarnessRun, the_run
-from .steps import CHAIN
 
 #: this checkout: its tests/ holds the gates
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
@@ -103,10 +106,27 @@ def compiler_launcher(run_plan: RunPlan) -> launcher.Launcher:
     return run_plan.compiler_launcher()
 
 
-# The steps' session fixtures, one per row of the chain's table (harness.steps.CHAIN), each named
-# here so that grep finds where a fixture a gate asks for comes from. A row without its line here
-# is refused at import.
-_STEP_FIXTURES = {step.fixture: step.fixture_function() for step in CHAIN}
+def _fixture_of(step: Step) -> Callable[..., Any]:
+    """The session fixture of a chain step: pytest asks for ``needs`` by the function's signature."""
+    def step_fixture(**needs: Any) -> Any:
+        n = StepInputs(progress=LIVE, **needs)
+        applies = step.applies(n)
+        if isinstance(applies, str):
+            pytest.skip(applies)
+        if not applies:
+            return None
+        return step.from_json(run_once(n.shared_dir, step.record, guarded(step.name, lambda: step.produce(n),
+                                                                          step.where(n))))
+    step_fixture.__name__ = step.fixture
+    step_fixture.__doc__ = f"The build step {step.name!r} (build_steps.build_chain.CHAIN), run once for the run."
+    step_fixture.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # pytest reads it
+        [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY) for p in step.needs])
+    return pytest.fixture(scope="session", name=step.fixture)(step_fixture)
+
+
+# The steps' session fixtures, one per row of the chain's table, each named here so that grep finds
+# where a fixture a gate asks for comes from. A row without its line here is refused at import.
+_STEP_FIXTURES = {step.fixture: _fixture_of(step) for step in CHAIN}
 mxnet_source = _STEP_FIXTURES.pop("mxnet_source")
 cuda_root = _STEP_FIXTURES.pop("cuda_root")
 built_opencv = _STEP_FIXTURES.pop("built_opencv")

@@ -1,4 +1,4 @@
-"""The end of a run as one table, modelled on the build chain's (harness.steps.CHAIN).
+"""The end of a run as one table, modelled on the build chain's (build_steps.build_chain.CHAIN).
 
 ``FINISH`` lists what happens after the last gate, in order. Each row is a plain function of the
 run's state (harness.state.HarnessRun) returning an ``Outcome``: the summary lines it adds, and
@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import pytest
 
+from build_steps.build_chain import WHEEL_STEP, after_chain_records, chain_records
 from build_steps import package, publish
 from build_steps.driver_stub import STUB_RECORD
 from build_steps.errors import HarnessError, PublishRefused, UsageError
@@ -35,7 +36,6 @@ from .release_scope import release_set_of
 from .report_doc import destinations, extra_sections, merged_gpu_runs, publish_page, review_section, wants_page
 from .shard_plan import SECTION as SHARD_SECTION, has_table, inapplicable_shard_gates, write_summary
 from .state import HarnessRun, harness_run
-from .steps import WHEEL_STEP, after_chain_records, chain_records
 from .verdicts import GPU_MARKS, NOT_JUDGED, NOT_JUDGED_EXIT
 from .wheel_placement import chain_lines, gate_failures, override_lines, place_wheel
 

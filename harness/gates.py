@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from build_steps.build_chain import STEP_NAMES
 from build_steps.errors import (EnvironmentFault, HarnessError, ProductFailed, StepError, StepFailedElsewhere,
                                 UsageError, WheelUnusable)
 from build_steps.release_manifest import left_out_by_flavor
 
 from .common import harness_options
 from .state import HarnessRun, harness_run, the_run
-from .steps import STEP_NAMES
 from .verdicts import CHAIN_STEP_PROPERTY
 
 #: Steps every gate of a build run stands on: when one fails, no further gate can run.

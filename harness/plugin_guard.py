@@ -236,7 +236,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _step_names() -> tuple[str, ...]:
-    from .steps import STEP_NAMES
+    from build_steps.build_chain import STEP_NAMES
     return STEP_NAMES
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from build_steps.build_chain import chain_stop_of
 from build_steps import publish
 from build_steps.errors import UsageError
 
@@ -24,7 +25,6 @@ from .common import fix_release_options, harness_options, is_worker
 from .release_scope import scope_line
 from .state import the_run
 from .verdicts import NOT_JUDGED_EXIT
-from .steps import chain_stop_of
 
 if TYPE_CHECKING:
     from xdist.workermanage import WorkerController

@@ -28,7 +28,7 @@ from build_steps.readers.report import provenance_document
 from .release_scope import ReleaseSet, release_set_of
 from .shard_plan import inapplicable_shard_gates, split_parts
 from .state import HarnessRun
-from .steps import CHAIN, chain_records, step_seconds
+from build_steps.build_chain import CHAIN, chain_records, step_seconds
 
 if TYPE_CHECKING:
     from build_steps.pinning import WheelPin

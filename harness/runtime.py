@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
+from build_steps.build_chain import guarded
 from build_steps import once, requirements_preflight
 from build_steps import venv
 from build_steps.heartbeat import heartbeat
@@ -26,7 +27,6 @@ from build_steps.profile_data import GATE_TEST_REQUIREMENTS
 from build_steps.cuda_stack import cublas_probe_args
 
 from .exits import refuse
-from .steps import guarded
 from .common import say
 from .state import the_run
 

@@ -14,7 +14,7 @@ from build_steps.pinning import verify
 from build_steps.readers import ninja_log
 
 from .state import HarnessRun
-from .steps import step_times
+from build_steps.build_chain import step_times
 
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
