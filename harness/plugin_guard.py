@@ -1,27 +1,6 @@
-"""Only the harness's own plugins, conftests and gate modules take part in a release run (issue 29).
-
-A release verdict is only as good as the code that files it. Anything pytest loads runs inside the
-harness with its privileges and can rewrite any report: a ``conftest.py`` of the tree under test
-(reached through a path option or a positional argument), a module named by ``PYTEST_PLUGINS`` or
-``-p``, a distribution's ``pytest11`` entry point, a rerun plugin, or test files elsewhere whose
-node ids alias the release set's (``--rootdir``). A release run (``-m release``, ``--publish``,
-``--release-report``) therefore:
-
-- refuses a foreign conftest before pytest imports it (pytest.ini loads this module with ``-p``, so
-  its ``pytest_load_initial_conftests`` runs before pytest's own), and any that gets registered later;
-- lists its plugins when it is configured and refuses every one that is not pytest's, the
-  harness's or a declared dependency's (pytest-xdist, pytest-timeout), naming each;
-- refuses a rerun plugin that would rerun (``--reruns``, the ``reruns`` ini; a ``flaky`` marker could
-  only sit in a gate module, whose bytes the manifest pins), and the ``flaky`` plugin outright: a
-  gate that failed once is a failed gate. Refused, not counted: the run would otherwise build for an hour to end
-  in a verdict that is known at the start. A rerun plugin that is installed but idle (the
-  selftest extra installs pytest-rerunfailures) is let be; harness.ledger files any rerun as a
-  failure all the same, so a non-release run's table cannot show one as a pass either;
-- refuses a rootdir other than the harness's, a gate module whose bytes are not the ones its
-  release manifest recorded, and a gate id collected from any file but the harness's own;
-- refuses credential-shaped variables in its environment that no ``--credential-for`` explains
-  (publishing is its own step: ``mxnet-release publish``).
-"""
+"""Only the harness's own plugins, conftests and gate modules take part in a release run (issue 29):
+this plugin enforces build_steps.plugin_policy, whose docstring says what a release run refuses and
+why, from before pytest imports the first conftest (pytest.ini loads it with ``-p``) to collection."""
 from __future__ import annotations
 
 import os
