@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from build_steps.build_chain import chain_stop_of
+from build_steps.closing_line import closing_line
 from build_steps import publish
 from build_steps.errors import UsageError
 
@@ -120,52 +121,20 @@ class PublishPlugin:
         if self.worker or not (opts.publish or self.run.plan.release) \
                 or exitstatus == pytest.ExitCode.USAGE_ERROR or config.option.collectonly:
             return
-        tr = terminalreporter
         out = self.run.publish_outcome or {}
         if out.get("commands"):
-            tr.section("publish: dry run (nothing was changed); a real run executes")
+            terminalreporter.section("publish: dry run (nothing was changed); a real run executes")
             for line in out["commands"]:
-                tr.write_line(line)
+                terminalreporter.write_line(line)
         gates = self.run.ledger.verdicts()
-        passed = sum(v == "passed" for v in gates.values())
-        verdict = "PASS" if gates and passed == len(gates) else "FAIL"
-        counted = f"{passed}/{len(gates)} gates passed"
-        if "set_size" in out:
-            # A publish run is judged against the flavor's release set, not against what it ran.
-            verdict = "PASS" if verdict == "PASS" and out["set_passed"] == out["set_size"] else "FAIL"
-            counted = f"{out['set_passed']}/{out['set_size']} gates of the {out['flavor']} release set passed"
-        if self.run.exitstatus == NOT_JUDGED_EXIT and self.run.not_judged:
-            # the host kept gates from judging and none judged FAIL (harness.finish.judge); under
-            # xdist the stop after the fault reaches this hook as an interrupt
-            verdict = "ERROR (not judged)"
-            counted += f"; {len(self.run.not_judged)} not judged"
-        elif exitstatus == pytest.ExitCode.INTERRUPTED:
-            verdict = "INTERRUPTED"
-        if not opts.publish:
-            published = "not published (--publish not given)"
-        elif out.get("published"):
-            published = f"PUBLISHED as {out.get('tag')} ({out.get('url')})"
-        elif out.get("dry_run"):
-            published = f"not published (dry run of {out.get('tag')})"
-        elif out.get("prepared"):
-            published = (f"not published yet: release report {out.get('report')} written for {out.get('tag')}; "
-                         f"publish with mxnet-release publish --report={out.get('report')} --yes")
-        elif out.get("reason"):
-            published = f"NOT published: {out['reason']}"
-        else:
-            published = "NOT published (the publish gate did not run)"
-            verdict = "FAIL" if verdict == "PASS" else verdict
-        placed = self.run.placed_wheel
-        wheel = placed or out.get("wheel") or (self.run.pin.source if self.run.pin else None) or (str(opts.wheel) if opts.wheel else "no wheel")
-        stopped = chain_stop_of(self.run.records)
-        if stopped and not placed:
-            # the gates that ran before the chain stopped are no tally of a release
-            tr.write_line(f"RELEASE no wheel: {stopped}; {published}", bold=True, red=True)
-            return
-        tr.write_line(f"RELEASE {wheel}: {verdict} ({counted}); {published}",
-                      bold=True, green=verdict == "PASS", red=verdict != "PASS")
-        scope = scope_line(self.run, gates)
+        pin, stopped = self.run.pin, chain_stop_of(self.run.records)
+        line, green = closing_line(
+            gates, out, publish=opts.publish, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
+            not_judged=len(self.run.not_judged) if self.run.exitstatus == NOT_JUDGED_EXIT else 0,
+            wheel=self.run.placed_wheel or out.get("wheel") or (pin.source if pin else None)
+            or (str(opts.wheel) if opts.wheel else "no wheel"),
+            placed=bool(self.run.placed_wheel), stopped=stopped)
+        terminalreporter.write_line(line, bold=True, green=green, red=not green)
+        scope = None if stopped and not self.run.placed_wheel else scope_line(self.run, gates)
         if scope:  # what the verdict covers, said where it is read (issue 36)
-            tr.write_line(scope, bold=True)
-
-
+            terminalreporter.write_line(scope, bold=True)
