@@ -22,7 +22,7 @@ def start_sandbox(config: pytest.Config, options: RunOptions, run_dir: Path) -> 
     --no-sandbox run says so once."""
     from build_steps import sandbox
     sandbox.configure(enabled=not options.no_sandbox, hidden=[run_dir])
-    if is_worker(config):
+    if hasattr(config, "workerinput"):
         return
     if options.no_sandbox:
         why = sandbox.probe() or "a sandbox could be made here"
@@ -66,10 +66,6 @@ def disabled_plugins_message(names: Sequence[str]) -> str:
             "or the ini's addopts")
 
 
-def harness_options(config: pytest.Config) -> RunOptions:
-    return the_run(config).options
-
-
 def fix_release_options(config: pytest.Config, version: str, mxnet_src: Path | None) -> None:
     """Install the publish run's options (RunOptions.for_release): the one replacement of the
     options made in pytest_configure, at session start, before any fixture has read them."""
@@ -79,18 +75,6 @@ def fix_release_options(config: pytest.Config, version: str, mxnet_src: Path | N
     run.options = run.options.for_release(version, mxnet_src)
     run.plan = plan_of(config, run.options)
     run.release_fixed = True
-
-
-def is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
-
-
-
-
-def shared_root(config: pytest.Config) -> Path | None:
-    """The directory common to all xdist workers of this run (where run-once records live)."""
-    run = harness_run(config)
-    return run.shared if run is not None else None
 
 
 def _end_progress_line(config: pytest.Config) -> bool:

@@ -15,7 +15,7 @@ from build_steps import filesystem, run_lock
 from build_steps.errors import UsageError
 
 from .exits import refuse
-from .common import harness_options, say
+from .common import say
 from .state import HarnessRun, the_run
 
 _LOCKS_KEY = pytest.StashKey[list[run_lock.HeldLock]]()
@@ -36,7 +36,7 @@ def _register_places(config: pytest.Config, build_dir: Path | None) -> None:
     filesystem.place(default_cache_dir(), "MXNET_HARNESS_CACHE")
     if build_dir is not None:
         filesystem.place(build_dir, "--build-dir=DIR")
-    venv_dir = harness_options(config).venv_dir
+    venv_dir = the_run(config).options.venv_dir
     if venv_dir is not None:
         filesystem.place(venv_dir, "--venv-dir=DIR")
 

@@ -15,7 +15,6 @@ from build_steps.errors import (EnvironmentFault, HarnessError, ProductFailed, S
                                 UsageError, WheelUnusable)
 from build_steps.release_manifest import left_out_by_flavor
 
-from .common import harness_options
 from .state import HarnessRun, harness_run, the_run
 from .verdicts import CHAIN_STEP_PROPERTY
 
@@ -81,7 +80,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # The GPU and cuBLAS gates are promises of the CUDA profile only. A CPU wheel does not make
     # them, so they are left out of its run (rather than skipped, which -m release counts as failed).
     # The rule is the one the release manifests are made by (build_steps.release_manifest).
-    profile = harness_options(config).profile
+    profile = the_run(config).options.profile
     if profile.is_cuda:
         return
     keep: list[pytest.Item] = []

@@ -22,7 +22,7 @@ from build_steps import publish
 from build_steps.errors import UsageError
 
 from .exits import refuse
-from .common import fix_release_options, harness_options, is_worker
+from .common import fix_release_options
 from .release_scope import scope_line
 from .state import the_run
 from .verdicts import NOT_JUDGED_EXIT
@@ -42,15 +42,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     version that will be tagged. xdist workers get the controller's choice (no second pick).
     """
     config = session.config
-    opts = harness_options(config)
+    run = the_run(config)
+    opts = run.options
     release: publish.ReleaseVersion | None = None
     src: Path | None = opts.mxnet_src
     shipped = getattr(config, "workerinput", {}).get("mxnet_publish")
     if shipped is not None:
         release = shipped["release"] and publish.ReleaseVersion(**shipped["release"])
         src = Path(shipped["mxnet_src"]) if shipped["mxnet_src"] else src
-    elif opts.publish and not is_worker(config):
-        if the_run(config).mode == "audit":
+    elif opts.publish and not run.is_worker:
+        if run.mode == "audit":
             # Issue 19, item 4: the release set's build gates verify the build of this run (its
             # CMake cache, compile, bundle, package); a wheel built elsewhere has none here, so
             # they could only skip, which a release counts as failed. Refused before anything runs.
@@ -96,7 +97,7 @@ class PublishPlugin:
         self.src = src
         # the end of the run's publish row reads them from the run (harness.finish)
         self.run.release, self.run.release_src = release, src
-        self.worker = is_worker(config)
+        self.worker = self.run.is_worker
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: WorkerController) -> None:
@@ -110,14 +111,14 @@ class PublishPlugin:
         # Without --publish the gate is not part of the run (a skip would fail -m release). With it,
         # its place in the run does not matter: the release is decided after every gate (FINISH).
         gates = [i for i in items if i.get_closest_marker("publish")]
-        if gates and not harness_options(config).publish:
+        if gates and not self.run.options.publish:
             config.hook.pytest_deselected(items=gates)
             items[:] = [i for i in items if not i.get_closest_marker("publish")]
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, exitstatus: pytest.ExitCode,
                                 config: pytest.Config) -> None:
-        opts = harness_options(config)
+        opts = self.run.options
         if self.worker or not (opts.publish or self.run.plan.release) \
                 or exitstatus == pytest.ExitCode.USAGE_ERROR or config.option.collectonly:
             return

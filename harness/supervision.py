@@ -10,8 +10,6 @@ import pytest
 from build_steps import supervise
 from build_steps.interrupts import Interrupts
 
-from .common import is_worker
-
 _KEY = pytest.StashKey[dict[str, Any]]()
 
 
@@ -21,7 +19,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if threading.current_thread() is threading.main_thread():
         state["interrupts"] = interrupts = Interrupts()
         interrupts.install()
-    if not is_worker(config) and not config.option.collectonly and supervise.current() is None:
+    if not hasattr(config, "workerinput") and not config.option.collectonly and supervise.current() is None:
         state["supervision"] = supervise.start()
 
 
