@@ -51,34 +51,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         release = shipped["release"] and publish.ReleaseVersion(**shipped["release"])
         src = Path(shipped["mxnet_src"]) if shipped["mxnet_src"] else src
     elif opts.publish and not run.is_worker:
-        if run.mode == "audit":
-            # Issue 19, item 4: the release set's build gates verify the build of this run (its
-            # CMake cache, compile, bundle, package); a wheel built elsewhere has none here, so
-            # they could only skip, which a release counts as failed. Refused before anything runs.
-            refuse(
-                f"--publish with --wheel {opts.wheel.name}: only a full build publishes. The release "  # type: ignore[union-attr]
-                "set's build gates verify the build made in the same run, which an existing wheel "
-                "does not have; run pytest -m release --mxnet-src=<the checkout> --publish (it builds, "
-                "verifies and publishes in one run), or audit this wheel without --publish")
-        report = config.getoption("release_report")
-        if opts.yes:
-            # Issue 29: the run that builds and verifies never holds the token; publishing is a step
-            # of its own, as in CI (docs/release_procedure.md).
-            refuse(
-                "--publish --yes: the verify run publishes nothing itself any more; run it with "
-                "--publish --release-report=R, then publish with mxnet-release publish --report=R --yes")
-        if not opts.dry_run and not report:
-            refuse(
-                "--publish needs --release-report=PATH (the report mxnet-release publish --report=PATH "
-                "publishes from) or --dry-run (prints the commands)")
         try:
-            state = publish.preflight(opts.mxnet_src or Path(config.invocation_params.dir),
-                                      opts.remote, dry_run=True)
-            release = publish.resolve_release_version(
-                state, opts.profile, explicit=opts.wheel_version, wheel=opts.wheel)
+            release, src = publish.choose_release(opts, Path(config.invocation_params.dir),
+                                                  config.getoption("release_report"))
         except UsageError as exc:
             refuse(exc)
-        src = opts.mxnet_src or state.repo
     elif (opts.dry_run or opts.yes or config.getoption("release_report")) and not opts.publish:
         refuse("--dry-run, --yes and --release-report only apply together with --publish")
     if release:

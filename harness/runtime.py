@@ -16,12 +16,10 @@ import pytest
 from build_steps import once, requirements_preflight, venv
 from build_steps.build_chain import guarded
 from build_steps.cuda_stack import cublas_probe_args
-from build_steps.driver_stub import DRIVER_SONAME, STUB_ENV, STUB_RECORD, driver_missing, make_stub
-from build_steps.errors import HarnessError
+from build_steps.driver_stub import STUB_ENV, STUB_RECORD, stub_record
 from build_steps.once import run_once
 from build_steps.pinning import verify
 from build_steps.profile_data import GATE_TEST_REQUIREMENTS
-from build_steps.readers.elf import read_dynamic
 from build_steps.release_venv import make_release_venv
 
 from .common import say
@@ -157,17 +155,8 @@ CPU_SIDE_PROBES = ("probe_opencv.py", "probe_onnx.py", "probe_features.py")
 def driver_stub(release_venv: venv.Venv, install_report: dict[str, Any], shared_dir: Path) -> str | None:
     """The stand-in libcuda.so.1 (build_steps.driver_stub) when the installed libmxnet.so needs
     libcuda.so.1 and the host has no driver; None otherwise. Made once; reported at the end."""
-    def produce() -> dict[str, Any]:
-        libs = install_report.get("libmxnet") or []
-        try:
-            needs = bool(libs) and DRIVER_SONAME in read_dynamic(libs[0]).needed
-        except HarnessError:
-            needs = False  # not an ELF library: the gates say so themselves
-        missing = driver_missing(release_venv.python, release_venv.env()) if needs else None
-        if missing is None:
-            return {"stub": None}
-        return {"stub": str(make_stub(shared_dir / "driver-stub")), "why": missing}
-    return cast("str | None", run_once(shared_dir, STUB_RECORD, produce)["stub"])
+    return cast("str | None", run_once(shared_dir, STUB_RECORD, lambda: stub_record(
+        install_report.get("libmxnet") or [], release_venv.python, release_venv.env(), shared_dir / "driver-stub"))["stub"])
 
 
 @pytest.fixture(scope="session")
