@@ -15,8 +15,8 @@ a JSON record under the run's shared dir).
 from __future__ import annotations
 
 import errno
-import logging
 import json
+import logging
 import sys
 import time
 from dataclasses import dataclass
