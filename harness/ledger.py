@@ -17,7 +17,7 @@ from typing import Any, cast
 import pytest
 
 from build_steps.errors import HarnessError, NotJudged
-from build_steps.run_record import Entry
+from build_steps.gate_ledger import Entry
 
 from .common import LIVE
 from .shard_plan import SHARD_GATE

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from build_steps.run_record import Clock
+from build_steps.gate_ledger import Clock
 
 from .exits import refuse
 from .state import HarnessRun, the_run

@@ -17,7 +17,7 @@ import pytest
 
 from build_steps.errors import UsageError
 from build_steps.run_dirs import RunDir
-from build_steps.run_record import Clock, Ledger
+from build_steps.gate_ledger import Clock, Ledger
 
 from .exits import refuse
 
