@@ -61,6 +61,14 @@ def test_nothing_settled_outside_the_plan():
     assert settled_elsewhere(_run_modules()) == []
 
 
+def test_the_plan_is_made_in_one_place():
+    """harness.state.plan_of, with the options (pytest_configure, and a publish run's fixed options)."""
+    makers = sorted(f"{name}:{node.lineno}" for name, path in _run_modules().items()
+                    for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)
+                    and getattr(node.func, "id", getattr(node.func, "attr", "")) == "make_plan")
+    assert [m.split(":")[0] for m in makers] == ["harness.state"], makers
+
+
 def _tree(root: Path) -> Path:
     (root / "python").mkdir(parents=True)
     (root / "CMakeLists.txt").write_text("project(mxnet)\n")
