@@ -17,11 +17,10 @@ pytest.register_assert_rewrite("harness")
 from build_steps.development_settings import option_dests  # noqa: E402
 from build_steps.errors import UsageError  # noqa: E402
 from build_steps.options import RunOptions, make_options  # noqa: E402
-from harness.common import (disabled_harness_plugins, disabled_plugins_message, harness_options,  # noqa: E402
-                            shared_root, start_sandbox)
+from harness.common import disabled_harness_plugins, disabled_plugins_message, start_sandbox  # noqa: E402
 from harness.cli_options import OPTION_DESTS  # noqa: E402
 from harness.exits import refuse  # noqa: E402
-from harness.state import open_run_dir, start_run  # noqa: E402
+from harness.state import open_run_dir, start_run, the_run  # noqa: E402
 
 #: One module per concern: a thin adapter that files its own fields of the run's state
 #: (harness.state.HarnessRun) and imports no other plugin of this list (selftest/test_import_graph.py);
@@ -72,7 +71,7 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def options(request) -> RunOptions:
-    return harness_options(request.config)
+    return the_run(request.config).options
 
 
 @pytest.fixture(scope="session")
@@ -83,6 +82,6 @@ def profile(options):
 @pytest.fixture(scope="session")
 def shared_dir(request) -> Path:
     """Where xdist workers of this run meet: run-once records, the extracted wheel, the venv."""
-    path = shared_root(request.config)
+    path = the_run(request.config).shared
     path.mkdir(exist_ok=True)
     return path

@@ -4,9 +4,10 @@ naming it and the form it must take."""
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
 
-from .acceptance_suite import Shard, ShardSuite
+from .acceptance_suite import LANES, Shard, ShardSuite, load_suite
 from .errors import UsageError
 
 _SPLIT = re.compile(r"^([A-Za-z0-9_.-]+):(\d+)/(\d+)$")
@@ -57,3 +58,24 @@ def parse_parallel(values: Iterable[str] | None, suite: ShardSuite) -> dict[str,
                              "and N a positive number")
         out[lane] = int(n)
     return out
+
+
+#: The options the shard plan is read from (option_table's acceptance group, by dest).
+SHARD_OPTIONS = ("shards_file", "shards", "lanes", "shard_workers", "shard_split", "shard_timeout", "acceptance_dir")
+
+
+def shard_plan(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's shard plan from the SHARD_OPTIONS' values: the suite, the selected shards, the
+    workers per lane, the timeout override, the acceptance dir given and the split; UsageError
+    naming a bad value."""
+    suite = load_suite(given["shards_file"])
+    known = [s.id for s in suite.shards]
+    ids = parse_id_list(given["shards"], known, "shards")
+    lanes = parse_id_list(given["lanes"], LANES, "lanes")
+    parallel = parse_parallel(given["shard_workers"], suite)
+    split = parse_shard_split(given["shard_split"], known)
+    timeout = given["shard_timeout"]
+    if timeout is not None and timeout <= 0:
+        raise UsageError(f"--shard-timeout {timeout}: must be a positive number of minutes")
+    return {"suite": suite, "selected": select(suite, ids, lanes), "parallel": parallel,
+            "timeout": timeout, "dir": given["acceptance_dir"], "split": split}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from . import sandbox
 from .cuda_root import build_driver_stub
@@ -37,3 +38,19 @@ def driver_missing(python: Path, env: dict[str, str] | None = None) -> str | Non
 def make_stub(dest_dir: Path) -> Path:
     """The stub library (gcc-built, SONAME libcuda.so.1) in ``dest_dir``."""
     return build_driver_stub(Path(dest_dir) / DRIVER_SONAME)
+
+
+def stub_record(libmxnet: list[str], python: Path, env: dict[str, str], dest_dir: Path) -> dict[str, Any]:
+    """The run-once record of the stand-in: ``{"stub": path, "why": ...}`` when the installed
+    libmxnet.so (``libmxnet``: where it resolves in the venv) needs libcuda.so.1 and the venv's
+    ``python`` cannot load one, else ``{"stub": None}``."""
+    from .errors import HarnessError
+    from .readers.elf import read_dynamic
+    try:
+        needs = bool(libmxnet) and DRIVER_SONAME in read_dynamic(libmxnet[0]).needed
+    except HarnessError:
+        needs = False  # not an ELF library: the gates say so themselves
+    missing = driver_missing(python, env) if needs else None
+    if missing is None:
+        return {"stub": None}
+    return {"stub": str(make_stub(dest_dir)), "why": missing}

@@ -23,15 +23,18 @@ import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 
 from . import gitops
-from .errors import GitError, PublishFailed, PublishRefused, WheelNameError
+from .errors import GitError, PublishFailed, PublishRefused, UsageError, WheelNameError
 from .pinning import sha256_of
 from .profile_data import Profile
 from .versions import validate_version
 from .readers.wheel_name import parse_wheel_name
+
+if TYPE_CHECKING:
+    from .options import RunOptions
 
 
 # --------------------------------------------------------------------------------------------
@@ -209,6 +212,34 @@ class ReleaseFacts:
     commits: tuple[str, ...]
     #: where the stamp was read: "binary" or "build files"
     stamp_source: str = "binary"
+
+
+def choose_release(opts: RunOptions, cwd: Path, release_report: object) -> tuple[ReleaseVersion, Path]:
+    """A --publish run's release version and tree, chosen at session start before anything is built
+    (harness.publish_plugin), so the chain builds exactly the version that will be tagged; a
+    UsageError for what makes the run unable to publish."""
+    if opts.wheel is not None:
+        # Issue 19, item 4: the release set's build gates verify the build of this run (its
+        # CMake cache, compile, bundle, package); a wheel built elsewhere has none here, so
+        # they could only skip, which a release counts as failed. Refused before anything runs.
+        raise UsageError(
+            f"--publish with --wheel {opts.wheel.name}: only a full build publishes. The release "
+            "set's build gates verify the build made in the same run, which an existing wheel "
+            "does not have; run pytest -m release --mxnet-src=<the checkout> --publish (it builds, "
+            "verifies and publishes in one run), or audit this wheel without --publish")
+    if opts.yes:
+        # Issue 29: the run that builds and verifies never holds the token; publishing is a step
+        # of its own, as in CI (docs/release_procedure.md).
+        raise UsageError(
+            "--publish --yes: the verify run publishes nothing itself any more; run it with "
+            "--publish --release-report=R, then publish with mxnet-release publish --report=R --yes")
+    if not opts.dry_run and not release_report:
+        raise UsageError(
+            "--publish needs --release-report=PATH (the report mxnet-release publish --report=PATH "
+            "publishes from) or --dry-run (prints the commands)")
+    state = preflight(opts.mxnet_src or cwd, opts.remote, dry_run=True)
+    release = resolve_release_version(state, opts.profile, explicit=opts.wheel_version, wheel=opts.wheel)
+    return release, opts.mxnet_src or state.repo
 
 
 def _get(obj: object, name: str, default: Any = None) -> Any:

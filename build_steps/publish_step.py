@@ -119,3 +119,30 @@ def _check_gates(content: dict[str, Any], repo: Path) -> None:
 
 def _facts(raw: dict[str, Any]) -> dict[str, Any]:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
+
+
+def main(argv: list[str]) -> int:
+    """``mxnet-release publish --report=R --yes|--dry-run`` (harness.cli hands it the arguments)."""
+    import argparse
+    import sys
+
+    from .errors import REFUSED, HarnessError, exit_status
+    parser = argparse.ArgumentParser(
+        prog="mxnet-release publish",
+        description="tag and release the wheel a verify run (-m release --publish --release-report=R) "
+                    "passed; runs no code of the tree or the wheel")
+    parser.add_argument("--report", required=True, type=Path, help="the verify run's --release-report file")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--yes", action="store_true", help="really tag, push and create the GitHub release")
+    mode.add_argument("--dry-run", action="store_true", help="print the commands, change nothing")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return REFUSED if exc.code else 0  # argparse: --help is 0, a bad argument is refused
+    try:
+        url = publish_from_report(args.report, dry_run=args.dry_run, yes=args.yes)
+    except HarnessError as exc:
+        print(f"mxnet-release publish: {exc}", file=sys.stderr)
+        return exit_status(exc)  # its class's exit_code: 4 refused (PublishRefused, ReportRefused), else 1
+    print(f"PUBLISHED {url}" if not args.dry_run else "dry run: nothing was changed")
+    return 0

@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Collection, Iterable, Mapping, Protocol
+from typing import Any, Callable, Collection, Iterable, Mapping, Protocol, Sequence
 
-from .errors import UsageError
+from .errors import FAIL, UsageError
 from .pinning import sha256_of
 from .profile_data import PROFILES, Profile
 
@@ -143,3 +143,38 @@ def differences(committed: Manifest, generated: Manifest) -> list[str]:
         out.append(f"{committed.flavor}: the shard list differs from the shard data "
                    f"({', '.join(changed) or 'order'})")
     return out
+
+
+def write_or_check(generate: Callable[[], Mapping[str, Manifest]], argv: Sequence[str] | None = None) -> int:
+    """``python -m harness.release_set --write|--check``: write the manifests ``generate`` makes from
+    the gate modules (harness.release_set collects them), or name every disagreement (exit 1)."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m harness.release_set",
+                                     description="generate or check the per-flavor release manifests")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="write build_steps/release_sets/<flavor>.json")
+    mode.add_argument("--check", action="store_true", help="exit 1 naming every disagreement")
+    args = parser.parse_args(argv)
+    generated = generate()
+    if args.write:
+        for flavor, manifest in generated.items():
+            path = manifest_path(flavor)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(manifest.to_json(), indent=1) + "\n")
+            print(f"{path}: {len(manifest.gates)} gates, {len(manifest.shards)} shards")
+        return 0
+    problems: list[str] = []
+    for flavor, manifest in generated.items():
+        try:
+            problems += differences(load_manifest(flavor), manifest)
+        except Exception as exc:  # UsageError: missing or unreadable file
+            problems.append(str(exc))
+    for line in problems:
+        print(line)
+    if problems:
+        print(f"{len(problems)} disagreement(s) between the gate modules and build_steps/release_sets/: "
+              "regenerate with python -m harness.release_set --write and review the diff")
+        return FAIL
+    print("release manifests agree with the gate modules: "
+          + ", ".join(f"{f} {len(m.gates)} gates" for f, m in generated.items()))
+    return 0

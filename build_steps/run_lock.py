@@ -31,7 +31,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from filelock import FileLock, Timeout
 
@@ -193,3 +193,48 @@ def _take_over(stale: dict[str, Any], directory: Path, what: str) -> str:
         stopped += f" (its sccache server on port {server['port']} among them)"
     return (f"{what} {directory}: took over the lock of an earlier run ({_describe(stale)}), "
             f"which is {gone}: it was stopped without cleaning up{stopped}")
+
+
+def register_places(build_dir: Path | None, venv_dir: Path | None) -> None:
+    """Where this run writes, each with what moves it: a full or read-only disk's advice."""
+    from .cuda_root import default_cache_dir
+    filesystem.forget_places()
+    filesystem.place(default_cache_dir(), "MXNET_HARNESS_CACHE")
+    if build_dir is not None:
+        filesystem.place(build_dir, "--build-dir=DIR")
+    if venv_dir is not None:
+        filesystem.place(venv_dir, "--venv-dir=DIR")
+
+
+def take_run_locks(build_dir: Path | None, tree: Path | None, venv_dir: Path | None,
+                   say: Callable[[str], None]) -> list[HeldLock]:
+    """The run's locks on its build dir and its --venv-dir, all or none (UsageError naming the run
+    that holds one); ``say`` gets each lock's note as it is taken. A build dir the lock cannot be made in (one that cannot be written, or in the
+    source tree) gets none: preflight refuses it, in its words."""
+    from .preflight import build_dir_in_tree
+    wanted: list[tuple[Path, str, str, bool]] = []
+    if build_dir is not None and tree is not None and filesystem.writable(build_dir) is None \
+            and not build_dir_in_tree(tree, build_dir):
+        wanted.append((build_dir, "build dir",
+                       "Two runs on one build dir configure and compile over each other. Wait for it to "
+                       "finish (or stop it), or give this run its own --build-dir=DIR", True))
+    if venv_dir is not None:
+        wanted.append((venv_dir, "--venv-dir",
+                       "Two runs sharing a venv would reinstall and delete it under each other. Give this "
+                       "run its own --venv-dir (or leave it out for a temporary one), or wait for the "
+                       "other run to finish", False))
+    held: list[HeldLock] = []
+    for directory, what, fix, inside in wanted:
+        try:
+            held.append(take(directory, what, fix, inside=inside))
+        except UsageError:
+            release_all(held)
+            raise
+        if held[-1].note:
+            say(f"==> {held[-1].note}")
+    return held
+
+
+def release_all(held: list[HeldLock]) -> None:
+    while held:
+        held.pop().release()

@@ -2,7 +2,7 @@
 cmake, ninja and the CUDA wheels of ``--cuda-from-wheels`` (the versions installed, which
 cuda_lock has checked against the lock).
 
-Computed once, by the configure step (harness.steps), into its product (ConfigureResult.toolchain).
+Computed once, by the configure step (build_steps.build_chain), into its product (ConfigureResult.toolchain).
 
 The compilers and their versions are what CMake found and used, from its File API reply
 (ConfigureResult.compilers, build_steps.readers.cmake_file_api): read, nothing run, and not found

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from build_steps import acceptance
+from build_steps.acceptance_selection import SHARD_OPTIONS, shard_plan
 from build_steps.errors import UsageError
 
 from .exits import refuse
-from .common import is_release_run
 from .shard_plan import SECTION, SHARD_GATE, acceptance_dir, source_root
 from .state import HarnessRun, the_run
 
@@ -28,21 +28,11 @@ if TYPE_CHECKING:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    run = the_run(config)
     try:
-        suite = acceptance.load_suite(config.getoption("shards_file"))
-        known = [s.id for s in suite.shards]
-        ids = acceptance.parse_id_list(config.getoption("shards"), known, "shards")
-        lanes = acceptance.parse_id_list(config.getoption("lanes"), acceptance.LANES, "lanes")
-        parallel = acceptance.parse_parallel(config.getoption("shard_workers"), suite)
-        split = acceptance.parse_shard_split(config.getoption("shard_split"), known)
+        run.shard_plan = shard_plan({o: config.getoption(o) for o in SHARD_OPTIONS})
     except UsageError as exc:
         refuse(exc)
-    timeout = config.getoption("shard_timeout")
-    if timeout is not None and timeout <= 0:
-        refuse(f"--shard-timeout {timeout}: must be a positive number of minutes")
-    run = the_run(config)
-    run.shard_plan = {"suite": suite, "selected": acceptance.select(suite, ids, lanes), "parallel": parallel,
-                      "timeout": timeout, "dir": config.getoption("acceptance_dir"), "split": split}
     if not run.is_worker:
         config.pluginmanager.register(ShardTable(run), "mxnet-acceptance-table")
 
@@ -59,7 +49,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         shard = getattr(item, "callspec", None) and item.callspec.params.get("shard")  # type: ignore[attr-defined]
         if root is None:
             # Without a tree there is nothing to run; only a release run insists (the tree gate fails).
-            if shard is not None or not is_release_run(config):
+            if shard is not None or not the_run(config).plan.release:
                 drop.append(item)
         elif shard is not None and acceptance.not_applicable(shard, root):
             drop.append(item)

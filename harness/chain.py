@@ -1,26 +1,25 @@
-"""The build chain as session fixtures (one per row of harness.steps.CHAIN) and the checks made
+"""The build chain as session fixtures (one per row of build_steps.build_chain.CHAIN) and the checks made
 before a build starts. The end of the chain (the wheel to dist/ or set aside, the chain's summary
 lines) is a row of the end of the run (harness.finish, harness.wheel_placement).
 """
 from __future__ import annotations
 
-import re
+import inspect
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Callable
 
 import pytest
 
 from build_steps import launcher, preflight, source
 from build_steps.cuda_root import default_cache_dir
+from build_steps.build_chain import CHAIN, Step, StepInputs, guarded
 from build_steps.errors import UsageError
+from build_steps.once import run_once
+from build_steps.run_plan import BuildPaths, RunPlan
 
+from .common import LIVE
 from .exits import refuse
-from .common import LIVE, is_release_run
-from .state import the_run
-from .steps import CHAIN, BuildPaths
-
-if TYPE_CHECKING:
-    from build_steps.options import RunOptions
+from .state import HarnessRun, the_run
 
 #: this checkout: its tests/ holds the gates
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
@@ -51,17 +50,12 @@ def _collects_every_gate(config: pytest.Config) -> bool:
 def pytest_sessionstart(session: pytest.Session) -> None:
     # Under xdist the checks below run here, once, in the controller: raised in the workers'
     # collection, a refusal crashed each worker (INTERNALERROR, exit 3) instead of one line, exit 4.
-    # The controller has no items, so it checks a run whose -m can select a build (release, build,
-    # or no -m: every gate, the build's among them).
+    # The controller has no items, so it checks a run whose -m can select a build.
     config = session.config
     run = the_run(config)
-    if (run.is_worker or not _distributed(config) or run.mode == "audit" or config.option.collectonly
-            or not _collects_every_gate(config)):
-        return
-    markexpr = config.option.markexpr or ""
-    if markexpr and not (is_release_run(config) or re.search(r"(?<!not )\bbuild\b", markexpr)):
-        return  # an audit selection: the workers' collection says what it lacks
-    _refuse_or_go(config)
+    if (not run.is_worker and _distributed(config) and run.mode == "build" and not config.option.collectonly
+            and _collects_every_gate(config) and run.plan.selects_build):
+        _refuse_or_go(run)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -70,54 +64,69 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     run = the_run(config)
     if run.mode == "audit" or not any("mxnet_source" in getattr(i, "fixturenames", ()) for i in items):
         return
-    markexpr = config.option.markexpr or ""
-    if markexpr and not (is_release_run(config) or re.search(r"(?<!not )\bbuild\b", markexpr)):
+    if not run.plan.selects_build:
         refuse(
-            f"-m {markexpr!r} selects gates that audit an existing wheel and never builds one: pass "
-            "--wheel=PATH (or select -m release to build and verify a wheel from --mxnet-src)")
-    if run.is_worker:
-        return  # the controller checked at session start
-    _refuse_or_go(config)
+            f"-m {config.option.markexpr!r} selects gates that audit an existing wheel and never builds one: "
+            "pass --wheel=PATH (or select -m release to build and verify a wheel from --mxnet-src)")
+    if not run.is_worker:  # a worker's controller checked at session start
+        _refuse_or_go(run)
 
 
-def _refuse_or_go(config: pytest.Config) -> None:
+def _refuse_or_go(run: HarnessRun) -> None:
     """pytest.UsageError (exit 4, one block) naming what would fail this build, else nothing."""
-    options = the_run(config).options
+    options, plan = run.options, run.plan
     try:
-        root = source.resolve_source(options.mxnet_src, Path(config.invocation_params.dir))
         # the cache is a place this build writes only for what the flags say (preflight.space_needs)
-        refused = preflight.refusals(root, options.profile, options.cuda_arch, options.cmake_defines,
-                                     release=is_release_run(config), allow_dirty=options.allow_dirty,
-                                     build_dir=BuildPaths(options, root).build_dir, cache=default_cache_dir(),
+        refused = preflight.refusals(plan.tree(), options.profile, options.cuda_arch, options.cmake_defines,
+                                     release=plan.release, allow_dirty=options.allow_dirty,
+                                     build_dir=plan.build_paths().build_dir, cache=default_cache_dir(),
                                      cuda_wheels=options.cuda_from_wheels,
-                                     compiler_cache=launcher.choose(options.compiler_launcher).name == "sccache",
+                                     compiler_cache=plan.compiler_launcher().name == "sccache",
                                      allow_untracked=options.allow_untracked)
     except UsageError as exc:
         refuse(exc)
     if refused:
         refuse("refusing to build (nothing was configured or compiled):\n  - "
                + "\n  - ".join(refused))
-    try:
-        launcher.choose(options.compiler_launcher)
-    except UsageError as exc:
-        refuse(exc)
 
 
 @pytest.fixture(scope="session")
-def build_paths(options: RunOptions, mxnet_source: source.SourceInfo) -> BuildPaths:
-    return BuildPaths(options, mxnet_source.root)
+def run_plan(request: pytest.FixtureRequest) -> RunPlan:
+    return the_run(request.config).plan
 
 
 @pytest.fixture(scope="session")
-def compiler_launcher(options: RunOptions) -> launcher.Launcher:
+def build_paths(run_plan: RunPlan, mxnet_source: source.SourceInfo) -> BuildPaths:
+    return run_plan.build_paths()
+
+
+@pytest.fixture(scope="session")
+def compiler_launcher(run_plan: RunPlan) -> launcher.Launcher:
     """--compiler-launcher resolved to a tool on this host (sccache, ccache or none)."""
-    return launcher.choose(options.compiler_launcher)
+    return run_plan.compiler_launcher()
 
 
-# The steps' session fixtures, one per row of the chain's table (harness.steps.CHAIN), each named
-# here so that grep finds where a fixture a gate asks for comes from. A row without its line here
-# is refused at import.
-_STEP_FIXTURES = {step.fixture: step.fixture_function() for step in CHAIN}
+def _fixture_of(step: Step) -> Callable[..., Any]:
+    """The session fixture of a chain step: pytest asks for ``needs`` by the function's signature."""
+    def step_fixture(**needs: Any) -> Any:
+        n = StepInputs(progress=LIVE, **needs)
+        applies = step.applies(n)
+        if isinstance(applies, str):
+            pytest.skip(applies)
+        if not applies:
+            return None
+        return step.from_json(run_once(n.shared_dir, step.record, guarded(step.name, lambda: step.produce(n),
+                                                                          step.where(n))))
+    step_fixture.__name__ = step.fixture
+    step_fixture.__doc__ = f"The build step {step.name!r} (build_steps.build_chain.CHAIN), run once for the run."
+    step_fixture.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # pytest reads it
+        [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY) for p in step.needs])
+    return pytest.fixture(scope="session", name=step.fixture)(step_fixture)
+
+
+# The steps' session fixtures, one per row of the chain's table, each named here so that grep finds
+# where a fixture a gate asks for comes from. A row without its line here is refused at import.
+_STEP_FIXTURES = {step.fixture: _fixture_of(step) for step in CHAIN}
 mxnet_source = _STEP_FIXTURES.pop("mxnet_source")
 cuda_root = _STEP_FIXTURES.pop("cuda_root")
 built_opencv = _STEP_FIXTURES.pop("built_opencv")

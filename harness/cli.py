@@ -48,32 +48,6 @@ def pytest_args(args: list[str], cwd: Path | None = None, root: Path = HARNESS_R
     return ["-c", str(root / "pytest.ini"), "--rootdir", str(root), *out]
 
 
-def publish_main(argv: list[str]) -> int:
-    import argparse
-
-    from build_steps.errors import HarnessError, exit_status
-    from build_steps.publish_step import publish_from_report
-    parser = argparse.ArgumentParser(
-        prog="mxnet-release publish",
-        description="tag and release the wheel a verify run (-m release --publish --release-report=R) "
-                    "passed; runs no code of the tree or the wheel")
-    parser.add_argument("--report", required=True, type=Path, help="the verify run's --release-report file")
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--yes", action="store_true", help="really tag, push and create the GitHub release")
-    mode.add_argument("--dry-run", action="store_true", help="print the commands, change nothing")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return REFUSED if exc.code else 0  # argparse: --help is 0, a bad argument is refused
-    try:
-        url = publish_from_report(args.report, dry_run=args.dry_run, yes=args.yes)
-    except HarnessError as exc:
-        print(f"mxnet-release publish: {exc}", file=sys.stderr)
-        return exit_status(exc)  # its class's exit_code: 4 refused (PublishRefused, ReportRefused), else 1
-    print(f"PUBLISHED {url}" if not args.dry_run else "dry run: nothing was changed")
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     root = HARNESS_ROOT
     missing = [p for p in ("pytest.ini", "conftest.py", "tests") if not (root / p).exists()]
@@ -82,8 +56,9 @@ def main(argv: list[str] | None = None) -> int:
               "its checkout (`pip install -e <harness checkout>`, as scripts/setup.sh does)", file=sys.stderr)
         return REFUSED
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["publish"]:
-        return publish_main(args[1:])
+    if args[:1] == ["publish"]:  # no pytest, no code of the tree or the wheel (build_steps.publish_step)
+        from build_steps import publish_step
+        return publish_step.main(args[1:])
     if args[:1] == ["rebuild-check"]:  # a command of its own, not a pytest run (build_steps.rebuild_check)
         from build_steps import rebuild_check
         return rebuild_check.main(args[1:])

@@ -3,7 +3,6 @@ xdist workers meet, the checks of the plugin list, and live progress past pytest
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +13,7 @@ from build_steps.errors import SandboxUnavailable
 from build_steps.options import RunOptions
 
 from .exits import refuse
-from .state import harness_run, the_run
+from .state import harness_run, plan_of, the_run
 
 
 def start_sandbox(config: pytest.Config, options: RunOptions, run_dir: Path) -> None:
@@ -23,7 +22,7 @@ def start_sandbox(config: pytest.Config, options: RunOptions, run_dir: Path) -> 
     --no-sandbox run says so once."""
     from build_steps import sandbox
     sandbox.configure(enabled=not options.no_sandbox, hidden=[run_dir])
-    if is_worker(config):
+    if hasattr(config, "workerinput"):
         return
     if options.no_sandbox:
         why = sandbox.probe() or "a sandbox could be made here"
@@ -67,10 +66,6 @@ def disabled_plugins_message(names: Sequence[str]) -> str:
             "or the ini's addopts")
 
 
-def harness_options(config: pytest.Config) -> RunOptions:
-    return the_run(config).options
-
-
 def fix_release_options(config: pytest.Config, version: str, mxnet_src: Path | None) -> None:
     """Install the publish run's options (RunOptions.for_release): the one replacement of the
     options made in pytest_configure, at session start, before any fixture has read them."""
@@ -78,25 +73,8 @@ def fix_release_options(config: pytest.Config, version: str, mxnet_src: Path | N
     if run.release_fixed:
         raise RuntimeError("the release options were already fixed in this session")
     run.options = run.options.for_release(version, mxnet_src)
+    run.plan = plan_of(config, run.options)
     run.release_fixed = True
-
-
-def is_release_run(config: pytest.Config) -> bool:
-    """A run selected with ``-m release`` (alone or in an expression): skips count as failures."""
-    return bool(re.search(r"\brelease\b", config.option.markexpr or "")) and not re.search(
-        r"\bnot\s+release\b", config.option.markexpr or "")
-
-
-def is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
-
-
-
-
-def shared_root(config: pytest.Config) -> Path | None:
-    """The directory common to all xdist workers of this run (where run-once records live)."""
-    run = harness_run(config)
-    return run.shared if run is not None else None
 
 
 def _end_progress_line(config: pytest.Config) -> bool:

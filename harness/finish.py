@@ -1,4 +1,4 @@
-"""The end of a run as one table, modelled on the build chain's (harness.steps.CHAIN).
+"""The end of a run as one table, modelled on the build chain's (build_steps.build_chain.CHAIN).
 
 ``FINISH`` lists what happens after the last gate, in order. Each row is a plain function of the
 run's state (harness.state.HarnessRun) returning an ``Outcome``: the summary lines it adds, and
@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import pytest
 
+from build_steps.build_chain import after_chain_records, chain_records
 from build_steps import package, publish
 from build_steps.errors import HarnessError, PublishRefused, UsageError
 from build_steps.pinning import sha256_of, source_changed, unlock, verify
@@ -32,9 +33,8 @@ from .release_scope import release_set_of
 from .report_doc import (driver_stub_lines, page_of, provenance_lines, publish_page, report_document,
                          wants_document, write_pages)
 from .run_record import HostFacts, RunRecord, record_of
-from .shard_plan import SECTION as SHARD_SECTION, has_table, inapplicable_shard_gates, source_root, write_summary
+from .shard_plan import SECTION as SHARD_SECTION, has_table, inapplicable_shard_gates, write_summary
 from .state import HarnessRun, harness_run
-from .steps import BuildPaths, after_chain_records, chain_records
 from .verdicts import GPU_MARKS, NOT_JUDGED, NOT_JUDGED_EXIT
 from .wheel_placement import place_built_wheel
 
@@ -289,8 +289,7 @@ def _release(run: HarnessRun, gates: list[str], verdicts: dict[str, str], excuse
     # judged, checked now and again right before the upload (publish.execute). dist/ gets the same
     # bytes first (the report names dist/'s copy: the run's own dir is removed after a green run).
     upload = verify(pin, "the publish")
-    root = source_root(run)
-    paths = BuildPaths(opts, root) if opts.wheel is None and root is not None else None
+    paths = run.plan.paths
     if not opts.dry_run and paths is not None:
         upload = package.publish_to_dist(upload, paths.dist, sha256=pin.sha256, src=paths.src,
                                          remote_tags=state.remote_tags)

@@ -10,13 +10,12 @@ from typing import Any
 
 import pytest
 
+from build_steps.build_chain import STEP_NAMES
 from build_steps.errors import (EnvironmentFault, HarnessError, ProductFailed, StepError, StepFailedElsewhere,
                                 UsageError, WheelUnusable)
 from build_steps.release_manifest import left_out_by_flavor
 
-from .common import harness_options, is_release_run
 from .state import HarnessRun, harness_run, the_run
-from .steps import STEP_NAMES
 from .verdicts import CHAIN_STEP_PROPERTY
 
 #: Steps every gate of a build run stands on: when one fails, no further gate can run.
@@ -71,7 +70,7 @@ def _judge(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
     # whose makereport wraps this one and so sees the converted outcome.
     if item.get_closest_marker("release") is None or not report.skipped or report.when == "teardown":
         return
-    if is_release_run(item.config):
+    if the_run(item.config).plan.release:
         why = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"release run: gate skipped, which counts as a failure ({why})"
@@ -81,7 +80,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # The GPU and cuBLAS gates are promises of the CUDA profile only. A CPU wheel does not make
     # them, so they are left out of its run (rather than skipped, which -m release counts as failed).
     # The rule is the one the release manifests are made by (build_steps.release_manifest).
-    profile = harness_options(config).profile
+    profile = the_run(config).options.profile
     if profile.is_cuda:
         return
     keep: list[pytest.Item] = []

@@ -17,10 +17,11 @@ from typing import Any, cast
 import pytest
 
 from build_steps.errors import HarnessError, NotJudged
+from build_steps.gate_ledger import Entry
 
 from .common import LIVE
 from .shard_plan import SHARD_GATE
-from .state import Entry, HarnessRun, the_run
+from .state import HarnessRun, the_run
 from .verdicts import (CHAIN_NODE, CHAIN_STEP_PROPERTY, GPU_MARKS, GPU_PROPERTY, NOT_JUDGED, OUTCOME_PROPERTY,
                        PLAN_PROPERTY, VERDICT_PROPERTY, failure_reason, skip_reason, verdict_of)
 

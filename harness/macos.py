@@ -12,7 +12,7 @@ import pytest
 
 from build_steps.release_manifest import FORMAT_MARKERS  # binary format -> its gates' marker
 
-from .common import harness_options
+from .state import the_run
 
 if TYPE_CHECKING:
     from build_steps.readers.audit import Audit
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    profile = harness_options(config).profile
+    profile = the_run(config).options.profile
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:

@@ -16,15 +16,16 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from build_steps.build_chain import chain_stop_of
+from build_steps.closing_line import closing_line
 from build_steps import publish
 from build_steps.errors import UsageError
 
 from .exits import refuse
-from .common import fix_release_options, harness_options, is_release_run, is_worker
+from .common import fix_release_options
 from .release_scope import scope_line
 from .state import the_run
 from .verdicts import NOT_JUDGED_EXIT
-from .steps import chain_stop_of
 
 if TYPE_CHECKING:
     from xdist.workermanage import WorkerController
@@ -41,42 +42,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     version that will be tagged. xdist workers get the controller's choice (no second pick).
     """
     config = session.config
-    opts = harness_options(config)
+    run = the_run(config)
+    opts = run.options
     release: publish.ReleaseVersion | None = None
     src: Path | None = opts.mxnet_src
     shipped = getattr(config, "workerinput", {}).get("mxnet_publish")
     if shipped is not None:
         release = shipped["release"] and publish.ReleaseVersion(**shipped["release"])
         src = Path(shipped["mxnet_src"]) if shipped["mxnet_src"] else src
-    elif opts.publish and not is_worker(config):
-        if the_run(config).mode == "audit":
-            # Issue 19, item 4: the release set's build gates verify the build of this run (its
-            # CMake cache, compile, bundle, package); a wheel built elsewhere has none here, so
-            # they could only skip, which a release counts as failed. Refused before anything runs.
-            refuse(
-                f"--publish with --wheel {opts.wheel.name}: only a full build publishes. The release "  # type: ignore[union-attr]
-                "set's build gates verify the build made in the same run, which an existing wheel "
-                "does not have; run pytest -m release --mxnet-src=<the checkout> --publish (it builds, "
-                "verifies and publishes in one run), or audit this wheel without --publish")
-        report = config.getoption("release_report")
-        if opts.yes:
-            # Issue 29: the run that builds and verifies never holds the token; publishing is a step
-            # of its own, as in CI (docs/release_procedure.md).
-            refuse(
-                "--publish --yes: the verify run publishes nothing itself any more; run it with "
-                "--publish --release-report=R, then publish with mxnet-release publish --report=R --yes")
-        if not opts.dry_run and not report:
-            refuse(
-                "--publish needs --release-report=PATH (the report mxnet-release publish --report=PATH "
-                "publishes from) or --dry-run (prints the commands)")
+    elif opts.publish and not run.is_worker:
         try:
-            state = publish.preflight(opts.mxnet_src or Path(config.invocation_params.dir),
-                                      opts.remote, dry_run=True)
-            release = publish.resolve_release_version(
-                state, opts.profile, explicit=opts.wheel_version, wheel=opts.wheel)
+            release, src = publish.choose_release(opts, Path(config.invocation_params.dir),
+                                                  config.getoption("release_report"))
         except UsageError as exc:
             refuse(exc)
-        src = opts.mxnet_src or state.repo
     elif (opts.dry_run or opts.yes or config.getoption("release_report")) and not opts.publish:
         refuse("--dry-run, --yes and --release-report only apply together with --publish")
     if release:
@@ -95,7 +74,7 @@ class PublishPlugin:
         self.src = src
         # the end of the run's publish row reads them from the run (harness.finish)
         self.run.release, self.run.release_src = release, src
-        self.worker = is_worker(config)
+        self.worker = self.run.is_worker
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: WorkerController) -> None:
@@ -109,63 +88,31 @@ class PublishPlugin:
         # Without --publish the gate is not part of the run (a skip would fail -m release). With it,
         # its place in the run does not matter: the release is decided after every gate (FINISH).
         gates = [i for i in items if i.get_closest_marker("publish")]
-        if gates and not harness_options(config).publish:
+        if gates and not self.run.options.publish:
             config.hook.pytest_deselected(items=gates)
             items[:] = [i for i in items if not i.get_closest_marker("publish")]
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, exitstatus: pytest.ExitCode,
                                 config: pytest.Config) -> None:
-        opts = harness_options(config)
-        if self.worker or not (opts.publish or is_release_run(config)) \
+        opts = self.run.options
+        if self.worker or not (opts.publish or self.run.plan.release) \
                 or exitstatus == pytest.ExitCode.USAGE_ERROR or config.option.collectonly:
             return
-        tr = terminalreporter
         out = self.run.publish_outcome or {}
         if out.get("commands"):
-            tr.section("publish: dry run (nothing was changed); a real run executes")
+            terminalreporter.section("publish: dry run (nothing was changed); a real run executes")
             for line in out["commands"]:
-                tr.write_line(line)
+                terminalreporter.write_line(line)
         gates = self.run.ledger.verdicts()
-        passed = sum(v == "passed" for v in gates.values())
-        verdict = "PASS" if gates and passed == len(gates) else "FAIL"
-        counted = f"{passed}/{len(gates)} gates passed"
-        if "set_size" in out:
-            # A publish run is judged against the flavor's release set, not against what it ran.
-            verdict = "PASS" if verdict == "PASS" and out["set_passed"] == out["set_size"] else "FAIL"
-            counted = f"{out['set_passed']}/{out['set_size']} gates of the {out['flavor']} release set passed"
-        if self.run.exitstatus == NOT_JUDGED_EXIT and self.run.not_judged:
-            # the host kept gates from judging and none judged FAIL (harness.finish.judge); under
-            # xdist the stop after the fault reaches this hook as an interrupt
-            verdict = "ERROR (not judged)"
-            counted += f"; {len(self.run.not_judged)} not judged"
-        elif exitstatus == pytest.ExitCode.INTERRUPTED:
-            verdict = "INTERRUPTED"
-        if not opts.publish:
-            published = "not published (--publish not given)"
-        elif out.get("published"):
-            published = f"PUBLISHED as {out.get('tag')} ({out.get('url')})"
-        elif out.get("dry_run"):
-            published = f"not published (dry run of {out.get('tag')})"
-        elif out.get("prepared"):
-            published = (f"not published yet: release report {out.get('report')} written for {out.get('tag')}; "
-                         f"publish with mxnet-release publish --report={out.get('report')} --yes")
-        elif out.get("reason"):
-            published = f"NOT published: {out['reason']}"
-        else:
-            published = "NOT published (the publish gate did not run)"
-            verdict = "FAIL" if verdict == "PASS" else verdict
-        placed = self.run.placed_wheel
-        wheel = placed or out.get("wheel") or (self.run.pin.source if self.run.pin else None) or (str(opts.wheel) if opts.wheel else "no wheel")
-        stopped = chain_stop_of(self.run.records)
-        if stopped and not placed:
-            # the gates that ran before the chain stopped are no tally of a release
-            tr.write_line(f"RELEASE no wheel: {stopped}; {published}", bold=True, red=True)
-            return
-        tr.write_line(f"RELEASE {wheel}: {verdict} ({counted}); {published}",
-                      bold=True, green=verdict == "PASS", red=verdict != "PASS")
-        scope = scope_line(self.run, gates)
+        pin, stopped = self.run.pin, chain_stop_of(self.run.records)
+        line, green = closing_line(
+            gates, out, publish=opts.publish, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
+            not_judged=len(self.run.not_judged) if self.run.exitstatus == NOT_JUDGED_EXIT else 0,
+            wheel=self.run.placed_wheel or out.get("wheel") or (pin.source if pin else None)
+            or (str(opts.wheel) if opts.wheel else "no wheel"),
+            placed=bool(self.run.placed_wheel), stopped=stopped)
+        terminalreporter.write_line(line, bold=True, green=green, red=not green)
+        scope = None if stopped and not self.run.placed_wheel else scope_line(self.run, gates)
         if scope:  # what the verdict covers, said where it is read (issue 36)
-            tr.write_line(scope, bold=True)
-
-
+            terminalreporter.write_line(scope, bold=True)

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from build_steps.errors import FAIL
-from build_steps.release_manifest import FLAVORS, build_manifest, differences, load_manifest, manifest_path
+from build_steps.release_manifest import FLAVORS, build_manifest, write_or_check
 
 from .state import the_run
 
@@ -77,37 +76,7 @@ def generate(root: Path = HARNESS_ROOT) -> dict[str, Manifest]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
-    import json
-    parser = argparse.ArgumentParser(prog="python -m harness.release_set",
-                                     description="generate or check the per-flavor release manifests")
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", action="store_true", help="write build_steps/release_sets/<flavor>.json")
-    mode.add_argument("--check", action="store_true", help="exit 1 naming every disagreement")
-    args = parser.parse_args(argv)
-    generated = generate()
-    if args.write:
-        for flavor, manifest in generated.items():
-            path = manifest_path(flavor)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(manifest.to_json(), indent=1) + "\n")
-            print(f"{path}: {len(manifest.gates)} gates, {len(manifest.shards)} shards")
-        return 0
-    problems: list[str] = []
-    for flavor, manifest in generated.items():
-        try:
-            problems += differences(load_manifest(flavor), manifest)
-        except Exception as exc:  # UsageError: missing or unreadable file
-            problems.append(str(exc))
-    for line in problems:
-        print(line)
-    if problems:
-        print(f"{len(problems)} disagreement(s) between the gate modules and build_steps/release_sets/: "
-              "regenerate with python -m harness.release_set --write and review the diff")
-        return FAIL
-    print("release manifests agree with the gate modules: "
-          + ", ".join(f"{f} {len(m.gates)} gates" for f, m in generated.items()))
-    return 0
+    return write_or_check(generate, argv)
 
 
 if __name__ == "__main__":

@@ -25,9 +25,10 @@ from build_steps.overrides import broken_promises, development_option_promises
 from build_steps.pinning import sha256_of
 from build_steps.readers.report import provenance_document, summary_lines
 
+from build_steps.build_chain import CHAIN, step_seconds
+
 from .release_scope import ReleaseSet
 from .run_record import ChainProducts, HostFacts, RunRecord
-from .steps import CHAIN, step_seconds
 
 if TYPE_CHECKING:
     from build_steps.pinning import WheelPin

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from build_steps.gate_ledger import Clock
+
 from .exits import refuse
-from .state import Clock, HarnessRun, the_run
+from .state import HarnessRun, the_run
 
 
 def pytest_configure(config: pytest.Config) -> None:

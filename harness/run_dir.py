@@ -1,4 +1,4 @@
-"""The run's dir (harness.state.RunDir, made with the run's state): handed to xdist workers through
+"""The run's dir (build_steps.run_dirs.RunDir, made with the run's state): handed to xdist workers through
 ``workerinput``, removed or kept at the very end of the run."""
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .state import RunDir, harness_run, the_run
+from build_steps.run_dirs import RunDir
+
+from .state import harness_run, the_run
 
 if TYPE_CHECKING:
     from xdist.workermanage import WorkerController
@@ -23,4 +25,6 @@ def pytest_configure_node(node: WorkerController) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     run = harness_run(config)
     if run is not None and not run.is_worker:
-        run.dir.finish(config, run.exitstatus)
+        status = run.exitstatus  # None: refused before its session started, nothing ran
+        run.dir.finish(green=status is None or (
+            status == 0 and config.getini("tmp_path_retention_policy") == "failed"))

@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any, Union
 
 from build_steps import gpu_reports, sandbox
 from build_steps.bundle import StagedRecord
+from build_steps.build_chain import CHAIN
 from build_steps.compile import CompileResult
 from build_steps.configure import ConfigureResult
 from build_steps.cuda_root import CudaRoot
 from build_steps.driver_stub import STUB_RECORD
+from build_steps.gate_ledger import Clock, Entry
 from build_steps.once import load_result, load_shared
 from build_steps.opencv_build import OpenCVBuild
 from build_steps.package import PackageResult
@@ -34,8 +36,7 @@ from build_steps.source import SourceInfo
 
 from .release_scope import ReleaseSet, release_set_of
 from .shard_plan import inapplicable_shard_gates, split_parts
-from .state import Clock, Entry, HarnessRun, Mode
-from .steps import CHAIN
+from .state import HarnessRun, Mode
 
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
@@ -48,7 +49,7 @@ AUDIT_PRODUCT = "audit"
 Product = Union[SourceInfo, CudaRoot, OpenCVBuild, ConfigureResult, CompileResult, StagedRecord, PackageResult]
 
 #: ChainProducts' field -> the chain row's record key and the product's type: the one table that
-#: names the records (checked against harness.steps.CHAIN below, so a renamed step fails loudly)
+#: names the records (checked against build_steps.build_chain.CHAIN below, so a renamed step fails loudly)
 _PRODUCTS: dict[str, tuple[str, type[Product]]] = {
     "source": ("source", SourceInfo),
     "cuda_root": ("cuda_root", CudaRoot),
@@ -59,7 +60,7 @@ _PRODUCTS: dict[str, tuple[str, type[Product]]] = {
     "wheel": ("built_wheel", PackageResult),
 }
 if sorted(key for key, _t in _PRODUCTS.values()) != sorted(step.record for step in CHAIN):
-    raise TypeError("harness.run_record._PRODUCTS must name every record of harness.steps.CHAIN, and only those")
+    raise TypeError("harness.run_record._PRODUCTS must name every record of build_steps.build_chain.CHAIN, and only those")
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ class ChainProducts:
     @classmethod
     def from_records(cls, records: Mapping[str, Mapping[str, Any]],
                      after: Mapping[str, Mapping[str, Any]] | None = None) -> ChainProducts:
-        """The products of the run-once records (harness.steps.chain_records), each by its type's from_json."""
+        """The products of the run-once records (build_steps.build_chain.chain_records), each by its type's from_json."""
         products: dict[str, Any] = {}
         ended: dict[str, StepEnd] = {}
         for name, (key, kind) in _PRODUCTS.items():
@@ -116,7 +117,7 @@ class ChainProducts:
         return value
 
     def records(self) -> dict[str, dict[str, Any]]:
-        """The run-once records these products are (harness.steps' summary functions read them)."""
+        """The run-once records these products are (build_steps.build_chain' summary functions read them)."""
         out: dict[str, dict[str, Any]] = {}
         for step in CHAIN:
             product = self.product(step.record)

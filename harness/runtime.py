@@ -13,21 +13,17 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from build_steps import once, requirements_preflight, source
-from build_steps import venv
-from build_steps.heartbeat import heartbeat
-from build_steps.driver_stub import DRIVER_SONAME, STUB_ENV, STUB_RECORD, driver_missing, make_stub
-from build_steps.readers.elf import read_dynamic
-from build_steps import filesystem
-from build_steps.errors import EnvironmentFault, HarnessError, StepError, UsageError, log_tail
+from build_steps import once, requirements_preflight, venv
+from build_steps.build_chain import guarded
+from build_steps.cuda_stack import cublas_probe_args
+from build_steps.driver_stub import STUB_ENV, STUB_RECORD, stub_record
 from build_steps.once import run_once
 from build_steps.pinning import verify
 from build_steps.profile_data import GATE_TEST_REQUIREMENTS
-from build_steps.cuda_stack import cublas_probe_args
+from build_steps.release_venv import make_release_venv
 
-from .exits import refuse
-from .steps import guarded
 from .common import say
+from .exits import refuse
 from .state import the_run
 
 if TYPE_CHECKING:
@@ -45,7 +41,6 @@ def load_probe(name: str) -> ModuleType:
     """A probe script of tests/probes imported as a module, for the gates that also use its
     helpers in-process (the scripts are not a package: they run in the venv's interpreter)."""
     import importlib.util
-    import sys
     key = f"_mxnet_probe_{name}"
     if key not in sys.modules:
         spec = importlib.util.spec_from_file_location(key, PROBES_DIR / f"{name}.py")
@@ -117,11 +112,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                                                                           config.option.keyword):
         return
     options = run.options
-    if run.mode == "build":
-        try:  # a run that names no MXNet tree builds nothing (collection says why)
-            source.resolve_source(options.mxnet_src, Path(config.invocation_params.dir))
-        except UsageError:
-            return
+    if run.mode == "build" and run.plan.source is None:
+        return  # a run that names no MXNet tree builds nothing (collection says why)
     found = requirements_preflight.check(
         [*options.extra_requirements, *GATE_TEST_REQUIREMENTS], python=options.build_python,
         find_links=options.find_links, index_url=options.index_url, no_index=options.no_index,
@@ -145,30 +137,8 @@ def release_venv(options: RunOptions, wheel_path: Path, wheel_pin: WheelPin, sha
     root = options.venv_dir or (shared_dir / "release-venv")
     log = shared_dir / "release-venv-install.log"
 
-    def make() -> dict[str, Any]:
-        say(f"==> installing the wheel and its requirements into {root} (log: {log})")
-        with heartbeat("install", log, say):
-            try:
-                return _make()
-            except StepError as exc:
-                # pip's "No space left on device" names the venv dir, or its TMPDIR (unpacked wheels)
-                full = filesystem.full_one([root, filesystem.tmpdir()], exc.tail, log_tail(log))
-                if full is None:
-                    raise
-                # a full disk is the host's fault: the wheel is not judged
-                raise EnvironmentFault(exc.step, f"{str(exc).splitlines()[0].split('] ', 1)[-1]}: "
-                                f"{filesystem.no_space(full)}", log=exc.log, tail=exc.tail) from None
-
-    def _make() -> dict[str, Any]:
-        made = venv.create_venv(root, options.build_python or sys.executable, log=log,
-                                pass_env=options.pass_env)
-        installed = venv.install(
-            made, verify(wheel_pin, "the venv install"), find_links=options.find_links, index_url=options.index_url,
-            extra_requirements=options.extra_requirements, test_requirements=GATE_TEST_REQUIREMENTS,
-            no_deps=options.no_deps, no_index=options.no_index, log=log)
-        return {**made.to_dict(), "installed": installed, "log": str(log), "wheel": str(wheel_path)}
-
-    product = once.acquire(shared_dir, _VENV_KEY, guarded("install", make, root))
+    product = once.acquire(shared_dir, _VENV_KEY, guarded("install", lambda: make_release_venv(
+        root, log, options, wheel_path, lambda: verify(wheel_pin, "the venv install"), say), root))
     yield venv.Venv.from_dict(product)
     cleanup = None if options.keep_venv else (lambda p: venv.remove_venv(Path(p["root"])))
     once.release(shared_dir, _VENV_KEY, cleanup)
@@ -188,17 +158,8 @@ CPU_SIDE_PROBES = ("probe_opencv.py", "probe_onnx.py", "probe_features.py")
 def driver_stub(release_venv: venv.Venv, install_report: dict[str, Any], shared_dir: Path) -> str | None:
     """The stand-in libcuda.so.1 (build_steps.driver_stub) when the installed libmxnet.so needs
     libcuda.so.1 and the host has no driver; None otherwise. Made once; reported at the end."""
-    def produce() -> dict[str, Any]:
-        libs = install_report.get("libmxnet") or []
-        try:
-            needs = bool(libs) and DRIVER_SONAME in read_dynamic(libs[0]).needed
-        except HarnessError:
-            needs = False  # not an ELF library: the gates say so themselves
-        missing = driver_missing(release_venv.python, release_venv.env()) if needs else None
-        if missing is None:
-            return {"stub": None}
-        return {"stub": str(make_stub(shared_dir / "driver-stub")), "why": missing}
-    return cast("str | None", run_once(shared_dir, STUB_RECORD, produce)["stub"])
+    return cast("str | None", run_once(shared_dir, STUB_RECORD, lambda: stub_record(
+        install_report.get("libmxnet") or [], release_venv.python, release_venv.env(), shared_dir / "driver-stub"))["stub"])
 
 
 @pytest.fixture(scope="session")

@@ -9,17 +9,15 @@ locks are private to their plugin and read by no other).
 """
 from __future__ import annotations
 
-import fcntl
-import getpass
-import os
-import shutil
-import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
+
+from build_steps.errors import UsageError
+from build_steps.run_dirs import RunDir
+from build_steps.gate_ledger import Clock, Ledger
 
 from .exits import refuse
 
@@ -27,56 +25,10 @@ if TYPE_CHECKING:
     from build_steps.options import RunOptions
     from build_steps.pinning import WheelPin
     from build_steps.publish import ReleaseVersion
+    from build_steps.run_plan import RunPlan
 
 Mode = Literal["build", "audit"]
 Role = Literal["controller", "worker"]
-
-
-@dataclass
-class Entry:
-    """One gate's verdict in the ledger."""
-    verdict: str = "not run"     # passed / failed / skipped / xfailed / not judged / not run
-    why: str = ""
-    markers: tuple[str, ...] = ()
-    finished: bool = False       # its teardown was reported
-    when: str = ""               # the phase (setup / call / teardown) that decided the verdict
-    rerun: str = ""              # why an earlier attempt failed, when a rerun plugin retried it
-    # Facts of the gate's kind, in the words their reports use (HarnessRun's views below):
-    #: a provenance gate's (pytest's outcome, why)
-    provenance: tuple[str, str] | None = None
-    #: a GPU gate's {verdict, message, gpu, wheel} (the GPU it ran on: harness.report_sections)
-    gpu_run: dict[str, Any] | None = None
-    #: an acceptance shard gate's shard id, and its row of the shard table (build_steps.acceptance_run's result)
-    shard_id: str = ""
-    shard_row: dict[str, Any] | None = None
-
-
-@dataclass
-class Ledger:
-    """nodeid -> Entry of every test this run reported (on the controller: every worker's)."""
-    entries: dict[str, Entry] = field(default_factory=dict)
-
-    def verdicts(self) -> dict[str, str]:
-        """nodeid -> final verdict of every test that reported one or finished, the publish gate
-        aside (it judges the others: harness.publish_plugin)."""
-        return {n: e.verdict for n, e in self.entries.items() if (e.when or e.finished) and "publish" not in e.markers}
-
-    def results(self) -> dict[str, tuple[str, str]]:
-        """The gate table's rows: nodeid -> (verdict, why) of every release gate with a verdict."""
-        return {n: (e.verdict, e.why) for n, e in self.entries.items() if "release" in e.markers and e.when}
-
-    def refuse(self, nodeid: str, why: str) -> None:
-        """A gate judged again after every gate reported (the end of the run's publish row): failed."""
-        entry = self.entries.setdefault(nodeid, Entry(markers=("publish", "release")))
-        entry.verdict, entry.why, entry.when = "failed", why, entry.when or "call"
-
-
-@dataclass
-class Clock:
-    """The run's wall clock and the gates' summed setup and call times (the page's timeline)."""
-    start: float
-    setup: float = 0.0
-    call: float = 0.0
 
 
 @dataclass
@@ -88,9 +40,11 @@ class HarnessRun:
     options: RunOptions
     #: the plugin modules the root conftest registers (conftest.py's pytest_plugins)
     plugins: tuple[str, ...]
-    #: the run's dir, common to every xdist worker (harness.common.RunDir)
+    #: the run's dir, common to every xdist worker (build_steps.run_dirs.RunDir)
     dir: RunDir
     role: Role
+    #: what the options and -m settle (build_steps.run_plan), made with the options (settle)
+    plan: RunPlan
     release_fixed: bool = False
 
     # harness.ledger: every gate's verdict (the gate table's rows are Ledger.results)
@@ -173,115 +127,35 @@ class HarnessRun:
 _RUN_KEY = pytest.StashKey[HarnessRun]()
 
 
-class RunDir:
-    """The directory of one run, common to all its xdist workers: ``harness-shared`` (run-once
-    records, the pinned wheel, the extracted wheel, the venv) and pytest's own basetemp (``tmp``).
-
-    Made by the controller in pytest_configure, before pytest's tmp-path plugin reads
-    ``--basetemp``: the user's ``--basetemp DIR`` (emptied now, kept after the run, as pytest
-    does with it), else a fresh ``run-*`` dir under ``<tmp>/mxnet-harness-of-<user>/`` that is
-    removed after a green run (``tmp_path_retention_policy = failed``) and of which only the
-    newest ``tmp_path_retention_count`` outlive later runs, as pytest's numbered basetemps. Each
-    run holds a lock on its dir, so a concurrent run's is never pruned. Workers receive the
-    controller's dir through ``workerinput`` (pytest-xdist's pytest_configure_node).
-    """
-
-    #: the workerinput key an xdist worker finds its controller's run dir under
-    WORKER_INPUT = "mxnet_harness_run_dir"
-
-    def __init__(self, root: Path, given: bool, lock: IO[str] | None = None) -> None:
-        self.root = root
-        self.given = given
-        self._lock = lock
-
-    @property
-    def shared(self) -> Path:
-        return self.root / "harness-shared"
-
-    @classmethod
-    def for_controller(cls, config: pytest.Config) -> RunDir:
-        given = config.option.basetemp
-        if given:
-            root = Path(os.path.abspath(given))
-            shutil.rmtree(root, ignore_errors=True)
-            root.mkdir(parents=True, mode=0o700)
-        else:
-            parent = Path(tempfile.gettempdir()) / f"mxnet-harness-of-{getpass.getuser()}"
-            parent.mkdir(mode=0o700, exist_ok=True)
-            _check_private(parent)
-            root = Path(tempfile.mkdtemp(prefix="run-", dir=parent))
-        lock = open(root / ".lock", "w")  # noqa: SIM115 - held for the whole run
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        run = cls(root, bool(given), lock)
-        if not given:
-            _prune_runs(root.parent, keep=int(config.getini("tmp_path_retention_count")) - 1, current=root)
-        # pytest's basetemp (tmp_path, xdist's per-worker dirs) inside the run's dir, beside the shared dir.
-        config.option.basetemp = str(root / "tmp")
-        return run
-
-    def finish(self, config: pytest.Config, exitstatus: int | None) -> None:
-        """End of the run: drop the lock; a green run's own dir is removed under policy ``failed``,
-        and so is one of a run refused before its session started (``exitstatus`` None: nothing ran)."""
-        if self._lock is not None:
-            self._lock.close()
-            self._lock = None
-        if not self.given and (exitstatus is None or (
-                exitstatus == 0 and config.getini("tmp_path_retention_policy") == "failed")):
-            shutil.rmtree(self.root, ignore_errors=True)
-
-
-def _check_private(parent: Path) -> None:
-    """The runs' parent dir in the shared temp dir must be this user's own, writable by nobody else:
-    one made beforehand by another user (or left world-writable) lets them swap a run's files,
-    the pinned wheel and the verdicts among them (issue 29)."""
-    st = parent.lstat()
-    problems = []
-    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-        problems.append("is not a directory (a symlink?)")
-    if st.st_uid != os.getuid():
-        problems.append(f"is owned by uid {st.st_uid}, not by this user ({os.getuid()})")
-    if st.st_mode & 0o022:
-        problems.append(f"is writable by others (mode {oct(st.st_mode & 0o777)})")
-    if problems:
-        refuse(
-            f"the harness's run dir parent {parent} {' and '.join(problems)}: another user could change a "
-            f"run's files. Remove it (or pass --basetemp=DIR of your own) and run again")
-
-
-def _prune_runs(parent: Path, keep: int, current: Path) -> None:
-    """Remove older run dirs beyond the newest ``keep``, skipping any whose run still holds its lock."""
-    def mtime(d: Path) -> float:
-        try:
-            return d.stat().st_mtime
-        except OSError:
-            return 0.0
-    older = sorted((d for d in parent.glob("run-*") if d != current), key=mtime, reverse=True)
-    for d in older[max(keep, 0):]:
-        try:
-            with open(d / ".lock", "a") as f:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                for p in d.rglob("*"):  # a pinned wheel is read-only
-                    if p.is_dir() and not p.is_symlink():
-                        p.chmod(0o700)
-                shutil.rmtree(d, ignore_errors=True)
-        except OSError:
-            continue
-
-
 def open_run_dir(config: pytest.Config) -> RunDir:
-    """The run's dir, made once in pytest_configure (see RunDir)."""
+    """The run's dir, made once in pytest_configure before pytest's tmp-path plugin reads
+    ``--basetemp`` (build_steps.run_dirs.RunDir); a worker gets its controller's (harness.run_dir)."""
     if hasattr(config, "workerinput"):
         return RunDir(Path(config.workerinput[RunDir.WORKER_INPUT]), given=True)
-    return RunDir.for_controller(config)
+    try:
+        run_dir = RunDir.make(config.option.basetemp, keep=int(config.getini("tmp_path_retention_count")) - 1)
+    except UsageError as exc:
+        refuse(exc)
+    # pytest's basetemp (tmp_path, xdist's per-worker dirs) inside the run's dir, beside the shared dir.
+    config.option.basetemp = str(run_dir.root / "tmp")
+    return run_dir
 
 
 
 def start_run(config: pytest.Config, options: RunOptions, plugins: tuple[str, ...], run_dir: RunDir) -> HarnessRun:
     """The run's state, once per process (the root conftest's pytest_configure)."""
     role: Role = "worker" if hasattr(config, "workerinput") else "controller"
-    run = HarnessRun(config=config, options=options, plugins=tuple(plugins), dir=run_dir, role=role)
+    run = HarnessRun(config=config, options=options, plugins=tuple(plugins), dir=run_dir, role=role,
+                     plan=plan_of(config, options))
     config.stash[_RUN_KEY] = run
     return run
+
+
+def plan_of(config: pytest.Config, options: RunOptions) -> RunPlan:
+    """The run plan of ``options``: made with them, in pytest_configure and when a publish run's
+    options are fixed (harness.common.fix_release_options), never anywhere else."""
+    from build_steps.run_plan import make_plan
+    return make_plan(options, config.option.markexpr, Path(config.invocation_params.dir))
 
 
 def harness_run(config: pytest.Config) -> HarnessRun | None:

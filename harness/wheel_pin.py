@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from build_steps.build_chain import WHEEL_STEP
 from build_steps.pinning import WheelPin
 
 from .pin_record import pin_once
 from .state import the_run
-from .steps import WHEEL_STEP
 
 if TYPE_CHECKING:
     from build_steps.options import RunOptions

@@ -17,9 +17,10 @@ from build_steps.overrides import broken_promises, development_option_promises
 from build_steps.pinning import verify
 from build_steps.readers import ninja_log
 
+from build_steps.build_chain import step_times
+from build_steps.gate_ledger import Entry
+
 from .run_record import ChainProducts, RunRecord
-from .state import Entry
-from .steps import step_times
 
 if TYPE_CHECKING:
     from build_steps.options import RunOptions

@@ -27,7 +27,7 @@ from build_steps.errors import StepError
 from build_steps.heartbeat import heartbeat
 from build_steps.profile_data import PROFILES
 from build_steps.arch import Arch
-from harness.steps import guarded, step_times
+from build_steps.build_chain import guarded, step_times
 from selftest.test_build_faults import HAS_NVCC, HAS_SCCACHE, MOUNTS, _harness, _in_namespace, _say_lines
 
 CPU = PROFILES["cpu"]
@@ -388,7 +388,7 @@ def test_a_configure_killed_by_a_full_tmpdir_blames_tmpdir_and_is_configured_afr
     small_fs.fill(tmp, 0)
     build = tmp_path / "build"
     env = {"TMPDIR": str(tmp)}
-    with pytest.raises(StepError) as caught:  # as the chain runs the step (harness.steps.guarded)
+    with pytest.raises(StepError) as caught:  # as the chain runs the step (build_steps.build_chain.guarded)
         guarded("configure", lambda: configure_step.configure(src, build, CPU, Arch(), build / "harness-logs",
                                                               env=env), build)()
     first = str(caught.value).splitlines()[0]

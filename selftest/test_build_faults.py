@@ -28,7 +28,7 @@ from build_steps.compile import compile_mxnet
 from build_steps.errors import NotJudged, BuildInterrupted, StepError
 from build_steps.profile_data import PROFILES
 from build_steps.arch import Arch
-from harness.steps import guarded
+from build_steps.build_chain import guarded
 from selftest.conftest import HARNESS_ROOT, host_opencv
 from selftest.fixtures_build import default_build, slow_compile_edit
 from selftest.fixtures_realtree import git
@@ -395,7 +395,7 @@ def test_full_disk_at_configure_is_said_as_no_space_not_as_a_compiler_failure(sa
     fs = small_fs()
     (fs / "build").mkdir()
     small_fs.fill(fs, 16)
-    with pytest.raises(StepError) as caught:  # as the chain runs the step (harness.steps.guarded)
+    with pytest.raises(StepError) as caught:  # as the chain runs the step (build_steps.build_chain.guarded)
         guarded("configure", lambda: configure_step.configure(src, fs / "build", CPU, Arch(),
                                                               fs / "build" / "harness-logs"), fs / "build")()
     text = str(caught.value).splitlines()[0]

@@ -414,7 +414,7 @@ def test_a_build_dir_in_the_tree_is_refused_and_nothing_is_written_there(gates, 
 
 def test_the_default_build_dir_is_beside_the_tree(tmp_path):
     from build_steps.options import make_options
-    from harness.steps import BuildPaths
+    from build_steps.run_plan import BuildPaths
     src = tmp_path / "mxnet"
     assert BuildPaths(make_options(_raw(flavor="cpu")), src).build_dir == tmp_path / "mxnet-build-cpu"
     assert BuildPaths(make_options(_raw()), src).build_dir == tmp_path / "mxnet-build"

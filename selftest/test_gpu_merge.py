@@ -367,7 +367,7 @@ def test_the_gpu_section_files_a_not_judged_gate_as_not_judged():
     """What the report writes: the ledger's verdict (attached where the gate ran) decides, so a
     gate that raised NotJudged is filed "not judged" with its reason, not pytest's "failed"."""
     from harness.ledger import _file_gpu_run
-    from harness.state import Entry
+    from build_steps.gate_ledger import Entry
     from harness.verdicts import GPU_PROPERTY, VERDICT_PROPERTY, verdict_of
 
     gpu = {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "arch": "sm_90", "visible": 1}

@@ -212,7 +212,7 @@ def test_the_profile_names_which_opencv_each_flavor_bundles(tmp_path, monkeypatc
 
 
 def test_the_chain_builds_opencv_before_configure_and_hands_its_prefix_on():
-    from harness.steps import CHAIN
+    from build_steps.build_chain import CHAIN
     names = [s.fixture for s in CHAIN]
     assert names.index("built_opencv") < names.index("configured_tree")
     for fixture in ("configured_tree", "libmxnet", "staged_package"):
@@ -307,7 +307,7 @@ def _for_the_run(shared_dir: Path, key: str, make):
 @pytest.fixture(scope="session")
 def fork_staged_built(fork_tree, fork_libmxnet, minimal_opencv, shared_dir) -> dict:
     """The real fork's cpu libmxnet (linked against Debian's OpenCV 4.6) staged and bundled as
-    harness/steps.py does with --opencv=built: its libopencv_* NEEDED resolve in the built prefix."""
+    build_steps/build_chain.py does with --opencv=built: its libopencv_* NEEDED resolve in the built prefix."""
     def make(build: Path) -> dict:
         staged_tree = package.stage_tree(fork_tree, build / "harness-package")
         staged = bundle.stage_package(fork_libmxnet, staged_tree, PROFILES["cpu"], prefix=minimal_opencv.prefix,

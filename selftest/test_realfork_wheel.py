@@ -41,7 +41,7 @@ VERSION = "2.0.0+cpu.linux.20261203"
 
 @pytest.fixture(scope="session")
 def fork_staged(fork_tree, fork_libmxnet, tmp_path_factory) -> dict:
-    """Stage and bundle as harness/steps.py does: a copy of python/ in <build>/harness-package."""
+    """Stage and bundle as build_steps/build_chain.py does: a copy of python/ in <build>/harness-package."""
     build = tmp_path_factory.mktemp("fork-build")
     staged_tree = package.stage_tree(fork_tree, build / "harness-package")
     staged = bundle.stage_package(fork_libmxnet, staged_tree, PROFILES["cpu"], tree=fork_tree)

@@ -412,11 +412,12 @@ def test_a_gate_module_that_differs_from_its_manifest_is_refused(monkeypatch):
     # The other half of "matched by node id AND content hash": the harness's own gate module, changed.
     from types import SimpleNamespace
 
+    from build_steps import plugin_policy
     from harness import plugin_guard
     modules = dict(load_manifest("cuda").modules)
     assert "tests/test_publish.py" in modules and "tests/test_wheel_integrity.py" in modules
     assert plugin_guard._check_gate_modules(SimpleNamespace(stash={})) is None  # as committed: accepted
-    monkeypatch.setattr(plugin_guard, "_manifest_modules",
+    monkeypatch.setattr(plugin_policy, "manifest_modules",
                         lambda: {**modules, "tests/test_wheel_integrity.py": "0" * 64})
     with pytest.raises(pytest.UsageError, match=r"gate module\(s\) tests/test_wheel_integrity.py are not the "
                                                  "ones the release manifests recorded"):

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from build_steps import review_page
+from build_steps.build_chain import step_seconds, step_times
 from build_steps.compile import CompileResult
 from build_steps.configure import ConfigureResult
+from build_steps.gate_ledger import Entry
 from build_steps.once import run_once
 from build_steps.options import make_options
 from build_steps.package import PackageResult
@@ -31,8 +33,6 @@ from harness.release_scope import ReleaseSet
 from harness.report_doc import (driver_stub_lines, page_of, provenance_lines, report_document, wants_document,
                                 write_pages)
 from harness.run_record import ChainProducts, HostFacts, RunRecord, StepEnd, _driver_stub
-from harness.state import Entry
-from harness.steps import step_seconds, step_times
 from harness.wheel_placement import chain_lines, place_built_wheel
 
 PROV_OK = "tests/test_static.py::test_provenance_ok"
@@ -211,13 +211,13 @@ def test_an_audit_has_no_chain_and_a_failed_step_has_no_wheel(tmp_path):
 
 def test_the_chain_products_are_the_records_read_back_typed(tmp_path):
     """ChainProducts.from_records is each step's from_json; records() gives the same records back,
-    so harness.steps' summary functions read the same as from the run-once files."""
+    so build_steps.build_chain' summary functions read the same as from the run-once files."""
     chain = _chain(tmp_path, _wheel(tmp_path / "w"), tmp_path / "dist")
     shared = tmp_path / "shared"
     shared.mkdir()
     for key, rec in chain.records().items():
         run_once(shared, key, lambda rec=rec: rec["result"])
-    from harness.steps import chain_records
+    from build_steps.build_chain import chain_records
     back = ChainProducts.from_records(chain_records(shared))
     assert back == chain
     assert isinstance(back.configure, ConfigureResult) and back.configure.log == tmp_path / "build" / "harness-logs" / "configure.log"

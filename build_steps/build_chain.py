@@ -10,32 +10,34 @@ build section, and the step names that stop the session (harness.gates).
 Adding a step ("sign the wheel") is its build_steps module plus one row here.
 
 Each fixture runs its step once for all xdist workers (build_steps.once.run_once: a file lock and
-a JSON record under the run's shared dir). pytest-timeout never limits them (timeout_func_only in
-pytest.ini): only gate bodies are timed.
+a JSON record under the run's shared dir).
 """
 from __future__ import annotations
 
 import errno
-import inspect
 import json
+import logging
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-import pytest
-
-from build_steps import (bundle, compile, configure, cuda_root, filesystem, launcher, opencv_build, package,
-                         reproducible, run_lock, source, toolchain)
-from build_steps.errors import BuildInterrupted, EnvironmentFault
-from build_steps.once import run_once
-
-from .common import LIVE, say
+from . import (bundle, compile, configure, cuda_root, filesystem, launcher, opencv_build, package, reproducible,
+               run_lock, source, toolchain)
+from .errors import BuildInterrupted, EnvironmentFault
 
 if TYPE_CHECKING:
-    from build_steps.options import RunOptions
-    from build_steps.profile_data import Profile
+    from .options import RunOptions
+    from .profile_data import Profile
+    from .run_plan import BuildPaths, RunPlan
+
+#: the harness's logger (harness.common shows its records live, past pytest's capture)
+_LOG = logging.getLogger("mxnet_harness")
+
+
+def say(line: str) -> None:
+    _LOG.info(line)
 
 
 def guarded(step: str, produce: Callable[[], dict[str, Any]], where: Path) -> Callable[[], dict[str, Any]]:
@@ -64,32 +66,17 @@ def guarded(step: str, produce: Callable[[], dict[str, Any]], where: Path) -> Ca
     return run
 
 
-class BuildPaths:
-    """Where one build of one tree lives: the CMake tree, its logs, the staged package tree, the
-    wheel staging dir. Nothing of a run is written into the source tree but what its build dir
-    and dist/ put there: the package is staged in a copy of ``python/`` under the build dir (two
-    build dirs of one tree never share it), and a tree that cannot be written gets its dist/ in
-    the build dir."""
-
-    def __init__(self, options: RunOptions, src: Path) -> None:
-        self.src = src
-        # --build-dir is absolute (make_options resolves it against the current directory)
-        self.build_dir = (options.build_dir or options.profile.default_build_dir(src)).resolve()
-        self.logs = self.build_dir / "harness-logs"
-        self.staging = self.build_dir / "harness-wheel"
-        self.package_tree = self.build_dir / "harness-package"
-        self.dist = src / "dist" if filesystem.writable(src) is None else self.build_dir / "dist"
-
-
 class StepInputs:
     """What a step's ``produce``/``where``/``applies`` get: the fixtures its row names in ``needs``,
     as typed attributes. Every name a row may need is declared here (a row naming another one is
     refused when the table is made); a name the row did not ask for is an AttributeError."""
 
+    #: where the steps' live progress goes (harness.common.LIVE: the terminal, past pytest's capture)
+    progress: compile.Progress
     options: RunOptions
     profile: Profile
     shared_dir: Path
-    request: pytest.FixtureRequest
+    run_plan: RunPlan
     build_paths: BuildPaths
     cuda_root: cuda_root.CudaRoot | None
     built_opencv: opencv_build.OpenCVBuild | None
@@ -109,7 +96,7 @@ class StepInputs:
         return tuple(cls.__annotations__)
 
 
-def _always(_n: StepInputs) -> bool:
+def _always(_n: StepInputs) -> bool | str:
     return True
 
 
@@ -135,8 +122,9 @@ class Step:
     from_json: Callable[[dict[str, Any]], Any]
     #: needs -> where a full or read-only disk is looked for
     where: Callable[[StepInputs], Path]
-    #: needs -> False when the step has nothing to do in this run (the fixture is None); may skip
-    applies: Callable[[StepInputs], bool] = _always
+    #: needs -> False when the step has nothing to do in this run (the fixture is None); a str:
+    #: the gates that need it skip, for that reason
+    applies: Callable[[StepInputs], bool | str] = _always
     #: named in the summary only when it failed or was interrupted
     quiet: bool = False
     #: other names this step's errors carry (raised inside it by its build_steps module)
@@ -149,20 +137,6 @@ class Step:
         if unknown:
             raise TypeError(f"chain step {self.name!r} needs {unknown}, which StepInputs does not declare")
 
-    def fixture_function(self) -> Callable[..., Any]:
-        """The session fixture of this step: pytest asks for ``needs`` by the function's signature."""
-        def step_fixture(**needs: Any) -> Any:
-            n = StepInputs(**needs)
-            if not self.applies(n):
-                return None
-            return self.from_json(run_once(n.shared_dir, self.record,
-                                           guarded(self.name, lambda: self.produce(n), self.where(n))))
-        step_fixture.__name__ = self.fixture
-        step_fixture.__doc__ = f"The build step {self.name!r} (harness.steps.CHAIN), run once for the run."
-        step_fixture.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # pytest reads it
-            [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY) for p in self.needs])
-        return pytest.fixture(scope="session", name=self.fixture)(step_fixture)
-
 
 # --------------------------------------------------------------------------------------------
 # What each step does in a run (the work itself is its build_steps module's)
@@ -172,18 +146,12 @@ def _say_each(prefix: str, lines: Iterable[str]) -> None:
         say(f"{prefix}{line}")
 
 
-def _invocation_dir(n: StepInputs) -> Path:
-    return Path(n.request.config.invocation_params.dir)
-
-
-def _source_applies(n: StepInputs) -> bool:
-    if n.options.wheel is not None:
-        pytest.skip("--wheel given: the build chain does not run (nothing is configured or built)")
-    return True
+def _source_applies(n: StepInputs) -> bool | str:
+    return "--wheel given: the build chain does not run (nothing is configured or built)" if n.options.wheel else True
 
 
 def _produce_source(n: StepInputs) -> dict[str, Any]:
-    root = source.resolve_source(n.options.mxnet_src, _invocation_dir(n))
+    root = n.run_plan.tree()
     info = source.check_source_tree(root, {**n.options.profile.configure_flags, **n.options.cmake_defines})
     say(f"==> MXNet source tree: {root} (commit {info.commit or 'not a git checkout'}, "
         f"flavor {n.options.profile.name})")
@@ -195,7 +163,7 @@ def _produce_cuda_root(n: StepInputs) -> dict[str, Any]:
     say("==> assembling a CUDA root from nvcc + pip's nvidia-* wheels (cached)")
     start = time.monotonic()
     root = cuda_root.assemble_cuda_root(python=sys.executable, find_links=n.options.find_links,
-                                        index_url=n.options.index_url, progress=LIVE,
+                                        index_url=n.options.index_url, progress=n.progress,
                                         no_index=n.options.no_index, stack=n.options.profile.cuda)
     # the review page's timeline shows the download (CudaRoot.from_json ignores the extra key)
     return {**root.to_json(), "seconds": round(time.monotonic() - start, 1)}
@@ -248,7 +216,7 @@ def _opencv_root(n: StepInputs) -> dict[str, str]:
 def _produce_opencv(n: StepInputs) -> dict[str, Any]:
     """--opencv=built: the minimal OpenCV's prefix, from the cache or built (build_steps.opencv_build)."""
     say("==> OpenCV core/imgproc/imgcodecs from pinned source (cached by source hash and flags)")
-    rec = opencv_build.build_opencv(jobs=n.options.jobs, progress=LIVE)  # --jobs, niced (a shared host)
+    rec = opencv_build.build_opencv(jobs=n.options.jobs, progress=n.progress)  # --jobs, niced (a shared host)
     say(f"[opencv] {'reused' if rec.reused else 'built in %.0fs' % rec.seconds} {rec.prefix} "
         f"({rec.library_bytes / 1e6:.1f} MB of libopencv_*, key {rec.key})")
     return rec.to_json()
@@ -267,7 +235,7 @@ def _produce_compile(n: StepInputs) -> dict[str, Any]:
                                      **reproducible.compile_env(paths.src),
                                      # the tree's and commit's own cache partition (issue 41 item 4)
                                      **launcher.cache_env(paths.src)},
-                                progress=LIVE, launcher=n.compiler_launcher,
+                                progress=n.progress, launcher=n.compiler_launcher,
                                 # the sandbox's binds: the harness's own options, never the cache's
                                 src=paths.src, inputs=list(_opencv_root(n).values())).to_json()
     return {**res, "reproducible": repro}
@@ -317,9 +285,9 @@ def _in_build_dir(n: StepInputs) -> Path:
 
 #: The chain, in order. The last row makes the wheel (the pin's producer, dist/'s candidate).
 CHAIN = (
-    Step("mxnet_source", "source", "source", "source", ("options", "shared_dir", "request"),
+    Step("mxnet_source", "source", "source", "source", ("options", "shared_dir", "run_plan"),
          _produce_source, source.SourceInfo.from_json,
-         where=lambda n: n.options.mxnet_src or _invocation_dir(n), applies=_source_applies, quiet=True),
+         where=lambda n: n.run_plan.source or Path.cwd(), applies=_source_applies, quiet=True),
     Step("cuda_root", "cuda_root", "cuda-root", "CUDA root", ("options", "shared_dir"),
          _produce_cuda_root, cuda_root.CudaRoot.from_json,
          where=lambda n: cuda_root.default_cache_dir(),
