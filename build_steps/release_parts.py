@@ -59,7 +59,7 @@ from .errors import FAIL, NOT_JUDGED, NOT_JUDGED_EXIT, UsageError
 from .gpu_reports import MAX_REPORT_BYTES
 from .release_manifest import load_manifest
 
-#: What this module reads of a --provenance-json report (harness.report_doc and harness.finish
+#: What this module reads of a --provenance-json report (build_steps.report.document and harness.finish
 #: write it); other keys are allowed.
 _ROW = {"type": "object", "required": ["id", "result"], "properties": {
     "id": {"type": "string"}, "lane": {"type": "string"}, "result": {"type": "string"},
