@@ -202,23 +202,34 @@ class Merged:
 
 
 def _read_report(path: Path) -> dict[str, Any]:
+    doc = read_json_report(path)
+    validate_report(path, doc, REPORT_SCHEMA)
+    return cast("dict[str, Any]", doc)  # an object: REPORT_SCHEMA says so
+
+
+def read_json_report(path: Path) -> Any:
+    """A ``--provenance-json`` report's JSON, at most MAX_REPORT_BYTES (a UsageError naming the file
+    and the fix otherwise); its shape is the caller's schema's to check (validate_report)."""
     size = path.stat().st_size
     if size > MAX_REPORT_BYTES:
         raise UsageError(f"{path}: {size} bytes, above the {MAX_REPORT_BYTES >> 20} MiB a report may have "
                          "(build_steps.gpu_reports.MAX_REPORT_BYTES); it is not a --provenance-json report: "
                          "remove it from the directory")
     try:
-        doc: dict[str, Any] = json.loads(path.read_bytes())  # an object: REPORT_SCHEMA is checked below
+        return json.loads(path.read_bytes())
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: not a JSON report ({exc}); remove it or write it again with "
                          "--provenance-json") from None
+
+
+def validate_report(path: Path, doc: Any, schema: Mapping[str, Any]) -> None:
+    """``doc`` (read from ``path``) against ``schema``; a UsageError naming where it is not a report."""
     try:
-        jsonschema.validate(doc, REPORT_SCHEMA)
+        jsonschema.validate(doc, schema)
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "the top level"
         raise UsageError(f"{path}: valid JSON but not a harness report (at {where}: {exc.message}); "
                          "remove it or write it again with --provenance-json") from None
-    return doc
 
 
 def load_reports(directory: Path) -> list[tuple[Path, dict[str, Any]]]:

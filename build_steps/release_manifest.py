@@ -22,6 +22,7 @@ from typing import Any, Callable, Collection, Iterable, Mapping, Protocol, Seque
 
 from .errors import FAIL, UsageError
 from .pinning import sha256_of
+from .publish import gates_not_passed
 from .profile_data import PROFILES, Profile
 
 MANIFEST_DIR = Path(__file__).resolve().parent / "release_sets"
@@ -178,3 +179,23 @@ def write_or_check(generate: Callable[[], Mapping[str, Manifest]], argv: Sequenc
     print("release manifests agree with the gate modules: "
           + ", ".join(f"{f} {len(m.gates)} gates" for f, m in generated.items()))
     return 0
+
+
+@dataclass
+class ReleaseSet:
+    flavor: str = ""
+    #: the manifest's gate ids, then release gates this run collected from elsewhere
+    gates: list[str] = field(default_factory=list)
+
+    def including(self, nodeids: Iterable[str]) -> ReleaseSet:
+        return ReleaseSet(flavor=self.flavor, gates=list(dict.fromkeys([*self.gates, *nodeids])))
+
+    def size(self) -> int:
+        return len(self.gates)
+
+    def not_passed(self, verdicts: dict[str, str], excused: dict[str, str] | None = None) -> list[tuple[str, str]]:
+        """``(id, verdict)`` of every gate of the set that did not pass in ``verdicts`` (``not run``
+        when it has none). ``excused`` (id -> why) are shards the fork's own script would not run
+        on this tree; they count as done."""
+        excused = excused or {}
+        return [(n, v) for n, v in gates_not_passed(self.gates, verdicts) if n not in excused]

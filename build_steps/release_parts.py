@@ -46,20 +46,17 @@ and named in one line: such a verdict cannot publish.
 """
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from .errors import FAIL, NOT_JUDGED, NOT_JUDGED_EXIT, UsageError
-from .gpu_reports import MAX_REPORT_BYTES
+from .gpu_reports import read_json_report, validate_report
 from .release_manifest import load_manifest
 
-#: What this module reads of a --provenance-json report (harness.report_doc and harness.finish
+#: What this module reads of a --provenance-json report (build_steps.report.document and harness.finish
 #: write it); other keys are allowed.
 _ROW = {"type": "object", "required": ["id", "result"], "properties": {
     "id": {"type": "string"}, "lane": {"type": "string"}, "result": {"type": "string"},
@@ -134,27 +131,14 @@ class Part:
 def read_part(path: Path) -> Part:
     """One ``--provenance-json`` report; anything else is a UsageError naming the file and the fix."""
     path = Path(path)
-    size = path.stat().st_size
-    if size > MAX_REPORT_BYTES:
-        raise UsageError(f"{path}: {size} bytes, above the {MAX_REPORT_BYTES >> 20} MiB a report may have; "
-                         "it is not a --provenance-json report: remove it from the directory")
-    try:
-        doc = json.loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: not a JSON report ({exc}); remove it or write it again with "
-                         "--provenance-json") from None
+    doc = read_json_report(path)
     if isinstance(doc, dict) and "acceptance" in doc and "wheel" not in doc and "review" not in doc:
         # harness.finish writes only the shard table when no provenance gate ran (run.doc is None)
         raise UsageError(f"{path}: an acceptance table without the wheel's sha256 or a gate table (what a "
                          "run without any provenance gate writes): it cannot be tied to the wheel; run that "
                          "part again with the provenance gates selected too: -m \"provenance or acceptance\" "
                          "--wheel=W ... --provenance-json=...")
-    try:
-        jsonschema.validate(doc, REPORT_SCHEMA)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "the top level"
-        raise UsageError(f"{path}: valid JSON but not a harness report (at {where}: {exc.message}); "
-                         "remove it or write it again with --provenance-json") from None
+    validate_report(path, doc, REPORT_SCHEMA)
     review = doc["review"]
     gates = {g["nodeid"]: (g["verdict"], g.get("why") or "") for g in review["gates"]}
     known = frozenset([*gates, *(g["nodeid"] for g in review["not_run"])])

@@ -248,6 +248,28 @@ gfortran_probe() {  # PREFIX DIR
   fi
 }
 
+# What a run with --opencv=built needs before anything is launched (start-built, start-cpu): the carried
+# gfortran where the configure sandbox sees it, compiling and linking a probe (FC and PATH then name it),
+# bwrap, the OpenCV source in the cache (`opencv_build --ready`, its line in $ready) and libgfortran.so.5
+# in the host's loader cache, where the bundle step resolves libmxnet's (LAPACK ON). One line, exit 4.
+built_opencv_prelude() {
+  if [ ! -x "$GFORTRAN_PREFIX/usr/bin/gfortran" ]; then
+    echo "no gfortran in $GFORTRAN_PREFIX: carry .carry/gfortran and run gfortran-stash first"; exit 4
+  fi
+  case "$GFORTRAN_PREFIX/" in /tmp/*|/root/*|/home/*|"$HOME"/*)
+    echo "REAL_FORK_GFORTRAN=$GFORTRAN_PREFIX: under /tmp or a home, which the configure sandbox hides"; exit 4;; esac
+  harness_copy
+  gfortran_probe "$GFORTRAN_PREFIX" "$W" || exit 4
+  export FC="$GFORTRAN_PREFIX/usr/bin/gfortran" PATH="$GFORTRAN_PREFIX/usr/bin:$PATH"
+  use_bwrap
+  ready=$($PY -m build_steps.opencv_build --ready 2>&1) \
+    || { echo "$(echo "$ready" | tail -1); carry .carry/opencv-src-N and run opencv-src-stash first"; exit 4; }
+  # (not `ldconfig -p | grep -q`: with pipefail, grep's early exit fails the pipe through SIGPIPE)
+  if ! grep -q 'libgfortran\.so\.5 ' <(ldconfig -p); then
+    echo "no libgfortran.so.5 in this host's loader cache: the bundle step resolves libmxnet's there (LAPACK ON)"; exit 4
+  fi
+}
+
 # The release run, detached (the device call returns at once): the profile's toggles untouched
 # (OpenCV, oneDNN, LAPACK ON; no -D define at all), the OpenCV option first ($1: `start`'s
 # --opencv-prefix or `start-built`'s --opencv=built), the rest of the arguments after it.
@@ -469,18 +491,7 @@ start-cpu)
   # LAPACK ON), the index the carried mirror (--index-url is no development option), FC from the
   # gfortran carry (the host workaround this record names: the host has no Fortran compiler)
   shift
-  if [ ! -x "$GFORTRAN_PREFIX/usr/bin/gfortran" ]; then
-    echo "no gfortran in $GFORTRAN_PREFIX: carry .carry/gfortran and run gfortran-stash first"; exit 4
-  fi
-  harness_copy
-  gfortran_probe "$GFORTRAN_PREFIX" "$W" || exit 4
-  export FC="$GFORTRAN_PREFIX/usr/bin/gfortran" PATH="$GFORTRAN_PREFIX/usr/bin:$PATH"
-  use_bwrap
-  ready=$($PY -m build_steps.opencv_build --ready 2>&1) \
-    || { echo "$(echo "$ready" | tail -1); carry .carry/opencv-src-N and run opencv-src-stash first"; exit 4; }
-  if ! grep -q 'libgfortran\.so\.5 ' <(ldconfig -p); then
-    echo "no libgfortran.so.5 in this host's loader cache: the bundle step resolves libmxnet's there (LAPACK ON)"; exit 4
-  fi
+  built_opencv_prelude
   rm -f "$W/pytest.rc" "$W/build.rc"
   printf 'FC=%s\n%s\n' "$FC" "$ready" > "$W/start.env"
   common="--flavor=cpu --mxnet-src=$W/mxnet --compiler-launcher=none --jobs=$(nproc) --build-dir=$W/build \
@@ -551,21 +562,7 @@ start-built)
   # source (the run builds it offline), and libgfortran.so.5 in the host's loader cache, where the bundle
   # step resolves libmxnet's (the --opencv-prefix run found it in the prefix).
   shift
-  if [ ! -x "$GFORTRAN_PREFIX/usr/bin/gfortran" ]; then
-    echo "no gfortran in $GFORTRAN_PREFIX: carry .carry/gfortran and run gfortran-stash first"; exit 4
-  fi
-  case "$GFORTRAN_PREFIX/" in /tmp/*|/root/*|/home/*|"$HOME"/*)
-    echo "REAL_FORK_GFORTRAN=$GFORTRAN_PREFIX: under /tmp or a home, which the configure sandbox hides"; exit 4;; esac
-  harness_copy
-  gfortran_probe "$GFORTRAN_PREFIX" "$W" || exit 4
-  export FC="$GFORTRAN_PREFIX/usr/bin/gfortran" PATH="$GFORTRAN_PREFIX/usr/bin:$PATH"
-  use_bwrap
-  ready=$($PY -m build_steps.opencv_build --ready 2>&1) \
-    || { echo "$(echo "$ready" | tail -1); carry .carry/opencv-src-N and run opencv-src-stash first"; exit 4; }
-  # (not `ldconfig -p | grep -q`: with pipefail, grep's early exit fails the pipe through SIGPIPE)
-  if ! grep -q 'libgfortran\.so\.5 ' <(ldconfig -p); then
-    echo "no libgfortran.so.5 in this host's loader cache: the bundle step resolves libmxnet's there (LAPACK ON)"; exit 4
-  fi
+  built_opencv_prelude
   rm -f "$W/pytest.rc"
   printf 'FC=%s\n%s\n' "$FC" "$ready" > "$W/start.env"
   launch_release_run "--opencv=built" "$@"

@@ -1,6 +1,6 @@
 """The build chain as session fixtures (one per row of build_steps.build_chain.CHAIN) and the checks made
 before a build starts. The end of the chain (the wheel to dist/ or set aside, the chain's summary
-lines) is a row of the end of the run (harness.finish, harness.wheel_placement).
+lines) is a row of the end of the run (harness.finish, build_steps.report.placement).
 """
 from __future__ import annotations
 

@@ -26,18 +26,18 @@ from build_steps.errors import HarnessError, PublishRefused, UsageError
 from build_steps.pinning import sha256_of, source_changed, unlock, verify
 from build_steps.release_report import write_report
 from build_steps.readers.report import write_json_atomic
+from build_steps.report.document import (driver_stub_lines, page_of, provenance_lines, publish_page,
+                                         report_document, wants_document, write_pages)
+from build_steps.report.record import HostFacts, RunRecord
+from build_steps.report.placement import place_built_wheel
 
 from .common import say
 from .pin_record import load_pin
 from .release_scope import release_set_of
-from .report_doc import (driver_stub_lines, page_of, provenance_lines, publish_page, report_document,
-                         wants_document, write_pages)
-from .run_record import HostFacts, RunRecord, record_of
+from .run_record import record_of
 from .shard_plan import SECTION as SHARD_SECTION, has_table, inapplicable_shard_gates, write_summary
 from .state import HarnessRun, harness_run
 from .verdicts import GPU_MARKS, NOT_JUDGED, NOT_JUDGED_EXIT
-from .wheel_placement import place_built_wheel
-
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def the_record(run: HarnessRun) -> RunRecord:
 
 def build_report(run: HarnessRun) -> Outcome:
     """The provenance report's summary lines; the report document (HarnessRun.doc) when the run
-    writes the JSON report or a review page (harness.report_doc)."""
+    writes the JSON report or a review page (build_steps.report.document)."""
     rec = the_record(run)
     if wants_document(rec):
         run.doc = report_document(replace(rec, host=HostFacts.measure()))
@@ -172,7 +172,7 @@ def driver_stub_note(run: HarnessRun) -> Outcome:
 
 
 def place_wheel(run: HarnessRun) -> Outcome:
-    """The chain's summary, and the built wheel to dist/ or set aside (harness.wheel_placement)."""
+    """The chain's summary, and the built wheel to dist/ or set aside (build_steps.report.placement)."""
     placement = place_built_wheel(the_record(run))
     if placement is None:
         return NOTHING
@@ -182,7 +182,7 @@ def place_wheel(run: HarnessRun) -> Outcome:
 
 
 def write_page(run: HarnessRun) -> Outcome:
-    """The review page, from the report document, with where the built wheel now lies (harness.report_doc)."""
+    """The review page, from the report document, with where the built wheel now lies (build_steps.report.document)."""
     lines: list[str] = []
     try:
         page = page_of(the_record(run), run.doc)

@@ -9,33 +9,9 @@ every id that did not pass. Release gates the run collected from elsewhere (a si
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-
-from build_steps.publish import gates_not_passed
-from build_steps.release_manifest import left_out_by_flavor, load_manifest
+from build_steps.release_manifest import ReleaseSet, left_out_by_flavor, load_manifest
 
 from .state import HarnessRun
-
-
-@dataclass
-class ReleaseSet:
-    flavor: str = ""
-    #: the manifest's gate ids, then release gates this run collected from elsewhere
-    gates: list[str] = field(default_factory=list)
-
-    def including(self, nodeids: Iterable[str]) -> ReleaseSet:
-        return ReleaseSet(flavor=self.flavor, gates=list(dict.fromkeys([*self.gates, *nodeids])))
-
-    def size(self) -> int:
-        return len(self.gates)
-
-    def not_passed(self, verdicts: dict[str, str], excused: dict[str, str] | None = None) -> list[tuple[str, str]]:
-        """``(id, verdict)`` of every gate of the set that did not pass in ``verdicts`` (``not run``
-        when it has none). ``excused`` (id -> why) are shards the fork's own script would not run
-        on this tree; they count as done."""
-        excused = excused or {}
-        return [(n, v) for n, v in gates_not_passed(self.gates, verdicts) if n not in excused]
 
 
 def release_set_of(run: HarnessRun) -> ReleaseSet:

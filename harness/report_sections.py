@@ -1,5 +1,5 @@
 """The GPU gates' verdicts with the GPU each ran on (so reports of several GPU runners can be merged
-per arch, ``build_steps.gpu_reports``), for the JSON report (harness.report_doc.extra_sections).
+per arch, ``build_steps.gpu_reports``), for the JSON report (build_steps.report.document.extra_sections).
 
 Each GPU gate's report gets the GPU in ``user_properties`` where the test runs (an xdist worker
 sends it to the controller with the report); the ledger files it (HarnessRun.gpu_runs).

@@ -2,7 +2,7 @@
 
 This plugin checks ``--gpu-reports`` up front and keeps the run's clock (HarnessRun.clock: the
 wall time, and the gates' setup and call times for the page's timeline). What the page shows is
-gathered into the JSON report's ``review`` section by harness.report_doc, and the end of the run
+gathered into the JSON report's ``review`` section by build_steps.report.document, and the end of the run
 (harness.finish) writes the page: to ``--review-page PATH``, else into the build's
 ``harness-logs/review.html`` and beside the ``--provenance-json`` report (``report.html`` for
 ``report.json``).

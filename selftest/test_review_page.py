@@ -163,8 +163,8 @@ def test_timeline_shows_the_slowest_compile_steps_or_says_not_measured(tmp_path)
     from build_steps.compile import CompileResult
     from build_steps.configure import ConfigureResult
     from build_steps.package import PackageResult
-    from harness.report_doc import _timeline
-    from harness.run_record import ChainProducts
+    from build_steps.report.document import _timeline
+    from build_steps.report.record import ChainProducts
     records = ChainProducts(
         configure=ConfigureResult(build_dir=tmp_path, first_time=True, seconds=4.8, log=tmp_path / "c.log", cache={}),
         compile=CompileResult(library=tmp_path / "libmxnet.so", seconds=3600.0, steps_run=1300, total_steps=1300,
@@ -219,9 +219,9 @@ import pytest
 
 from dataclasses import replace
 
-from harness import report_doc
+from build_steps.report import document as report_doc
 from harness.finish import the_record
-from harness.run_record import HostFacts
+from build_steps.report.record import HostFacts
 from harness.state import the_run
 
 
@@ -240,7 +240,7 @@ def pytest_sessionfinish(session):
 @pytest.mark.slow
 def test_the_page_the_publish_gate_attaches_renders_from_a_real_run(gates, selftest_wheels, browser,
                                                                    pytester, tmp_path, monkeypatch):
-    """harness.report_doc.publish_page, as harness.finish's publish row calls it, on a real audit and pin (a
+    """build_steps.report.document.publish_page, as harness.finish's publish row calls it, on a real audit and pin (a
     real publish needs every gate green, GPU ones included, which this machine cannot run)."""
     (pytester.path / "publish_page_probe.py").write_text(PROBE)
     monkeypatch.setenv("PYTHONPATH", str(pytester.path))
@@ -302,7 +302,7 @@ def test_only_a_whole_release_set_run_says_pass():
 def partial_doc() -> dict:
     """The real fork's report (its facts: closure, fatbin) with a review section of a partial run:
     the static gates passed, the rest of the release set not run, as the main job leaves it."""
-    from harness.report_doc import gate_meanings
+    from build_steps.report.document import gate_meanings
     doc = json.loads((ROOT / "docs" / "gpu_runs" / "real_fork_2026-12-04.json").read_text())
     gates = _release_set()
     ran = [n for n in gates if "acceptance" not in n and "gpu" not in n and "cublas" not in n][:40]

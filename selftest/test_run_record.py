@@ -29,11 +29,12 @@ from build_steps.readers.ninja_log import NinjaCommand, build_time
 from build_steps.readers.report import write_json_atomic
 from build_steps.readers.wheel import extract_wheel
 from build_steps.source import SourceInfo
-from harness.release_scope import ReleaseSet
-from harness.report_doc import (driver_stub_lines, page_of, provenance_lines, report_document, wants_document,
+from build_steps.release_manifest import ReleaseSet
+from build_steps.report.document import (driver_stub_lines, page_of, provenance_lines, report_document, wants_document,
                                 write_pages)
-from harness.run_record import ChainProducts, HostFacts, RunRecord, StepEnd, _driver_stub
-from harness.wheel_placement import chain_lines, place_built_wheel
+from build_steps.report.record import ChainProducts, HostFacts, RunRecord, StepEnd
+from harness.run_record import _driver_stub
+from build_steps.report.placement import chain_lines, place_built_wheel
 
 PROV_OK = "tests/test_static.py::test_provenance_ok"
 PROV_BAD = "tests/test_static.py::test_no_dwarf"

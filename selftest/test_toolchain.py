@@ -81,8 +81,8 @@ def test_the_reports_provenance_reads_the_configure_product_not_cmakefiles(tmp_p
 
     from build_steps.configure import ConfigureResult
     from build_steps.source import SourceInfo
-    from harness.report_doc import _provenance
-    from harness.run_record import ChainProducts
+    from build_steps.report.document import _provenance
+    from build_steps.report.record import ChainProducts
     build = tmp_path / "build"
     lying = build / "CMakeFiles" / "9.9.9"
     lying.mkdir(parents=True)  # what the tree's CMake could write there

@@ -3,7 +3,7 @@ identity, the GPU gates with their GPU, the build's compiler cache and times, th
 every gate's verdict and meaning, the steps' timeline, the development overrides, the verdict's
 scope against the flavor's release set), and the review page written from it.
 
-Plain functions of the run record (harness.run_record.RunRecord: the ledger's entries, the chain's
+Plain functions of the run record (build_steps.report.record.RunRecord: the ledger's entries, the chain's
 typed products, the pin, the options), no pytest object inside: the end of the run (harness.finish)
 calls them, and a selftest calls them on a record it builds.
 """
@@ -16,7 +16,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pytest
 from pathlib import Path
 
 from build_steps import gpu_reports, review_page
@@ -27,8 +26,9 @@ from build_steps.readers.report import provenance_document, summary_lines
 
 from build_steps.build_chain import CHAIN, step_seconds
 
-from .release_scope import ReleaseSet
-from .run_record import ChainProducts, HostFacts, RunRecord
+from ..errors import INTERRUPTED, REFUSED
+from ..release_manifest import ReleaseSet
+from .record import ChainProducts, HostFacts, RunRecord
 
 if TYPE_CHECKING:
     from build_steps.pinning import WheelPin
@@ -68,7 +68,7 @@ def _verdict(rec: RunRecord, rset: ReleaseSet | None, gates: list[dict[str, Any]
     # is shown, not counted against the verdict.
     return review_page.verdict(gates, rset.gates if rset is not None else None,
                                rec.options.profile.name,
-                               interrupted=rec.exitstatus == pytest.ExitCode.INTERRUPTED,
+                               interrupted=rec.exitstatus == INTERRUPTED,
                                selection=f"-m {rec.selection!r}" if rec.selection else None)
 
 
@@ -353,7 +353,7 @@ class Page:
 def page_of(rec: RunRecord, doc: dict[str, Any] | None) -> Page | None:
     """The review page of the report document ``doc``, with where the built wheel now lies and what
     this run wrote; None when the run writes none (no document, a usage error, --co, nowhere to go)."""
-    if doc is None or rec.exitstatus == pytest.ExitCode.USAGE_ERROR or rec.collect_only:
+    if doc is None or rec.exitstatus == REFUSED or rec.collect_only:
         return None
     dests = destinations(rec)
     if not dests:

@@ -1,7 +1,7 @@
 """The end of the build chain: the built wheel to dist/ when every build and provenance gate
 passed, else set aside as FAILED-GATES; and the summary's lines about the chain (the tree, each
 step's time, the compiler cache, the development switches). Functions of the run record
-(harness.run_record.RunRecord): gate outcomes are the ledger's entries (on an xdist controller every
+(build_steps.report.record.RunRecord): gate outcomes are the ledger's entries (on an xdist controller every
 worker's), the wheel is the package step's typed product, the bytes the pin's.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from build_steps.readers import ninja_log
 from build_steps.build_chain import step_times
 from build_steps.gate_ledger import Entry
 
-from .run_record import ChainProducts, RunRecord
+from .record import ChainProducts, RunRecord
 
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
