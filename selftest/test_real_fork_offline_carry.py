@@ -76,6 +76,24 @@ def _call(root: Path, carried: list[Path]) -> None:
         shutil.copytree(d, root / ".carry" / d.name)
 
 
+def _stash_one_call_at_a_time(root: Path, tmp_path: Path, name: str, run) -> tuple[list[Path], Path, subprocess.CompletedProcess]:
+    """The .carry/NAME-N pieces that `NAME` cut, laid one per device call and stashed with
+    `NAME-stash` (``run(verb)``), each call succeeding and saying how many are still to come. Returns
+    the pieces (in order), where they were kept, and the last call's result."""
+    pieces = sorted((root / ".carry").glob(f"{name}-*"), key=lambda p: int(p.name.split("-")[1]))
+    kept = tmp_path / "kept"
+    shutil.copytree(root / ".carry", kept)
+    got = None
+    for n, piece in enumerate(pieces, 1):
+        _call(root, [kept / piece.name])
+        got = run(f"{name}-stash")
+        assert got.returncode == 0, got.stdout + got.stderr
+        if n < len(pieces):
+            assert f"{n} of {len(pieces)} pieces" in got.stdout, got.stdout
+    assert got is not None, f"no .carry/{name}-N pieces were cut"
+    return pieces, kept, got
+
+
 def _sandboxed_probe(prefix: Path, build_dir: Path) -> subprocess.CompletedProcess:
     """CMake's Fortran probe as the fork's configure runs it: in the project's sandbox with the
     configure step's binds (build_box), the compiler found on PATH (FC is not in the allow-list)."""
@@ -273,16 +291,8 @@ def test_the_index_mirror_travels_in_pieces_and_unpacks_as_an_index(tmp_path):
              "MIRROR_PIECE_MB": "1"})
     made = env_run("mirror")
     assert made.returncode == 0, made.stdout + made.stderr
-    pieces = sorted((root / ".carry").glob("mirror-*"), key=lambda p: int(p.name.split("-")[1]))
+    pieces, kept, got = _stash_one_call_at_a_time(root, tmp_path, "mirror", env_run)
     assert len(pieces) >= 3, [p.name for p in pieces]
-    kept = tmp_path / "kept"
-    shutil.copytree(root / ".carry", kept)
-    for n, piece in enumerate(pieces, 1):
-        _call(root, [kept / piece.name])
-        got = env_run("mirror-stash")
-        assert got.returncode == 0, got.stdout + got.stderr
-        if n < len(pieces):
-            assert f"{n} of {len(pieces)} pieces" in got.stdout, got.stdout
     assert f"--index-url=file://{work}/mirror/simple" in got.stdout and "3 wheels" in got.stdout, got.stdout
     for i in range(3):
         page = work / "mirror" / "simple" / f"pkg{i}" / "index.html"
@@ -373,14 +383,8 @@ def test_the_wheel_travels_in_pieces_and_is_joined_only_to_its_own_sha256(tmp_pa
     assert go("wheel-carry", str(tmp_path / "nothing.whl")).returncode == 4
     made = go("wheel-carry", str(aside))
     assert made.returncode == 0, made.stdout + made.stderr
-    pieces = sorted((root / ".carry").glob("wheel-*"), key=lambda p: int(p.name.split("-")[1]))
+    pieces, kept, got = _stash_one_call_at_a_time(root, tmp_path, "wheel", go)
     assert len(pieces) == 3, [p.name for p in pieces]
-    kept = tmp_path / "kept"
-    shutil.copytree(root / ".carry", kept)
-    for n, piece in enumerate(pieces, 1):
-        _call(root, [kept / piece.name])
-        got = go("wheel-stash")
-        assert got.returncode == 0, got.stdout + got.stderr
     joined = work / "wheel" / wheel.name
     assert joined.read_bytes() == aside.read_bytes()
     assert hashlib.sha256(aside.read_bytes()).hexdigest() in got.stdout
