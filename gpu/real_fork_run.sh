@@ -517,6 +517,44 @@ wheel-pieces)
   (cd "$W/wheel-pieces" && sha256sum wheel.part-* && echo "$(sha256sum < "$wheel" | cut -d' ' -f1)  $(basename "$wheel")") > "$W/wheel-pieces/MANIFEST"
   ls -la "$W/wheel-pieces"; cat "$W/wheel-pieces/MANIFEST"
   ;;
+build-pack)
+  # The build dir so far, for a later hold (issue 45: a release-profile cpu build is about 19 minutes of
+  # a hold, more than one has left after refused starts). The run is stopped first: the harness killed,
+  # then ninja interrupted, which stops its commands and removes what they left half-written, so every
+  # object packed is one ninja finished and logged. pax tar keeps the mtimes' nanoseconds, which ninja
+  # compares with its logs; objects compress about 13:1. 15 MiB pieces in $W/build-pack for $OUT.
+  [ -f "$W/build/build.ninja" ] || { echo "no build dir at $W/build"; exit 4; }
+  pkill -KILL -f -- "--build-dir=$W/build"
+  if pgrep -x ninja >/dev/null; then
+    pkill -INT -x ninja
+    for _ in $(seq 60); do pgrep -x ninja >/dev/null || break; sleep 1; done
+    pgrep -x ninja >/dev/null && { echo "ninja did not stop within 60 s"; exit 1; }
+  fi
+  rm -rf "$W/build-pack" && mkdir -p "$W/build-pack" || exit 1
+  tar --format=posix -C "$W" -cf - build | xz -T0 -3 | split -b 15M -d - "$W/build-pack/build.part-" || exit 1
+  (cd "$W/build-pack" && sha256sum build.part-*) > "$W/build-pack/MANIFEST" || exit 1
+  echo "$(find "$W/build" -name '*.o' | wc -l) objects, $(grep -vc '^#' "$W/build/.ninja_log") ninja log lines"
+  ls -la "$W/build-pack"; cat "$W/build-pack/MANIFEST"
+  ;;
+build-carry)
+  # (here) the pieces build-pack sent back (DIR: its MANIFEST and build.part-NN), checked and cut anew
+  # into .carry/build-N of BUILD_PIECE_MB (default 55: a call carries 64 MiB with the 7 MB tree)
+  src=${2:?build-carry DIR}
+  check_manifest "$src" "the packed build dir" || exit 1
+  tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
+  mapfile -t listed < <(awk '{print $2}' "$src/MANIFEST")
+  (cd "$src" && cat "${listed[@]}") | split -b "${BUILD_PIECE_MB:-55}M" -d - "$tmp/build.part-" || exit 1
+  carry_pieces "$tmp" build || exit 1
+  du -sb "$ROOT"/.carry/build-*; echo "carry one .carry/build-N per device call, then: gpu/real_fork_run.sh build-stash"
+  ;;
+build-stash)
+  # (there, before start-cpu) the build dir of an earlier hold laid where the compile goes on from it:
+  # same paths, same compiler, same commands, so ninja compiles only what that hold had not finished
+  all_pieces build "$W/build-parts" "the packed build dir"
+  [ -e "$W/build" ] && { echo "$W/build exists: build-stash lays a build dir only where there is none"; exit 4; }
+  (cd "$W/build-parts" && cat "${listed[@]}") | xz -d | tar -C "$W" -xf - || exit 1
+  echo "build dir laid: $(find "$W/build" -name '*.o' | wc -l) objects, $(grep -vc '^#' "$W/build/.ninja_log") ninja log lines"
+  ;;
 wheel-carry)
   wheel=${2:?wheel-carry WHEEL}
   [ -f "$wheel" ] || { echo "no wheel at $wheel"; exit 4; }
