@@ -524,12 +524,12 @@ build-pack)
   # object packed is one ninja finished and logged. pax tar keeps the mtimes' nanoseconds, which ninja
   # compares with its logs; objects compress about 13:1. 15 MiB pieces in $W/build-pack for $OUT.
   [ -f "$W/build/build.ninja" ] || { echo "no build dir at $W/build"; exit 4; }
-  pkill -KILL -f -- "--build-dir=$W/build"
-  if pgrep -x ninja >/dev/null; then
-    pkill -INT -x ninja
-    for _ in $(seq 60); do pgrep -x ninja >/dev/null || break; sleep 1; done
-    pgrep -x ninja >/dev/null && { echo "ninja did not stop within 60 s"; exit 1; }
-  fi
+  # start-cpu's wrapper first (its command names report.json), so no release run follows; then the
+  # build phase's harness (report-build.json) gets SIGTERM: its interrupt path stops ninja's tree
+  pkill -KILL -f -- "--provenance-json=$W/report.json"
+  pkill -TERM -f -- "--provenance-json=$W/report-build.json"
+  for _ in $(seq 120); do pgrep -f -- "--build-dir=$W/build" >/dev/null || break; sleep 1; done
+  if pgrep -f -- "--build-dir=$W/build" >/dev/null; then echo "the build did not stop within 120 s"; exit 1; fi
   rm -rf "$W/build-pack" && mkdir -p "$W/build-pack" || exit 1
   tar --format=posix -C "$W" -cf - build | xz -T0 -3 | split -b 15M -d - "$W/build-pack/build.part-" || exit 1
   (cd "$W/build-pack" && sha256sum build.part-*) > "$W/build-pack/MANIFEST" || exit 1
