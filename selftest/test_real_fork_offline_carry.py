@@ -442,3 +442,86 @@ def test_audit_cpu_needs_the_wheel_the_index_and_the_tree_and_composes_no_develo
             break
         subprocess.run(["sleep", "1"])
     assert (work / "audit.rc").read_text().strip() not in ("", "0")
+
+
+def _partial_cmake_build(src: Path, build: Path, n: int, done: int) -> list[str]:
+    """A real CMake/Ninja tree of ``n`` C objects with only the first ``done`` compiled (a hold whose
+    time ended mid-compile). Returns the unfinished objects' paths, as ninja names them."""
+    src.mkdir(parents=True)
+    for i in range(n):
+        (src / f"o{i}.c").write_text(f'#include "common.h"\nint f{i}(void) {{ return COMMON + {i}; }}\n')
+    (src / "common.h").write_text("#define COMMON 7\n")
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(p C)\n"
+        f"add_library(p SHARED {' '.join(f'o{i}.c' for i in range(n))})\n")
+    subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(build)], check=True, capture_output=True)
+    objects = [f"CMakeFiles/p.dir/o{i}.c.o" for i in range(n)]
+    subprocess.run(["ninja", "-C", str(build), *objects[:done]], check=True, capture_output=True)
+    return objects[done:]
+
+
+def _planned(build: Path) -> list[str]:
+    """What ninja would compile next: the objects of a dry run."""
+    out = subprocess.run(["ninja", "-C", str(build), "-n", "-v"], check=True, capture_output=True, text=True).stdout
+    return sorted(f"CMakeFiles/p.dir/o{i}.c.o" for i in range(100) if f" -o CMakeFiles/p.dir/o{i}.c.o " in out)
+
+
+def test_a_build_dir_travels_to_a_later_hold_and_ninja_compiles_only_what_was_unfinished(tmp_path):
+    """`build-pack` packs $W/build (here no run is going: nothing to stop), `build-carry` checks the pieces
+    that came back and cuts them for the carries, `build-stash` lays them one call at a time into a host
+    that has no build dir: ninja then compiles only the objects the first hold had not finished (the
+    mtimes and ninja's logs survive the trip), and every finished object comes back byte for byte. A
+    build dir already there is never overwritten, and a damaged piece is refused."""
+    root, work = _checkout(tmp_path), tmp_path / "realfork"
+    build = work / "build"
+    unfinished = _partial_cmake_build(work / "src", build, n=8, done=5)
+    assert _planned(build) == sorted(unfinished)
+    objects = {p.relative_to(build): p.read_bytes() for p in build.rglob("*.o")}
+    assert len([o for o in objects if o.parts[:2] == ("CMakeFiles", "p.dir")]) == 5
+    (build / "blob").write_bytes(os.urandom(2_500_000))   # pieces enough to carry in several calls
+    env = {**os.environ, "REAL_FORK_WORK": str(work), "BUILD_PIECE_MB": "1"}
+    go = lambda *a: subprocess.run(["bash", SCRIPT, *a], cwd=root, capture_output=True,  # noqa: E731
+                                   text=True, env=env, timeout=300)
+    packed = go("build-pack")
+    assert packed.returncode == 0, packed.stdout + packed.stderr
+    assert f"{len(objects)} objects" in packed.stdout, packed.stdout
+    back = tmp_path / "came-back"
+    shutil.copytree(work / "build-pack", back)       # what $OUT brings back
+    made = go("build-carry", str(back))
+    assert made.returncode == 0, made.stdout + made.stderr
+
+    # the later hold: no build dir yet; a build dir that is there is refused, untouched
+    keep = tmp_path / "first-hold-build"
+    build.rename(keep)
+    build.mkdir()
+    (build / "mine").write_text("x")
+    pieces = sorted((root / ".carry").glob("build-*"), key=lambda p: int(p.name.split("-")[1]))
+    saved = tmp_path / "kept"
+    shutil.copytree(root / ".carry", saved)
+    _call(root, [saved / p.name for p in pieces])
+    over = go("build-stash")
+    assert over.returncode == 4 and "exists" in _one_line(over), over.stdout + over.stderr
+    assert (build / "mine").read_text() == "x"
+    shutil.rmtree(build)
+    shutil.rmtree(work / "build-parts")
+
+    # one piece a call, as the device calls carry them
+    _call(root, [saved / p.name for p in pieces])
+    pieces, _kept, got = _stash_one_call_at_a_time(root, tmp_path / "again", "build", go)
+    assert len(pieces) == 3 and f"{len(objects)} objects" in got.stdout, got.stdout
+    assert _planned(build) == sorted(unfinished)
+    assert {p.relative_to(build): p.read_bytes() for p in build.rglob("*.o")} == objects
+    done = subprocess.run(["ninja", "-C", str(build)], capture_output=True, text=True)
+    assert done.returncode == 0 and f"[{len(unfinished) + 1}/{len(unfinished) + 1}]" in done.stdout, done.stdout
+
+    # a damaged piece: named, nothing laid
+    shutil.rmtree(build)
+    shutil.rmtree(work / "build-parts")
+    _call(root, [saved / p.name for p in pieces])
+    target = next((root / ".carry" / pieces[0].name).glob("build.part-*"))
+    data = bytearray(target.read_bytes())
+    data[100] ^= 0xFF
+    target.write_bytes(bytes(data))
+    bad = go("build-stash")
+    assert bad.returncode == 1 and "damaged" in _one_line(bad) and target.name in _one_line(bad)
+    assert not build.exists()
