@@ -75,6 +75,12 @@
 #                                         nothing to do) with ARGS; reports $W/report-build.json, $W/report.json
 #   gpu/real_fork_run.sh wheel-pieces     the run's wheel (dist/ or rejected/) cut into $W/wheel-pieces
 #                                         (15 MiB each, sha256 MANIFEST): copy at most 4 a call into $OUT
+#   gpu/real_fork_run.sh build-pack       stop the run and pack $W/build (the objects ninja finished, their
+#                                         mtimes kept) into $W/build-pack (15 MiB pieces) for $OUT: a build
+#                                         longer than the hold goes on in the next one
+#   gpu/real_fork_run.sh build-carry DIR  (here) the pieces that came back, checked, cut into .carry/build-N
+#   gpu/real_fork_run.sh build-stash      (there, each call that carries a .carry/build-N, before start-cpu)
+#                                         lay $W/build from them; never over a build dir that is there
 #   gpu/real_fork_run.sh wheel-carry WHEEL  (here) a wheel that came back (or was built here) cut into
 #                                         .carry/wheel-N/ pieces of WHEEL_PIECE_MB (default 50) with a sha256
 #                                         MANIFEST and the whole wheel's sha256 and name (WHEEL)
