@@ -15,7 +15,7 @@ log says. One module per concern:
 """
 from __future__ import annotations
 
-# The names harness/acceptance_shards.py, build_steps/option_table.py and harness/release_set.py import
+# The names harness/plugins/acceptance_shards.py, build_steps/option_table.py and harness/release_set.py import
 # from this module, kept here while those plugins are rewritten; new code imports the concern's
 # own module (above). Drop this block once no harness module names build_steps.acceptance.
 from .acceptance_report import summary_markdown, table_lines  # noqa: F401

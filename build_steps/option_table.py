@@ -1,4 +1,4 @@
-"""Every command-line option of the harness, as data: the groups harness.cli_options declares to
+"""Every command-line option of the harness, as data: the groups harness.plugins.cli_options declares to
 pytest (before pytest looks for conftests), with their help. make_options (build_steps.options)
 parses the first group's values into RunOptions."""
 from __future__ import annotations

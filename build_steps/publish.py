@@ -216,7 +216,7 @@ class ReleaseFacts:
 
 def choose_release(opts: RunOptions, cwd: Path, release_report: object) -> tuple[ReleaseVersion, Path]:
     """A --publish run's release version and tree, chosen at session start before anything is built
-    (harness.publish_plugin), so the chain builds exactly the version that will be tagged; a
+    (harness.plugins.publish_run), so the chain builds exactly the version that will be tagged; a
     UsageError for what makes the run unable to publish."""
     if opts.wheel is not None:
         # Issue 19, item 4: the release set's build gates verify the build of this run (its

@@ -1,4 +1,4 @@
-"""The fork's acceptance shards in this run: the plan harness.acceptance_shards filed
+"""The fork's acceptance shards in this run: the plan harness.plugins.acceptance_shards filed
 (HarnessRun.shard_plan), the tree the shards run from, and the shard table the end of the run
 writes (build_steps.acceptance_table) from the rows the ledger gathered (HarnessRun.shard_rows).
 """

@@ -324,7 +324,7 @@ def test_forged_reports_are_refused(release_repo, gh_standin, report_key, tmp_pa
 # --------------------------------------------------------------------------------------------
 def test_publish_judges_after_every_gate_under_ff(pytester, release_repo):
     # --ff (cacheprovider's wrapper) moves the gates that failed last time first, and the publish
-    # gate has no place to keep: the release is judged by the end of the run (harness.finish), after
+    # gate has no place to keep: the release is judged by the end of the run (harness.plugins.finish), after
     # every gate, here the failed gate that --ff ran first (issue 47: no reordering wrapper).
     other = pytester.makepyfile(test_other_gates=other_gates_source("fails"))
     args = ("-c", HARNESS_ROOT / "pytest.ini", "--rootdir", HARNESS_ROOT, "-p", "no:randomly",

@@ -220,7 +220,7 @@ import pytest
 from dataclasses import replace
 
 from build_steps.report import document as report_doc
-from harness.finish import the_record
+from harness.plugins.finish import the_record
 from build_steps.report.record import HostFacts
 from harness.state import the_run
 
@@ -240,7 +240,7 @@ def pytest_sessionfinish(session):
 @pytest.mark.slow
 def test_the_page_the_publish_gate_attaches_renders_from_a_real_run(gates, selftest_wheels, browser,
                                                                    pytester, tmp_path, monkeypatch):
-    """build_steps.report.document.publish_page, as harness.finish's publish row calls it, on a real audit and pin (a
+    """build_steps.report.document.publish_page, as harness.plugins.finish's publish row calls it, on a real audit and pin (a
     real publish needs every gate green, GPU ones included, which this machine cannot run)."""
     (pytester.path / "publish_page_probe.py").write_text(PROBE)
     monkeypatch.setenv("PYTHONPATH", str(pytester.path))

@@ -8,7 +8,7 @@ import pytest
 from build_steps.cuda_stack import cublas_probe_args
 from build_steps.profile_data import PROFILES
 from build_steps.venv import check_install, create_venv, explain_probe, run_probe
-from harness.runtime import load_probe
+from harness.plugins.runtime import load_probe
 
 cublas_probe = load_probe("cublas_probe")
 #: the release CUDA profile's stack, as the harness gives it to the probe

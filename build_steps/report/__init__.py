@@ -1,4 +1,4 @@
 """The end of a run's products as functions of its record: the record (``record``), the JSON
 report, the review page and the summary lines (``document``), the wheel's place in dist/ or
-dist/rejected/ (``placement``). Plain code, no pytest: harness.finish's rows call them.
+dist/rejected/ (``placement``). Plain code, no pytest: harness.plugins.finish's rows call them.
 """

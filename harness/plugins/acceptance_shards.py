@@ -18,9 +18,9 @@ from build_steps import acceptance
 from build_steps.acceptance_selection import SHARD_OPTIONS, shard_plan
 from build_steps.errors import UsageError
 
-from .exits import refuse
-from .shard_plan import SECTION, SHARD_GATE, acceptance_dir, source_root
-from .state import HarnessRun, the_run
+from ..exits import refuse
+from ..shard_plan import SECTION, SHARD_GATE, acceptance_dir, source_root
+from ..state import HarnessRun, the_run
 
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
@@ -113,7 +113,7 @@ class ShardTable:
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, exitstatus: pytest.ExitCode,
                                 config: pytest.Config) -> None:
-        # A section of its own: the gate table (harness.gates) is the gates' verdicts, this is
+        # A section of its own: the gate table (harness.plugins.gates) is the gates' verdicts, this is
         # the shards' pytest results, and it must print under xdist too.
         lines = self.run.sections.get(SECTION)
         if lines:
