@@ -21,7 +21,7 @@ class Entry:
     provenance: tuple[str, str] | None = None
     #: a GPU gate's {verdict, message, gpu, wheel} (the GPU it ran on: harness.plugins.gate_gpus)
     gpu_run: dict[str, Any] | None = None
-    #: an acceptance shard gate's shard id, and its row of the shard table (build_steps.acceptance_run's result)
+    #: an acceptance shard gate's shard id, and its row of the shard table (build_steps.acceptance.run's result)
     shard_id: str = ""
     shard_row: dict[str, Any] | None = None
 

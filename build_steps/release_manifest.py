@@ -50,7 +50,7 @@ def left_out_by_flavor(markers: Iterable[str], profile: Profile) -> str | None:
 
 
 class ShardLike(Protocol):
-    """What a manifest takes of an acceptance shard (build_steps.acceptance_suite's Shard)."""
+    """What a manifest takes of an acceptance shard (build_steps.acceptance.suite's Shard)."""
     @property
     def id(self) -> str: ...
 

@@ -58,7 +58,7 @@ def collect_gate_markers(root: Path = HARNESS_ROOT) -> dict[str, list[str]]:
 
 def generate(root: Path = HARNESS_ROOT) -> dict[str, Manifest]:
     """flavor -> Manifest, from the gate modules' markers and the default shard data."""
-    from build_steps.acceptance import load_suite
+    from build_steps.acceptance.suite import load_suite
     from build_steps.profile_data import get_profile
     gates = collect_gate_markers(root)
     shards = load_suite().shards

@@ -393,7 +393,7 @@ def test_copy_file_leaves_no_open_file_under_W_error(tmp_path):
 def test_shards_file_fails_the_override_gate_by_name(pytester, tmp_path):
     # The narrowing: a shard data file with the fork's shard ids pointed at a tiny test
     # file made every shard gate pass. A release run with --shards-file is a development run.
-    from build_steps.acceptance_suite import load_suite
+    from build_steps.acceptance.suite import load_suite
     from selftest.fixtures_build import copy_sample_tree
     tree = copy_sample_tree(tmp_path / "sample")
     shards = tmp_path / "narrow.toml"

@@ -210,7 +210,7 @@ def test_shards_the_forks_script_would_not_run_on_this_tree_are_excused(pytester
     (release_repo.repo / "python").mkdir()
     (release_repo.repo / "python" / "setup.py").write_text("")  # untracked: the tree stays clean
     ref = _refusal(_run(pytester, release_repo))
-    from build_steps.acceptance_suite import load_suite
+    from build_steps.acceptance.suite import load_suite
     conditional = {s.id for s in load_suite().shards if s.only_if_exists}
     assert conditional
     shard_gates = {g for g in ref["listed"] if "::test_shard[" in g}

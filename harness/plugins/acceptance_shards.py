@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from build_steps import acceptance
-from build_steps.acceptance_selection import SHARD_OPTIONS, shard_plan
+from build_steps.acceptance.selection import SHARD_OPTIONS, shard_plan
+from build_steps.acceptance.suite import not_applicable
+from build_steps.acceptance.venv import install_test_requirements, verify_installed_mxnet
 from build_steps.errors import UsageError
 
 from ..exits import refuse
@@ -51,7 +52,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # Without a tree there is nothing to run; only a release run insists (the tree gate fails).
             if shard is not None or not the_run(config).plan.release:
                 drop.append(item)
-        elif shard is not None and acceptance.not_applicable(shard, root):
+        elif shard is not None and not_applicable(shard, root):
             drop.append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
@@ -76,10 +77,10 @@ def acceptance_venv(release_venv: Venv, acceptance_plan: dict[str, Any], options
     from build_steps.once import run_once
     suite = acceptance_plan["suite"]
     log = acceptance_plan["dir"] / "install-test-requirements.log"
-    acceptance.install_test_requirements(release_venv, suite.test_requirements, pins=options.extra_requirements,
+    install_test_requirements(release_venv, suite.test_requirements, pins=options.extra_requirements,
                                   find_links=options.find_links, index_url=options.index_url,
                                   no_index=options.no_index, log=log)
-    facts = run_once(shared_dir, "acceptance-verify", lambda: acceptance.verify_installed_mxnet(
+    facts = run_once(shared_dir, "acceptance-verify", lambda: verify_installed_mxnet(
         release_venv, acceptance_plan["root"], suite.cwd))
     return {"venv": release_venv, **facts}
 
