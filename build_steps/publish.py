@@ -388,7 +388,7 @@ def plan_release(state: RepoState, release: ReleaseVersion, profile: Profile, fa
     """The tag, push and release commands for this wheel (nothing is run here).
 
     ``digest`` is the sha256 the run pinned for the wheel (build_steps.pinning); the notes carry it.
-    ``assets`` are uploaded beside the wheel (the run's review page, build_steps.review_page).
+    ``assets`` are uploaded beside the wheel (the run's review page, build_steps.report.review_page).
     """
     wheel = Path(wheel).resolve()
     gates = list(gates)

@@ -16,7 +16,8 @@ from types import SimpleNamespace
 import jsonschema
 import pytest
 
-from build_steps import gpu_reports, review_page
+from build_steps import gpu_reports
+from build_steps.report import review_page
 from build_steps.errors import UsageError
 from build_steps.options import make_options
 from build_steps.arch import Arch, parse_cuda_arch

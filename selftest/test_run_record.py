@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import review_page
+from build_steps.report import review_page
 from build_steps.build_chain import step_seconds, step_times
 from build_steps.compile import CompileResult
 from build_steps.configure import ConfigureResult

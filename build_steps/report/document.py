@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from pathlib import Path
 
-from build_steps import gpu_reports, review_page
+from build_steps import gpu_reports
 from build_steps.configure import ConfigureResult
 from build_steps.overrides import broken_promises, development_option_promises
 from build_steps.pinning import sha256_of
 from build_steps.readers.report import provenance_document, summary_lines
+
+from . import review_page
 
 from build_steps.build_chain import CHAIN, step_seconds
 
@@ -33,7 +35,8 @@ from .record import ChainProducts, HostFacts, RunRecord
 if TYPE_CHECKING:
     from build_steps.pinning import WheelPin
 
-HARNESS_ROOT = Path(__file__).resolve().parent.parent
+# the checkout (build_steps/report/document.py is two folders down): the gate modules are its tests/
+HARNESS_ROOT = Path(__file__).resolve().parents[2]
 
 #: The chain's steps the timeline shows, in order, with the summary's labels (all but the source check).
 _TIMED_STEPS = tuple((step.record, step.label) for step in CHAIN[1:])

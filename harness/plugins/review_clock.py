@@ -1,4 +1,4 @@
-"""The release review page of every run that has a wheel (build_steps.review_page renders it).
+"""The release review page of every run that has a wheel (build_steps.report.review_page renders it).
 
 This plugin checks ``--gpu-reports`` up front and keeps the run's clock (HarnessRun.clock: the
 wall time, and the gates' setup and call times for the page's timeline). What the page shows is

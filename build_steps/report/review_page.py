@@ -24,11 +24,11 @@ from typing import Any, Callable, Iterable, Sequence
 import jinja2
 from markupsafe import Markup, escape
 
-from . import gpu_reports
-from .atomic import write_atomic
-from .errors import NOT_JUDGED
-from .arch import ARCH_GPU_FAMILIES, Arch
-from .profile_data import PROFILES, Profile, only_cuda_profile
+from .. import gpu_reports
+from ..atomic import write_atomic
+from ..errors import NOT_JUDGED
+from ..arch import ARCH_GPU_FAMILIES, Arch
+from ..profile_data import PROFILES, Profile, only_cuda_profile
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 TEMPLATE = "review_page.html.j2"
