@@ -216,6 +216,15 @@ def test_plugins_are_the_modules_of_harness_plugins():
     assert not outside, "a pytest hook outside harness/plugins/ (move the module there):\n  " + "\n  ".join(outside)
 
 
+def test_shared_harness_modules_never_import_a_plugin():
+    """harness/ below harness/plugins/: what the plugins share (state, run_record, verdicts, ...)
+    and the commands never import a plugin, so a plugin is a leaf a reader can drop or reorder."""
+    up = sorted(f"{mod} imports {dep}" for mod, deps in import_graph().items()
+                if mod.startswith("harness.") and not _covers("harness.plugins", mod)
+                for dep in deps if _covers("harness.plugins", dep))
+    assert not up, "a shared harness module imports a plugin:\n  " + "\n  ".join(up)
+
+
 #: Where the run's plugins, hooks and gates live: the modules the run-record rules below read.
 RECORD_DIRS = ("harness", "build_steps", "tests")
 
