@@ -413,7 +413,7 @@ def test_a_gate_module_that_differs_from_its_manifest_is_refused(monkeypatch):
     from types import SimpleNamespace
 
     from build_steps import plugin_policy
-    from harness import plugin_guard
+    from harness.plugins import plugin_guard
     modules = dict(load_manifest("cuda").modules)
     assert "tests/test_publish.py" in modules and "tests/test_wheel_integrity.py" in modules
     assert plugin_guard._check_gate_modules(SimpleNamespace(stash={})) is None  # as committed: accepted
