@@ -3,9 +3,9 @@
 Each row of ``CHAIN`` is one build step: the session fixture the gates ask for, the run-once record
 it files under the run's shared dir, the name its errors carry (``StepError.step``, ``chain::<name>``),
 the summary's label, what it needs (fixture names), how it produces its record and how the record
-is read back. Everything else is derived from the rows: the session fixtures (harness.chain), the
+is read back. Everything else is derived from the rows: the session fixtures (harness.plugins.chain), the
 chain stop and the summary's step line, the wheel the pin hashes (the last row), the JSON report's
-build section, and the step names that stop the session (harness.gates).
+build section, and the step names that stop the session (harness.plugins.gates).
 
 Adding a step ("sign the wheel") is its build_steps module plus one row here.
 
@@ -56,7 +56,7 @@ def guarded(step: str, produce: Callable[[], dict[str, Any]], where: Path) -> Ca
                                    "processes were stopped. Re-run the same command to resume") from None
         except OSError as exc:
             path = Path(exc.filename) if exc.filename else where
-            # the host's fault, not the wheel's: the run is not judged (exit 3, harness.finish.judge)
+            # the host's fault, not the wheel's: the run is not judged (exit 3, harness.plugins.finish.judge)
             if filesystem.is_no_space(exc):
                 raise EnvironmentFault(step, filesystem.no_space(path)) from None
             if exc.errno == errno.EROFS:
@@ -264,7 +264,7 @@ def _produce_stage(n: StepInputs) -> dict[str, Any]:
 
 
 def _produce_wheel(n: StepInputs) -> dict[str, Any]:
-    """The wheel, in a staging dir: dist/ gets it only after the gates passed (harness.chain)."""
+    """The wheel, in a staging dir: dist/ gets it only after the gates passed (harness.plugins.chain)."""
     paths = n.build_paths
     version = n.options.wheel_version or n.profile.default_version()
     say(f"==> python -m build --wheel (version {version}) in {paths.package_tree / 'python'}")
@@ -311,7 +311,7 @@ CHAIN = (
 )
 #: The step that makes the wheel.
 WHEEL_STEP = CHAIN[-1]
-#: Every name a chain step's errors carry: when one fails, no further gate can run (harness.gates).
+#: Every name a chain step's errors carry: when one fails, no further gate can run (harness.plugins.gates).
 STEP_NAMES = tuple(name for step in CHAIN for name in (step.name, *step.also_named))
 
 
@@ -321,7 +321,7 @@ def step_by_record(record: str) -> Step:
 
 def chain_records(shared: Path | None) -> dict[str, dict[str, Any]]:
     """record key -> the run-once record of each chain step that ran, in chain order: what the
-    summary (harness.chain), the JSON report and the review page read about the build. An
+    summary (harness.plugins.chain), the JSON report and the review page read about the build. An
     unreadable record is left out."""
     records: dict[str, dict[str, Any]] = {}
     for step in CHAIN if shared is not None else ():

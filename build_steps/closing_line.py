@@ -1,5 +1,5 @@
 """The run's closing line: the wheel, the verdict over the gates (or over the flavor's release set
-in a publish run), and what was published (harness.publish_plugin prints it last)."""
+in a publish run), and what was published (harness.plugins.publish_run prints it last)."""
 from __future__ import annotations
 
 from typing import Any
@@ -18,7 +18,7 @@ def closing_line(gates: dict[str, str], out: dict[str, Any], *, publish: bool, i
         verdict = "PASS" if verdict == "PASS" and out["set_passed"] == out["set_size"] else "FAIL"
         counted = f"{out['set_passed']}/{out['set_size']} gates of the {out['flavor']} release set passed"
     if not_judged:
-        # the host kept gates from judging and none judged FAIL (harness.finish.judge); under
+        # the host kept gates from judging and none judged FAIL (harness.plugins.finish.judge); under
         # xdist the stop after the fault reaches the summary as an interrupt
         verdict = "ERROR (not judged)"
         counted += f"; {not_judged} not judged"

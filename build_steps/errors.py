@@ -7,7 +7,7 @@ One module, as cibuildwheel's ``errors.py``: each class carries its ``exit_code`
 below (the README's "Exit codes"), and two places turn them into an exit: ``exit_status`` for the
 harness's own commands (``mxnet-release publish``, ``rebuild-check``), and ``harness.exits.refuse``
 for a pytest run refused before its build (pytest's usage error: one ERROR line, exit 4). The gates'
-verdicts reach pytest's exit status through the ledger and the end of the run (harness.finish).
+verdicts reach pytest's exit status through the ledger and the end of the run (harness.plugins.finish).
 selftest/test_errors_module.py holds that no exception class is defined anywhere else.
 """
 from __future__ import annotations
@@ -53,7 +53,7 @@ class WheelError(HarnessError):
 
 class WheelUnusable(WheelError):
     """The wheel under test could not be extracted: every gate would report the same fault, so
-    the run says it once and stops (harness.gates)."""
+    the run says it once and stops (harness.plugins.gates)."""
 
     step = "wheel"
 
@@ -82,7 +82,7 @@ NOT_JUDGED = "not judged"
 class NotJudged(HarnessError):
     """The harness could not judge the wheel: the host, not the wheel, failed (an unreachable
     package index, a full disk, a missing tool, a driver below what a gate needs). Never a
-    verdict about the wheel: the gate is filed "not judged" (harness.ledger), the run ends ERROR
+    verdict about the wheel: the gate is filed "not judged" (harness.plugins.ledger), the run ends ERROR
     with exit 3 (NOT_JUDGED_EXIT) unless a gate judged the wheel FAIL, and a
     built wheel stays where the build put it (neither dist/ nor rejected/). A gate says it with
     ``harness.verdicts.not_judged(reason)``."""

@@ -1,5 +1,5 @@
 """The run's one record of verdicts (issue 47 item 1): every gate's verdict and the facts of its kind,
-filed once by harness.ledger in the process that reports the run (HarnessRun.ledger), and the run's
+filed once by harness.plugins.ledger in the process that reports the run (HarnessRun.ledger), and the run's
 clock. Plain data: the end of the run's rows and reports read it."""
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ class Entry:
     # Facts of the gate's kind, in the words their reports use (HarnessRun's views below):
     #: a provenance gate's (pytest's outcome, why)
     provenance: tuple[str, str] | None = None
-    #: a GPU gate's {verdict, message, gpu, wheel} (the GPU it ran on: harness.report_sections)
+    #: a GPU gate's {verdict, message, gpu, wheel} (the GPU it ran on: harness.plugins.gate_gpus)
     gpu_run: dict[str, Any] | None = None
-    #: an acceptance shard gate's shard id, and its row of the shard table (build_steps.acceptance_run's result)
+    #: an acceptance shard gate's shard id, and its row of the shard table (build_steps.acceptance.run's result)
     shard_id: str = ""
     shard_row: dict[str, Any] | None = None
 
@@ -33,7 +33,7 @@ class Ledger:
 
     def verdicts(self) -> dict[str, str]:
         """nodeid -> final verdict of every test that reported one or finished, the publish gate
-        aside (it judges the others: harness.publish_plugin)."""
+        aside (it judges the others: harness.plugins.publish_run)."""
         return {n: e.verdict for n, e in self.entries.items() if (e.when or e.finished) and "publish" not in e.markers}
 
     def results(self) -> dict[str, tuple[str, str]]:

@@ -52,7 +52,7 @@ _GPU = {"type": ["object", "null"], "properties": {
     "arch": {"type": ["string", "null"]}, "uuid": {"type": ["string", "null"]},
     "visible": {"type": "integer"}}}
 #: What this module reads of a --provenance-json report (build_steps.readers.report and
-#: harness.report_sections write it); other keys are allowed.
+#: harness.plugins.gate_gpus write it); other keys are allowed.
 REPORT_SCHEMA = {
     "type": "object",
     "required": ["schema", "gates"],

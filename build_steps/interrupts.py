@@ -1,4 +1,4 @@
-"""A run's signals are interrupts (harness.supervision installs these handlers for the run).
+"""A run's signals are interrupts (harness.plugins.supervision installs these handlers for the run).
 
 SIGINT, SIGTERM and SIGHUP end the run as Ctrl-C does: the build step stops its processes and
 the summary says where it stopped. Python's default for SIGTERM and SIGHUP kills pytest outright

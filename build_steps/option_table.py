@@ -1,4 +1,4 @@
-"""Every command-line option of the harness, as data: the groups harness.cli_options declares to
+"""Every command-line option of the harness, as data: the groups harness.plugins.cli_options declares to
 pytest (before pytest looks for conftests), with their help. make_options (build_steps.options)
 parses the first group's values into RunOptions."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .acceptance_suite import LANES
+from .acceptance.suite import LANES
 from .fast_compile import DEVICE_LEVELS
 from .profile_data import PROFILES
 
@@ -98,7 +98,7 @@ RUN_OPTIONS = Group("mxnet-release", "MXNet CUDA 13 release harness", (
 ACCEPTANCE_OPTIONS = Group("mxnet-acceptance", "the fork's acceptance suite against the installed wheel", (
     Option("--shards", metavar="ID,ID", help="run only these acceptance shards (e.g. cpu_unittest,onnx_export_import)"),
     Option("--lanes", metavar="LANE,LANE", help=f"run only the shards of these lanes ({', '.join(LANES)})"),
-    Option("--shards-file", metavar="PATH", help="shard data file (default: build_steps/acceptance_shards.toml, "
+    Option("--shards-file", metavar="PATH", help="shard data file (default: build_steps/acceptance/shards.toml, "
            "the fork's); a development option: a release run with it cannot publish"),
     Option("--shard-timeout", type=float, metavar="MIN", help="timeout of every shard in minutes (default: each shard's own)"),
     Option("--shard-workers", action="append", metavar="LANE=N",

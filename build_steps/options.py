@@ -107,7 +107,7 @@ class RunOptions:
         """The options of a publish run once its release version is fixed.
 
         The only change RunOptions ever sees after make_options: the version needs git (local and
-        remote tags), so it is picked at session start (harness.publish_plugin), before any fixture reads
+        remote tags), so it is picked at session start (harness.plugins.publish_run), before any fixture reads
         the options, and harness.common.fix_release_options installs the result exactly once.
         """
         return replace(self, wheel_version=version, mxnet_src=mxnet_src)

@@ -7,7 +7,7 @@ harness with its privileges and can rewrite any report: a ``conftest.py`` of the
 node ids alias the release set's (``--rootdir``). A release run (``-m release``, ``--publish``,
 ``--release-report``) therefore:
 
-- refuses a foreign conftest before pytest imports it (harness.plugin_guard is loaded with ``-p``, so
+- refuses a foreign conftest before pytest imports it (harness.plugins.plugin_guard is loaded with ``-p``, so
   its ``pytest_load_initial_conftests`` runs before pytest's own), and any that gets registered later;
 - lists its plugins when it is configured and refuses every one that is not pytest's, the
   harness's or a declared dependency's (pytest-xdist, pytest-timeout), naming each;
@@ -15,14 +15,14 @@ node ids alias the release set's (``--rootdir``). A release run (``-m release``,
   only sit in a gate module, whose bytes the manifest pins), and the ``flaky`` plugin outright: a
   gate that failed once is a failed gate. Refused, not counted: the run would otherwise build for an hour to end
   in a verdict that is known at the start. A rerun plugin that is installed but idle (the
-  selftest extra installs pytest-rerunfailures) is let be; harness.ledger files any rerun as a
+  selftest extra installs pytest-rerunfailures) is let be; harness.plugins.ledger files any rerun as a
   failure all the same, so a non-release run's table cannot show one as a pass either;
 - refuses a rootdir other than the harness's, a gate module whose bytes are not the ones its
   release manifest recorded, and a gate id collected from any file but the harness's own;
 - refuses credential-shaped variables in its environment that no ``--credential-for`` explains
   (publishing is its own step: ``mxnet-release publish``).
 
-This module is the policy as plain code; harness.plugin_guard applies it in pytest's hooks.
+This module is the policy as plain code; harness.plugins.plugin_guard applies it in pytest's hooks.
 """
 from __future__ import annotations
 

@@ -216,7 +216,7 @@ class ReleaseFacts:
 
 def choose_release(opts: RunOptions, cwd: Path, release_report: object) -> tuple[ReleaseVersion, Path]:
     """A --publish run's release version and tree, chosen at session start before anything is built
-    (harness.publish_plugin), so the chain builds exactly the version that will be tagged; a
+    (harness.plugins.publish_run), so the chain builds exactly the version that will be tagged; a
     UsageError for what makes the run unable to publish."""
     if opts.wheel is not None:
         # Issue 19, item 4: the release set's build gates verify the build of this run (its
@@ -388,7 +388,7 @@ def plan_release(state: RepoState, release: ReleaseVersion, profile: Profile, fa
     """The tag, push and release commands for this wheel (nothing is run here).
 
     ``digest`` is the sha256 the run pinned for the wheel (build_steps.pinning); the notes carry it.
-    ``assets`` are uploaded beside the wheel (the run's review page, build_steps.review_page).
+    ``assets`` are uploaded beside the wheel (the run's review page, build_steps.report.review_page).
     """
     wheel = Path(wheel).resolve()
     gates = list(gates)

@@ -22,7 +22,8 @@ from typing import Any, Callable
 import zipfile
 from email.parser import HeaderParser
 
-from . import acceptance, publish
+from . import publish
+from .acceptance.suite import load_suite, not_applicable
 from .pinning import pin_wheel, sha256_of, unlock
 from .profile_data import get_profile
 from .release_manifest import load_manifest
@@ -109,10 +110,10 @@ def _check_gates(content: dict[str, Any], repo: Path) -> None:
     if extra:
         raise ReportRefused(f"publish refused: the report lists gates not in the {flavor} release set: "
                             f"{', '.join(extra[:5])}")
-    shards = {s.id: s for s in acceptance.load_suite().shards}
+    shards = {s.id: s for s in load_suite().shards}
     for gate in sorted(content.get("excused") or ()):
         sid = gate.rsplit("::test_shard[", 1)[-1].rstrip("]") if "::test_shard[" in gate else None
-        if gate not in gates or sid not in shards or not acceptance.not_applicable(shards[sid], repo):
+        if gate not in gates or sid not in shards or not not_applicable(shards[sid], repo):
             raise ReportRefused(f"publish refused: the report excuses {gate}, which this tree does not leave "
                                 "out (only a shard whose only-if file is absent may be)")
 

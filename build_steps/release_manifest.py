@@ -37,8 +37,8 @@ FORMAT_MARKERS = {"elf": "elf", "macho": "macho"}
 def left_out_by_flavor(markers: Iterable[str], profile: Profile) -> str | None:
     """Why a release gate with these marker names is no promise of ``profile`` (None: it is one).
 
-    The one rule for the flavors' sets: harness.gates (GPU gates of a CPU wheel) and
-    harness.macos (the other binary format's gates) deselect by it, and the manifests are made by it.
+    The one rule for the flavors' sets: harness.plugins.gates (GPU gates of a CPU wheel) and
+    harness.plugins.macos (the other binary format's gates) deselect by it, and the manifests are made by it.
     """
     markers = set(markers)
     if not profile.is_cuda and markers & set(GPU_MARKERS):
@@ -50,7 +50,7 @@ def left_out_by_flavor(markers: Iterable[str], profile: Profile) -> str | None:
 
 
 class ShardLike(Protocol):
-    """What a manifest takes of an acceptance shard (build_steps.acceptance_suite's Shard)."""
+    """What a manifest takes of an acceptance shard (build_steps.acceptance.suite's Shard)."""
     @property
     def id(self) -> str: ...
 
@@ -69,7 +69,7 @@ class Manifest:
     gpu_gates: tuple[str, ...] = ()
     #: gate module (path relative to the harness root) -> sha256 of its bytes, the publish gate's
     #: included: a release run refuses modules that differ and ids collected from elsewhere
-    #: (harness.plugin_guard), so an alias with the same node id cannot stand in
+    #: (harness.plugins.plugin_guard), so an alias with the same node id cannot stand in
     modules: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:

@@ -56,7 +56,7 @@ from .errors import FAIL, NOT_JUDGED, NOT_JUDGED_EXIT, UsageError
 from .gpu_reports import read_json_report, validate_report
 from .release_manifest import load_manifest
 
-#: What this module reads of a --provenance-json report (build_steps.report.document and harness.finish
+#: What this module reads of a --provenance-json report (build_steps.report.document and harness.plugins.finish
 #: write it); other keys are allowed.
 _ROW = {"type": "object", "required": ["id", "result"], "properties": {
     "id": {"type": "string"}, "lane": {"type": "string"}, "result": {"type": "string"},
@@ -133,7 +133,7 @@ def read_part(path: Path) -> Part:
     path = Path(path)
     doc = read_json_report(path)
     if isinstance(doc, dict) and "acceptance" in doc and "wheel" not in doc and "review" not in doc:
-        # harness.finish writes only the shard table when no provenance gate ran (run.doc is None)
+        # harness.plugins.finish writes only the shard table when no provenance gate ran (run.doc is None)
         raise UsageError(f"{path}: an acceptance table without the wheel's sha256 or a gate table (what a "
                          "run without any provenance gate writes): it cannot be tied to the wheel; run that "
                          "part again with the provenance gates selected too: -m \"provenance or acceptance\" "

@@ -1,4 +1,4 @@
-"""The run's throwaway venv: made, the pinned wheel and its requirements installed (harness.runtime's
+"""The run's throwaway venv: made, the pinned wheel and its requirements installed (harness.plugins.runtime's
 release_venv fixture runs it once for every xdist worker)."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The directory of one run (its xdist workers' meeting place and pytest's basetemp), made by the
-controller at configure time and removed or kept at the end (harness.state, harness.run_dir)."""
+controller at configure time and removed or kept at the end (harness.state, harness.plugins.run_dir)."""
 from __future__ import annotations
 
 import fcntl

@@ -59,7 +59,7 @@ class BuildPaths:
 
 @dataclass(frozen=True)
 class RunPlan:
-    #: -m selects release gates: a skipped gate counts as failed (harness.gates)
+    #: -m selects release gates: a skipped gate counts as failed (harness.plugins.gates)
     release: bool
     #: -m can select the build chain's gates (no -m, release, or build)
     selects_build: bool

@@ -645,7 +645,7 @@ gpu-lane)
   ;;
 stop-shards)
   pattern=${2:?stop-shards GLOB}
-  # a shard is its own session (build_steps.acceptance_run.run_shard): its pgid is the shard pytest's pid
+  # a shard is its own session (build_steps.acceptance.run.run_shard): its pgid is the shard pytest's pid
   for pid in $(pgrep -f -- "-m pytest $pattern"); do
     echo "ending shard process group $pid: $(tr '\0' ' ' < /proc/$pid/cmdline | cut -c1-160)"
     kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"

@@ -98,7 +98,7 @@ class LiveStream:
 
     def resume_progress_line(self, nodeid: str) -> None:
         """After live lines, pytest's next result letter would stand alone on a line: write the
-        test file's name first, as pytest does for a new file (harness.chain calls this)."""
+        test file's name first, as pytest does for a new file (harness.plugins.chain calls this)."""
         if not self.line_ended or self.config is None:
             return
         self.line_ended = False
@@ -121,7 +121,7 @@ class LiveStream:
         pass
 
 
-#: Progress of long steps for the person watching; harness.chain points it at the run's config.
+#: Progress of long steps for the person watching; harness.plugins.chain points it at the run's config.
 LIVE = LiveStream()
 
 #: The harness's logger: the long steps' progress and the run's warnings, for the person watching.

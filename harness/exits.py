@@ -3,7 +3,7 @@ words of one) becomes pytest's usage error, which pytest prints as one ``ERROR:`
 with exit 4 (``UsageError.exit_code``, build_steps.errors.REFUSED), no traceback, before the build.
 
 The other exits have their one place too: a command's status is ``build_steps.errors.exit_status``
-(harness.cli), and a run's is set once, by the end of the run's table (harness.finish).
+(harness.cli), and a run's is set once, by the end of the run's table (harness.plugins.finish).
 selftest/test_errors_module.py holds that nothing else makes a pytest.UsageError, calls pytest.exit
 or sets the session's exit status. This module imports nothing of the harness's plugins: the
 plugin guard, loaded with ``-p`` before any conftest, refuses through it too.

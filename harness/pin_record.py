@@ -1,4 +1,4 @@
-"""The run's wheel pin as a run-once record in the shared dir (harness.wheel_pin makes it, the end
+"""The run's wheel pin as a run-once record in the shared dir (harness.plugins.wheel_pin makes it, the end
 of the run reads it back once)."""
 from __future__ import annotations
 

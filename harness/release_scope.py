@@ -5,7 +5,7 @@ collection: ``-m``/``-k``, ``--sw``, ``--lf``, ``--shards``, an ini's ``python_f
 disabled plugin change what is collected or run, never what a publish needs. The publish gate
 compares the verdicts of the run, once every other gate has finished, with this set and lists
 every id that did not pass. Release gates the run collected from elsewhere (a site's own:
-``HarnessRun.collected``, filed by harness.release_set) are added to the set, never taken from it.
+``HarnessRun.collected``, filed by harness.plugins.collected_gates) are added to the set, never taken from it.
 """
 from __future__ import annotations
 

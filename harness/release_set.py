@@ -1,8 +1,7 @@
-"""Every release gate collected, filed before any deselection (HarnessRun.collected), for the
-flavor's release set (harness.release_scope).
-
-Run as a module it (re)generates the manifests from the gate modules' markers, or checks them:
-``python -m harness.release_set --write`` / ``--check``.
+"""The release sets' command: ``python -m harness.release_set --write`` (re)generates the
+manifests (build_steps/release_sets/<flavor>.json) from the gate modules' markers, ``--check``
+fails when they disagree. Not a plugin: the run's own collection of release gates is
+harness.plugins.collected_gates.
 """
 from __future__ import annotations
 
@@ -15,21 +14,12 @@ import pytest
 
 from build_steps.release_manifest import FLAVORS, build_manifest, write_or_check
 
-from .state import the_run
-
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from build_steps.release_manifest import Manifest
 
 HARNESS_ROOT = Path(__file__).resolve().parent.parent
-
-
-def pytest_itemcollected(item: pytest.Item) -> None:
-    # Every release gate collected, before any deselection (the publish gate's release set, the
-    # review page's gates that did not run, by marker).
-    if item.get_closest_marker("release") is not None:
-        the_run(item.config).collected[item.nodeid] = sorted({m.name for m in item.iter_markers()})
 
 
 # --------------------------------------------------------------------------------------------
@@ -68,7 +58,7 @@ def collect_gate_markers(root: Path = HARNESS_ROOT) -> dict[str, list[str]]:
 
 def generate(root: Path = HARNESS_ROOT) -> dict[str, Manifest]:
     """flavor -> Manifest, from the gate modules' markers and the default shard data."""
-    from build_steps.acceptance import load_suite
+    from build_steps.acceptance.suite import load_suite
     from build_steps.profile_data import get_profile
     gates = collect_gate_markers(root)
     shards = load_suite().shards

@@ -1,5 +1,5 @@
 """``record_of(run)``: the one place that reads a run (its config, its shared dir) into the run
-record (build_steps.report.record.RunRecord). The end of the run (harness.finish) calls it once,
+record (build_steps.report.record.RunRecord). The end of the run (harness.plugins.finish) calls it once,
 after every gate reported; the reports are functions of the record (build_steps.report).
 """
 from __future__ import annotations
@@ -16,12 +16,12 @@ from .release_scope import release_set_of
 from .shard_plan import inapplicable_shard_gates, split_parts
 from .state import HarnessRun
 
-#: harness.wheel_facts' shared product: every fact the static gates judged
+#: harness.plugins.wheel_facts' shared product: every fact the static gates judged
 AUDIT_PRODUCT = "audit"
 
 
 def _driver_stub(shared: Path) -> str | None:
-    """harness.runtime's stand-in record: why the stub was used, None when it was not."""
+    """harness.plugins.runtime's stand-in record: why the stub was used, None when it was not."""
     result = load_result(shared, STUB_RECORD)
     return str(result.get("why") or "?") if result and result.get("stub") else None
 

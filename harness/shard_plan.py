@@ -1,6 +1,6 @@
-"""The fork's acceptance shards in this run: the plan harness.acceptance_shards filed
+"""The fork's acceptance shards in this run: the plan harness.plugins.acceptance_shards filed
 (HarnessRun.shard_plan), the tree the shards run from, and the shard table the end of the run
-writes (build_steps.acceptance_table) from the rows the ledger gathered (HarnessRun.shard_rows).
+writes (build_steps.acceptance.table) from the rows the ledger gathered (HarnessRun.shard_rows).
 """
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from build_steps import acceptance, acceptance_table
+from build_steps.acceptance import table as acceptance_table
+from build_steps.acceptance.suite import load_suite
 
 from .state import HarnessRun
 
 if TYPE_CHECKING:
-    from build_steps.acceptance_suite import Shard
+    from build_steps.acceptance.suite import Shard
 
 #: A shard gate's node id (tests/test_acceptance.py::test_shard[ID]) -> ID.
 SHARD_GATE = re.compile(r"::test_shard\[(?P<id>[^\]]+)\]$")
@@ -38,7 +39,7 @@ def selected_shards(run: HarnessRun) -> list[Shard]:
 def inapplicable_shard_gates(run: HarnessRun, gate_ids: Iterable[str]) -> dict[str, str]:
     """gate id -> why, for the shard gates the fork's own script would not run on this tree; from
     the fork's shard data, whatever --shards-file named: the release set's shards are the fork's."""
-    return acceptance_table.inapplicable_gates(source_root(run), gate_ids, acceptance.load_suite().shards)
+    return acceptance_table.inapplicable_gates(source_root(run), gate_ids, load_suite().shards)
 
 
 def split_parts(run: HarnessRun) -> dict[str, str]:

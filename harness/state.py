@@ -2,7 +2,7 @@
 pytest_configure and reached by every plugin through ``harness_run(config)``.
 
 Each field says who writes it. A plugin writes only its own fields and reads any; the end of the
-run (harness.finish) reads what the plugins filed, reads the chain's records and the pin once, and
+run (harness.plugins.finish) reads what the plugins filed, reads the chain's records and the pin once, and
 files what each of its rows decided. No plugin keeps run state in ``config.stash`` besides this
 object (the supervision's signal handlers, the plugin guard's module hashes and the directory
 locks are private to their plugin and read by no other).
@@ -47,13 +47,13 @@ class HarnessRun:
     plan: RunPlan
     release_fixed: bool = False
 
-    # harness.ledger: every gate's verdict (the gate table's rows are Ledger.results)
+    # harness.plugins.ledger: every gate's verdict (the gate table's rows are Ledger.results)
     ledger: Ledger = field(default_factory=Ledger)
-    # harness.release_set: nodeid -> marker names of every release gate collected, before deselection
+    # harness.plugins.collected_gates: nodeid -> marker names of every release gate collected, before deselection
     collected: dict[str, list[str]] = field(default_factory=dict)
-    # harness.review starts the run's clock; the ledger adds the gates' times
+    # harness.plugins.review_clock starts the run's clock; the ledger adds the gates' times
     clock: Clock | None = None
-    # harness.acceptance_shards: the shard plan (selection, lanes, parallelism, split); the ledger:
+    # harness.plugins.acceptance_shards: the shard plan (selection, lanes, parallelism, split); the ledger:
     # the MXNet the shards' venv holds (from the shard gates' reports)
     shard_plan: dict[str, Any] | None = None
     shard_mxnet: dict[str, Any] | None = None
@@ -63,17 +63,17 @@ class HarnessRun:
     shard_started: dict[str, float] = field(default_factory=dict)
     # the ledger: those whose gate ended without passing before a row was filed (id -> the first line of why)
     shard_reported: dict[str, str] = field(default_factory=dict)
-    # harness.gates: the session stopped because a chain step failed (not a Ctrl-C)
+    # harness.plugins.gates: the session stopped because a chain step failed (not a Ctrl-C)
     stopped_for_step: bool = False
-    # harness.publish_plugin: the release a --publish run chose at session start, and its tree
+    # harness.plugins.publish_run: the release a --publish run chose at session start, and its tree
     release: ReleaseVersion | None = None
     release_src: Path | None = None
-    # harness.ledger, from the publish gate's report: the release set it collected (None: it did
+    # harness.plugins.ledger, from the publish gate's report: the release set it collected (None: it did
     # not pass), and what it or the end of the run's publish row decided (None: it did not run)
     publish_plan: dict[str, Any] | None = None
     publish_outcome: dict[str, Any] | None = None
 
-    # harness.finish: read once at the end of the run, then each row's product
+    # harness.plugins.finish: read once at the end of the run, then each row's product
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
     after_records: dict[str, dict[str, Any]] = field(default_factory=dict)
     pin: WheelPin | None = None
@@ -85,7 +85,7 @@ class HarnessRun:
     placed_wheel: str | None = None
     #: (nodeid, why) of the GPU gates that were selected and skipped
     skipped_gpu: list[tuple[str, str]] = field(default_factory=list)
-    #: the gates the host kept from judging the wheel (nodeid, why): harness.finish's verdict row
+    #: the gates the host kept from judging the wheel (nodeid, why): harness.plugins.finish's verdict row
     not_judged: list[tuple[str, str]] = field(default_factory=list)
     #: lines for the end of the gate table, and for the summary's own sections (title -> lines)
     report_lines: list[str] = field(default_factory=list)
@@ -129,7 +129,7 @@ _RUN_KEY = pytest.StashKey[HarnessRun]()
 
 def open_run_dir(config: pytest.Config) -> RunDir:
     """The run's dir, made once in pytest_configure before pytest's tmp-path plugin reads
-    ``--basetemp`` (build_steps.run_dirs.RunDir); a worker gets its controller's (harness.run_dir)."""
+    ``--basetemp`` (build_steps.run_dirs.RunDir); a worker gets its controller's (harness.plugins.run_dir)."""
     if hasattr(config, "workerinput"):
         return RunDir(Path(config.workerinput[RunDir.WORKER_INPUT]), given=True)
     try:

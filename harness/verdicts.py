@@ -1,5 +1,5 @@
 """What a gate's report says about its verdict: the reason lines and the user property a verdict
-travels under from the process that ran the gate to the one that files it (harness.ledger)."""
+travels under from the process that ran the gate to the one that files it (harness.plugins.ledger)."""
 from __future__ import annotations
 
 import re
@@ -16,9 +16,9 @@ VERDICT_PROPERTY = "mxnet_verdict"
 #: collected it, and why it refused (the end of the run's "publish" row reads both).
 PLAN_PROPERTY = "mxnet_publish_plan"
 OUTCOME_PROPERTY = "mxnet_publish"
-#: ... the GPU a GPU gate ran on (harness.report_sections attaches it where the gate ran)
+#: ... the GPU a GPU gate ran on (harness.plugins.gate_gpus attaches it where the gate ran)
 GPU_PROPERTY = "mxnet_gpu_run"
-#: ... and the chain step whose failure a worker's report carries (harness.gates)
+#: ... and the chain step whose failure a worker's report carries (harness.plugins.gates)
 CHAIN_STEP_PROPERTY = "mxnet_chain_step"
 #: The node a failed build step is reported under (``chain::configure``).
 CHAIN_NODE = "chain"
@@ -67,5 +67,5 @@ def verdict_of(report: pytest.TestReport) -> dict[str, Any] | None:
     """The verdict the gate's own process attached to ``report`` (None for reports without one)."""
     for key, value in getattr(report, "user_properties", ()):
         if key == VERDICT_PROPERTY:
-            return cast("dict[str, Any]", value)  # harness.ledger's facts
+            return cast("dict[str, Any]", value)  # harness.plugins.ledger's facts
     return None

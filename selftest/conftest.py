@@ -90,7 +90,7 @@ def _shared_harness_cache(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _no_credentials(monkeypatch):
-    # A child release run refuses credential-shaped variables (harness.plugin_guard): a developer's
+    # A child release run refuses credential-shaped variables (harness.plugins.plugin_guard): a developer's
     # SSH_AUTH_SOCK or GH_TOKEN would fail every selftest that runs one. The selftests that show
     # the refusal set their own.
     from build_steps.credentials import unexplained_credentials

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from build_steps.acceptance_fork_script import data_script_differences, parse_fork_script
-from build_steps.acceptance_run import gpu_for_worker
-from build_steps.acceptance_suite import load_suite
-from build_steps.acceptance_venv import verify_installed_mxnet
+from build_steps.acceptance.fork_script import data_script_differences, parse_fork_script
+from build_steps.acceptance.run import gpu_for_worker
+from build_steps.acceptance.suite import load_suite
+from build_steps.acceptance.venv import verify_installed_mxnet
 from build_steps.errors import UsageError
 from selftest.conftest import HARNESS_ROOT, host_opencv
 
@@ -72,8 +72,8 @@ def test_the_check_names_added_removed_and_changed_shards(fork_script):
     edited = edited.replace("tests/python/onnx -v -n \"$PARALLEL_CPU\"", "tests/python/onnx -v")
     diffs = data_script_differences(load_suite(), parse_fork_script(edited))
     text = "\n".join(diffs)
-    assert "cpu_new_shard: in the fork's script, not in acceptance_shards.toml" in text
-    assert "cpu_test_random: in acceptance_shards.toml, not in the fork's script" in text
+    assert "cpu_new_shard: in the fork's script, not in acceptance/shards.toml" in text
+    assert "cpu_test_random: in acceptance/shards.toml, not in the fork's script" in text
     assert "cpu_gluon_parameter: pytest args differ" in text and "Parameter or Trainer" in text
     assert "onnx_export_import: -n differs: data workers=cpu vs script None" in text
     assert len(diffs) == 4, diffs

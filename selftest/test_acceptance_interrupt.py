@@ -170,8 +170,8 @@ def test_no_shard_process_outlives_the_interrupted_run(interrupted_run):
 def test_a_cut_short_row_reads_only_a_plain_log(tmp_path):
     """The row of a shard cut short counts its log's -v lines; the log dir is the shard's to write
     (its sandbox), so a link put there is not followed and a FIFO is not waited on."""
-    from build_steps.acceptance_run import unreported_result
-    from build_steps.acceptance_suite import load_suite
+    from build_steps.acceptance.run import unreported_result
+    from build_steps.acceptance.suite import load_suite
     shard = load_suite(HARNESS_ROOT / "selftest" / "sample_acceptance_shards.toml").by_id()["sample_hang"]
     lines = ("tests/python/unittest/test_sample_slow.py::test_quick PASSED [ 50%]\n"
              "tests/python/unittest/test_sample_slow.py::test_hangs \n")

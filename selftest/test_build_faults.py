@@ -427,7 +427,7 @@ def test_full_disk_in_the_harness_own_records_is_one_sentence(small_fs):
 
     def produce():
         step_record.record_step(fs, "compile", "jobs=2")  # the harness's own step log
-    filesystem.place(fs, "--build-dir=DIR")  # as harness.dir_locks registers the run's build dir
+    filesystem.place(fs, "--build-dir=DIR")  # as harness.plugins.dir_locks registers the run's build dir
     try:
         with pytest.raises(StepError) as caught:
             guarded("compile", produce, fs)()

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from build_steps import venv as venv_step
-from build_steps.acceptance_venv import verify_installed_mxnet
+from build_steps.acceptance.venv import verify_installed_mxnet
 from build_steps.errors import UsageError
 from build_steps.venv import SECRET_PATTERNS, check_pass_env, clean_env
 from selftest.conftest import HARNESS_ROOT, run_gates

@@ -14,7 +14,7 @@ import pytest
 
 from build_steps.cuda_stack import blas_failure_reason, cublas_not_judged, cublas_probe_args
 from build_steps.profile_data import PROFILES
-from harness.runtime import load_probe
+from harness.plugins.runtime import load_probe
 
 _probe = load_probe("cublas_probe")
 STACK = _probe.parse_stack(cublas_probe_args(PROFILES["cuda"]))

@@ -17,7 +17,7 @@ from build_steps.cuda_stack import cublas_probe_args
 from build_steps.library_policy import major_problem, pip_library_prefix
 from build_steps.profile_data import PROFILES_FILE, load_profiles
 from build_steps.readers.loader import HOST, PIP, RULE_MAJOR, UNRESOLVED, resolve_closure
-from harness.runtime import load_probe
+from harness.plugins.runtime import load_probe
 
 #: A CUDA 12 flavor, as its author would add it to profiles.toml (majors from the CUDA 12.x
 #: toolkit's SONAMEs and NVIDIA's -cu12 pip wheels, which keep cuBLAS in nvidia/cublas/lib).

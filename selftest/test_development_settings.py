@@ -20,7 +20,7 @@ from selftest.conftest import HARNESS_ROOT, run_gates
 from selftest.fixtures_build import copy_sample_tree
 from selftest.fixtures_publish import make_release_repo
 
-SHARDS = str(HARNESS_ROOT / "build_steps" / "acceptance_shards.toml")
+SHARDS = str(HARNESS_ROOT / "build_steps" / "acceptance" / "shards.toml")
 
 
 def _raw(**kw) -> dict:

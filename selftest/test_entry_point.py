@@ -21,7 +21,7 @@ def _run(cmd, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_plain_pytest_inside_the_fork_rejects_the_harness_options(fork_tree):
     # the problem the entry point exists for, shown on the real tree: pytest's own parser would say
-    # only "unrecognized arguments: --mxnet-src"; harness.usage_hint names the fix in one line
+    # only "unrecognized arguments: --mxnet-src"; harness.plugins.usage_hint names the fix in one line
     proc = _run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider",
                  "--mxnet-src=.", "-m", "release and build"], fork_tree)
     assert proc.returncode == 4, proc.stderr[-2000:]

@@ -3,7 +3,7 @@
 As cibuildwheel's ``errors.py``: every exception class of the harness's own code is defined in
 build_steps/errors.py and carries its ``exit_code``; a pytest run is refused (pytest's usage error,
 exit 4) only through ``harness.exits.refuse``; the session's exit status is set only by the end of
-the run's table (harness/finish.py); no module calls ``pytest.exit``; and a command's ``main``
+the run's table (harness/plugins/finish.py); no module calls ``pytest.exit``; and a command's ``main``
 returns a status named in build_steps.errors, never a bare number other than 0.
 
 The rules are read from the source with ``ast`` (every file of build_steps/, harness/, tools/ and
@@ -28,12 +28,12 @@ ERRORS = "build_steps/errors.py"
 #: files allowed to make a pytest.UsageError themselves, and why
 OWN_USAGE_ERROR = {
     "harness/exits.py": "the one place",
-    "harness/usage_hint.py": "a pytest11 plugin loaded into every pytest of the harness's venv, before "
+    "harness/plugins/usage_hint.py": "a pytest11 plugin loaded into every pytest of the harness's venv, before "
                              "the command line is parsed and whether or not the harness runs: it imports "
                              "nothing of the harness",
 }
 #: the one file that sets the session's (and the run's) exit status
-SETS_EXIT_STATUS = "harness/finish.py"
+SETS_EXIT_STATUS = "harness/plugins/finish.py"
 #: (file, function) -> the bare statuses other than 0 it may return, and why
 OWN_STATUSES = {
     ("tools/gpu_verify.py", "main"): ({2}, "bad input is exit 2, as argparse's own (README: 'is exit 2 naming it')"),
@@ -167,7 +167,7 @@ def test_nothing_calls_pytest_exit():
         rel = path.relative_to(HARNESS_ROOT).as_posix()
         files[rel] = ast.parse(path.read_text(), filename=rel)
     found = [f"{rel}:{node.lineno}" for rel, tree in files.items() for node in _calls(tree, "pytest.exit")]
-    assert not found, "pytest.exit (the run's status is the FINISH table's, harness/finish.py):\n  " + "\n  ".join(found)
+    assert not found, "pytest.exit (the run's status is the FINISH table's, harness/plugins/finish.py):\n  " + "\n  ".join(found)
 
 
 def test_only_finish_sets_the_exit_status():
@@ -178,7 +178,7 @@ def test_only_finish_sets_the_exit_status():
                        [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
             found += [f"{rel}:{node.lineno}: {ast.unparse(t)}" for t in targets
                       if isinstance(t, ast.Attribute) and t.attr == "exitstatus" and rel != SETS_EXIT_STATUS]
-    assert not found, ("an exit status set outside harness/finish.py (add a FINISH row that returns it):\n  "
+    assert not found, ("an exit status set outside harness/plugins/finish.py (add a FINISH row that returns it):\n  "
                        + "\n  ".join(found))
 
 

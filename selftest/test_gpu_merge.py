@@ -1,7 +1,7 @@
 """GPU verification fanned out: merging GPU runners' JSON reports per release arch.
 
 The reports in selftest/gpu_reports/ named after a GPU are written in the harness's report format
-(the ``wheel`` and ``gpu_verification`` sections harness/report_sections.py adds) for GPUs this
+(the ``wheel`` and ``gpu_verification`` sections harness/plugins/gate_gpus.py adds) for GPUs this
 machine does not have; ``real-*.json`` there are reports of real runs on GPU machines; the GPU-less real-run report (no GPU here: every GPU gate skipped) is made by
 selftest/test_runtime_gates.py::test_release_run_turns_gpu_skips_into_failures.
 """
@@ -366,7 +366,7 @@ def test_a_gate_the_host_could_not_judge_never_fails_the_arch(tmp_path):
 def test_the_gpu_section_files_a_not_judged_gate_as_not_judged():
     """What the report writes: the ledger's verdict (attached where the gate ran) decides, so a
     gate that raised NotJudged is filed "not judged" with its reason, not pytest's "failed"."""
-    from harness.ledger import _file_gpu_run
+    from harness.plugins.ledger import _file_gpu_run
     from build_steps.gate_ledger import Entry
     from harness.verdicts import GPU_PROPERTY, VERDICT_PROPERTY, verdict_of
 

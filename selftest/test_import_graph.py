@@ -121,7 +121,7 @@ def find_cycle(graph: dict) -> list | None:
 
 def test_every_module_is_parsed():
     graph = import_graph()
-    assert {"conftest", "harness.wheel_facts", "build_steps.profile_data", "build_steps.readers.elf"} <= set(graph)
+    assert {"conftest", "harness.plugins.wheel_facts", "build_steps.profile_data", "build_steps.readers.elf"} <= set(graph)
     # a lazy import inside a function is an edge too (audit.py reads the fatbin lazily)
     assert "build_steps.readers.fatbin" in graph["build_steps.readers.audit"]
 
@@ -157,7 +157,7 @@ def harness_plugins() -> list:
     listed = next(ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
                   and any(getattr(t, "id", None) == "pytest_plugins" for t in node.targets))
     ini = (HARNESS_ROOT / "pytest.ini").read_text()
-    early = re.findall(r"-p (harness\.\w+)", ini)
+    early = re.findall(r"-p (harness\.[\w.]+)", ini)
     return list(dict.fromkeys([*early, *listed]))
 
 
@@ -165,17 +165,64 @@ def test_plugins_never_import_each_other():
     """Issue 35: each plugin is a thin adapter over the run's state (harness.state) and plain
     modules; one plugin importing another is where registration order and hidden coupling creep in."""
     plugins = harness_plugins()
-    assert {"harness.ledger", "harness.finish", "harness.cli_options"} <= set(plugins)
+    assert {"harness.plugins.ledger", "harness.plugins.finish", "harness.plugins.cli_options"} <= set(plugins)
     graph = import_graph()
     crossing = sorted(f"{p} imports {dep}" for p in plugins for dep in graph[p] if dep in plugins)
     assert not crossing, "plugin imports plugin:\n  " + "\n  ".join(crossing)
 
 
 def test_one_sessionfinish_hook():
-    """Issue 35: the end of the run is harness.finish's table; no other harness module has the hook."""
+    """Issue 35: the end of the run is harness.plugins.finish's table; no other harness module has the hook."""
     holders = sorted(name for name, path in harness_modules().items()
                      if name.startswith("harness.") and "pytest_sessionfinish" in path.read_text())
-    assert holders == ["harness.finish"], holders
+    assert holders == ["harness.plugins.finish"], holders
+
+
+def entry_point_plugins() -> list:
+    """The harness's ``pytest11`` entry points (pyproject.toml), loaded by a pytest without the harness."""
+    import tomllib
+    project = tomllib.loads((HARNESS_ROOT / "pyproject.toml").read_text())["project"]
+    return sorted(project.get("entry-points", {}).get("pytest11", {}).values())
+
+
+def pytest_hook_names() -> set:
+    """Every hook name pytest and pytest-xdist define (their hookspecs)."""
+    from _pytest import hookspec
+    from xdist import newhooks
+    return {name for module in (hookspec, newhooks) for name in dir(module) if name.startswith("pytest_")}
+
+
+def module_level_hooks(path: Path, hooks: set) -> list:
+    """The pytest hooks ``path`` defines at module level (what makes a module a plugin)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in hooks]
+
+
+def test_plugins_are_the_modules_of_harness_plugins():
+    """Issue 47 item 7: the folders show the architecture. Every plugin the run registers (the root
+    conftest's list, pytest.ini's -p, the pytest11 entry point) is a module of harness/plugins/,
+    each module there is one of them, and no other harness module defines a pytest hook: a reader
+    of harness/ tells a plugin from a shared module by where it is."""
+    registered = set(harness_plugins()) | set(entry_point_plugins())
+    folder = {name for name in harness_modules() if name.startswith("harness.plugins.")}
+    assert registered == folder, (f"registered but not in harness/plugins/: {sorted(registered - folder)}; "
+                                  f"in harness/plugins/ but never registered: {sorted(folder - registered)}")
+    hooks = pytest_hook_names()
+    assert {"pytest_configure", "pytest_runtest_logreport", "pytest_testnodedown"} <= hooks
+    outside = sorted(f"{name}.{hook}" for name, path in harness_modules().items()
+                     if name.startswith("harness.") and not name.startswith("harness.plugins")
+                     for hook in module_level_hooks(path, hooks))
+    assert not outside, "a pytest hook outside harness/plugins/ (move the module there):\n  " + "\n  ".join(outside)
+
+
+def test_shared_harness_modules_never_import_a_plugin():
+    """harness/ below harness/plugins/: what the plugins share (state, run_record, verdicts, ...)
+    and the commands never import a plugin, so a plugin is a leaf a reader can drop or reorder."""
+    up = sorted(f"{mod} imports {dep}" for mod, deps in import_graph().items()
+                if mod.startswith("harness.") and not _covers("harness.plugins", mod)
+                for dep in deps if _covers("harness.plugins", dep))
+    assert not up, "a shared harness module imports a plugin:\n  " + "\n  ".join(up)
 
 
 #: Where the run's plugins, hooks and gates live: the modules the run-record rules below read.
@@ -239,9 +286,9 @@ def test_rule_finders_find_what_they_name(tmp_path):
 
 
 def test_only_the_ledger_listens_to_test_reports():
-    """Issue 47: one run record. The ledger (harness.ledger) is the only listener to test reports;
+    """Issue 47: one run record. The ledger (harness.plugins.ledger) is the only listener to test reports;
     each verdict and its facts are filed once, there."""
-    assert report_listeners(_run_modules()) == ["harness.ledger.LedgerPlugin.pytest_runtest_logreport"]
+    assert report_listeners(_run_modules()) == ["harness.plugins.ledger.LedgerPlugin.pytest_runtest_logreport"]
 
 
 def test_no_file_is_polled_for_verdicts():

@@ -105,7 +105,7 @@ def test_the_requirements_preflight_reads_a_mirror_on_disk(mirror, tmp_path):
 
 def test_the_mirror_holds_what_a_flavors_release_run_installs():
     """The flavor's own Requires-Dist, the gates' and the acceptance suite's test requirements."""
-    from build_steps.acceptance_suite import load_suite
+    from build_steps.acceptance.suite import load_suite
     from build_steps.profile_data import GATE_TEST_REQUIREMENTS, PROFILES
     from tools.index_mirror import requirements
     for flavor in ("cpu", "cuda"):

@@ -11,7 +11,7 @@ from selftest.conftest import HARNESS_ROOT
 
 def test_harness_option_outside_the_harness_names_mxnet_release(tmp_path):
     """From another directory pytest loads no harness conftest: instead of pytest's bare
-    `unrecognized arguments: --mxnet-src`, one line names mxnet-release (harness.usage_hint)."""
+    `unrecognized arguments: --mxnet-src`, one line names mxnet-release (harness.plugins.usage_hint)."""
     r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "release",
                         f"--mxnet-src={HARNESS_ROOT / 'selftest' / 'sample_mxnet'}"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)

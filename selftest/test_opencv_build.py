@@ -482,7 +482,7 @@ def test_the_review_page_shows_the_closure_budget(tmp_path):
     """The page's closure section states the profile's budget per OpenCV choice and whether this
     wheel's mxnet/lib is within it (wheel_parts read from a real zip)."""
     import zipfile
-    from build_steps import review_page
+    from build_steps.report import review_page
     files, mb = PROFILES["cpu"].closure_budget["system"]
 
     def page(n: int) -> str:

@@ -1,7 +1,7 @@
 """The root conftest's plugin list is no condition of any verdict (issue 35).
 
 Each plugin is a thin adapter over the run's state and the end of the run is one table
-(harness.finish.FINISH), so the order pytest registers the plugins in must change nothing. A copy
+(harness.plugins.finish.FINISH), so the order pytest registers the plugins in must change nothing. A copy
 of this checkout (its tracked files) runs the same audits with conftest.py's ``pytest_plugins``
 as written, reversed, and shuffled; the exit code, the gate table, the summary's lines and the
 JSON report's verdicts must be the same. A good wheel serially, a wheel with an executable stack

@@ -324,7 +324,7 @@ def test_forged_reports_are_refused(release_repo, gh_standin, report_key, tmp_pa
 # --------------------------------------------------------------------------------------------
 def test_publish_judges_after_every_gate_under_ff(pytester, release_repo):
     # --ff (cacheprovider's wrapper) moves the gates that failed last time first, and the publish
-    # gate has no place to keep: the release is judged by the end of the run (harness.finish), after
+    # gate has no place to keep: the release is judged by the end of the run (harness.plugins.finish), after
     # every gate, here the failed gate that --ff ran first (issue 47: no reordering wrapper).
     other = pytester.makepyfile(test_other_gates=other_gates_source("fails"))
     args = ("-c", HARNESS_ROOT / "pytest.ini", "--rootdir", HARNESS_ROOT, "-p", "no:randomly",
@@ -393,7 +393,7 @@ def test_copy_file_leaves_no_open_file_under_W_error(tmp_path):
 def test_shards_file_fails_the_override_gate_by_name(pytester, tmp_path):
     # The issue's narrowing: a shard data file with the fork's shard ids pointed at a tiny test
     # file made every shard gate pass. A release run with --shards-file is a development run.
-    from build_steps.acceptance_suite import load_suite
+    from build_steps.acceptance.suite import load_suite
     from selftest.fixtures_build import copy_sample_tree
     tree = copy_sample_tree(tmp_path / "sample")
     shards = tmp_path / "narrow.toml"
@@ -413,7 +413,7 @@ def test_a_gate_module_that_differs_from_its_manifest_is_refused(monkeypatch):
     from types import SimpleNamespace
 
     from build_steps import plugin_policy
-    from harness import plugin_guard
+    from harness.plugins import plugin_guard
     modules = dict(load_manifest("cuda").modules)
     assert "tests/test_publish.py" in modules and "tests/test_wheel_integrity.py" in modules
     assert plugin_guard._check_gate_modules(SimpleNamespace(stash={})) is None  # as committed: accepted

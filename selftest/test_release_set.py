@@ -157,7 +157,7 @@ def test_last_failed_run_is_refused_naming_the_gates_it_left_out(pytester, relea
     assert _run(pytester, release_repo, kind="fails", cache=cache).ret == pytest.ExitCode.TESTS_FAILED
     second = _run(pytester, release_repo, "--lf", cache=cache)
     # --lf reruns only the gate that failed: the publish gate did its part (the release was refused
-    # at the end of the run, harness.finish) and is left out, so nothing is published and the run
+    # at the end of the run, harness.plugins.finish) and is left out, so nothing is published and the run
     # is not green.
     assert "run-last-failure: rerun previous 1 failure" in second.stdout.str()
     assert second.ret == pytest.ExitCode.TESTS_FAILED
@@ -179,9 +179,9 @@ def test_cpu_flavor_refusal_lists_only_the_cpu_gates(pytester, release_repo, tmp
 # A disabled harness plugin: one message, wherever the -p no: came from
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("where", ["command line", "PYTEST_ADDOPTS", "-c ini addopts"])
-@pytest.mark.parametrize("name", ["harness.release_set", "harness.gpu_policy", "mxnet-publish"])
+@pytest.mark.parametrize("name", ["harness.plugins.collected_gates", "harness.plugins.gpu_policy", "mxnet-publish"])
 def test_disabled_plugin_is_refused_by_name(pytester, release_repo, monkeypatch, where, name):
-    args = ["-m", "gpu or cublas"] if name == "harness.gpu_policy" else []
+    args = ["-m", "gpu or cublas"] if name == "harness.plugins.gpu_policy" else []
     if where == "command line":
         args += ["-p", f"no:{name}"]
         result = _run(pytester, release_repo, *args)
@@ -210,7 +210,7 @@ def test_shards_the_forks_script_would_not_run_on_this_tree_are_excused(pytester
     (release_repo.repo / "python").mkdir()
     (release_repo.repo / "python" / "setup.py").write_text("")  # untracked: the tree stays clean
     ref = _refusal(_run(pytester, release_repo))
-    from build_steps.acceptance_suite import load_suite
+    from build_steps.acceptance.suite import load_suite
     conditional = {s.id for s in load_suite().shards if s.only_if_exists}
     assert conditional
     shard_gates = {g for g in ref["listed"] if "::test_shard[" in g}

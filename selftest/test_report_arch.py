@@ -16,7 +16,8 @@ from types import SimpleNamespace
 import jsonschema
 import pytest
 
-from build_steps import gpu_reports, review_page
+from build_steps import gpu_reports
+from build_steps.report import review_page
 from build_steps.errors import UsageError
 from build_steps.options import make_options
 from build_steps.arch import Arch, parse_cuda_arch
@@ -113,7 +114,7 @@ def test_a_report_whose_request_differs_from_the_built_arch_is_read_as_the_built
                        capture_output=True, text=True, timeout=60)
     rows = [ln.split()[0] for ln in r.stdout.splitlines() if ln.strip().startswith("sm_")]
     assert rows == ["sm_80", "sm_120"], r.stdout + r.stderr
-    # what harness.review passes today (the report's expected.cuda_arch as stored) reads the same
+    # what harness.plugins.review_clock passes today (the report's expected.cuda_arch as stored) reads the same
     assert gpu_reports.merge([(report, doc)], doc["wheel"]["sha256"], doc["expected"]["cuda_arch"]).archs == ["sm_80", "sm_120"]
 
     view = review_page.page_view(doc, merged=merged)

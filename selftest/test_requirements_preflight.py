@@ -134,7 +134,7 @@ def test_an_unreachable_index_is_not_a_refusal(gates, sample_tree, tmp_path):
     ("release and not runtime and not build and not acceptance", False),
 ])
 def test_the_preflight_runs_only_for_a_selection_that_installs_the_venv(markexpr, installs):
-    from harness.runtime import installs_venv
+    from harness.plugins.runtime import installs_venv
     assert installs_venv(markexpr) is installs
 
 
@@ -150,7 +150,7 @@ def test_the_preflight_runs_only_for_a_selection_that_installs_the_venv(markexpr
     ("provenance", "install", False),
 ])
 def test_the_preflight_reads_k_as_pytest_does(markexpr, keywords, installs):
-    from harness.runtime import installs_venv
+    from harness.plugins.runtime import installs_venv
     assert installs_venv(markexpr, keywords) is installs
 
 
@@ -159,11 +159,11 @@ _VENV_FIXTURES = re.compile(r"\b(release_venv|venv_probe|install_report|cuda_pre
 
 
 def test_the_venv_gate_table_is_the_gate_modules():
-    """harness.runtime.VENV_GATE_MODULES names every gate module that uses the venv, with the marks
+    """harness.plugins.runtime.VENV_GATE_MODULES names every gate module that uses the venv, with the marks
     its pytestmark gives (a new runtime gate module, or a changed mark, would leave a selection
     the preflight thinks installs nothing)."""
     import ast
-    from harness.runtime import VENV_GATE_MODULES
+    from harness.plugins.runtime import VENV_GATE_MODULES
     tests = HARNESS_ROOT / "tests"
     using = {p.name for p in tests.glob("test_*.py") if _VENV_FIXTURES.search(p.read_text())}
     assert using == set(VENV_GATE_MODULES)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import review_page
+from build_steps.report import review_page
 
 pytest_plugins = ["pytester"]
 
@@ -220,7 +220,7 @@ import pytest
 from dataclasses import replace
 
 from build_steps.report import document as report_doc
-from harness.finish import the_record
+from harness.plugins.finish import the_record
 from build_steps.report.record import HostFacts
 from harness.state import the_run
 
@@ -240,7 +240,7 @@ def pytest_sessionfinish(session):
 @pytest.mark.slow
 def test_the_page_the_publish_gate_attaches_renders_from_a_real_run(gates, selftest_wheels, browser,
                                                                    pytester, tmp_path, monkeypatch):
-    """build_steps.report.document.publish_page, as harness.finish's publish row calls it, on a real audit and pin (a
+    """build_steps.report.document.publish_page, as harness.plugins.finish's publish row calls it, on a real audit and pin (a
     real publish needs every gate green, GPU ones included, which this machine cannot run)."""
     (pytester.path / "publish_page_probe.py").write_text(PROBE)
     monkeypatch.setenv("PYTHONPATH", str(pytester.path))
@@ -297,6 +297,16 @@ def test_only_a_whole_release_set_run_says_pass():
     skipped = [*allpass[:-1], {"nodeid": allpass[-1]["nodeid"], "verdict": "skipped"}]
     assert review_page.verdict(skipped, gates, "cuda")["outcome"] == "FAIL"  # a release counts a skip
     assert review_page.verdict(allpass, None, "cuda")["outcome"] == "PARTIAL"  # no set: never PASS
+
+
+def test_gate_meanings_are_read_from_the_harness_gate_modules():
+    """The page's one-line meaning of each gate comes from its module in the harness's tests/. The
+    default root is the checkout: when the module moved from harness/ into build_steps/report/, its
+    parent.parent became build_steps/, every read failed quietly and every meaning was empty."""
+    from build_steps.report.document import gate_meanings
+    gate = next(g for g in _release_set() if g.startswith("tests/test_stripped_libraries.py::"))
+    meaning = gate_meanings([gate]).get(gate, "")
+    assert "DWARF" in meaning or "strip" in meaning.lower(), meaning
 
 
 def partial_doc() -> dict:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from build_steps import review_page
+from build_steps.report import review_page
 from build_steps.build_chain import step_seconds, step_times
 from build_steps.compile import CompileResult
 from build_steps.configure import ConfigureResult
@@ -95,7 +95,7 @@ def _record(tmp: Path, *, bad: bool = False, **changes: object) -> RunRecord:
     staging = _wheel(tmp / "build" / "harness-wheel")
     pin = pin_wheel(staging, tmp / "run" / "pinned-wheel")
     options = make_options({"flavor": "cpu", "provenance_json": str(tmp / "report.json")})
-    # the static gates' facts of the pinned bytes, as harness.wheel_facts collects them
+    # the static gates' facts of the pinned bytes, as harness.plugins.wheel_facts collects them
     audit = collect(extract_wheel(Path(pin.path), tmp / "run" / "wheel"), options)
     rec = RunRecord(options=options, entries=_entries(bad), chain=_chain(tmp, staging, tmp / "mxnet" / "dist"),
                     pin=pin, audit=audit, release_set=ReleaseSet(flavor="cpu", gates=[BUILD_GATE, PROV_OK, PROV_BAD]),

@@ -8,7 +8,7 @@ import pytest
 from build_steps.cuda_stack import cublas_probe_args
 from build_steps.profile_data import PROFILES
 from build_steps.venv import check_install, create_venv, explain_probe, run_probe
-from harness.runtime import load_probe
+from harness.plugins.runtime import load_probe
 
 cublas_probe = load_probe("cublas_probe")
 #: the release CUDA profile's stack, as the harness gives it to the probe
@@ -207,7 +207,7 @@ def test_the_invokers_pip_settings_do_not_change_what_the_venv_gets(tmp_path, mo
 def test_the_acceptance_suites_requirements_from_an_unreachable_index_are_not_judged(bare_venv, tmp_path, monkeypatch):
     """Issue 42, item 4: the acceptance suite's own test requirements, against an index the host
     cannot reach (a closed local port), are the host's fault (NotJudged), named with the fix."""
-    from build_steps.acceptance_venv import install_test_requirements
+    from build_steps.acceptance.venv import install_test_requirements
     from build_steps.errors import NotJudged
     monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
                                                 if not (p and os.path.isfile(os.path.join(p, "uv")))))

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from build_steps import gpu_reports
-from build_steps.acceptance_run import SHARD_PART_DIR, SHARD_PART_ENV, SHARD_PART_PLUGIN
-from build_steps.acceptance_selection import parse_shard_split
+from build_steps.acceptance.run import SHARD_PART_DIR, SHARD_PART_ENV, SHARD_PART_PLUGIN
+from build_steps.acceptance.selection import parse_shard_split
 from build_steps.errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent

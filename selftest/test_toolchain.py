@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from build_steps import configure, review_page, toolchain
+from build_steps import configure, toolchain
+from build_steps.report import review_page
 from build_steps.readers import cmake_file_api
 
 

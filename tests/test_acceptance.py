@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from build_steps.acceptance_run import gpu_for_worker, run_shard
+from build_steps.acceptance.run import gpu_for_worker, run_shard
 from build_steps.profile_data import FEATURE_ALIASES
 from harness.shard_plan import selected_shards, shard_timeout_override
 from harness.state import the_run

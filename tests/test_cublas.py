@@ -12,7 +12,7 @@ import pytest
 
 from build_steps.cuda_stack import blas_failure_reason, cublas_not_judged
 from build_steps.venv import explain_probe
-from harness.runtime import load_probe
+from harness.plugins.runtime import load_probe
 from harness.verdicts import not_judged
 
 _cublas = load_probe("cublas_probe")

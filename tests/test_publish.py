@@ -1,11 +1,11 @@
 """The publish gate: a --publish run's slot in the gate table. The release itself is a row of the
-end of the run (harness.publish_plugin.release_after_the_gates, FINISH's "publish"), once every
+end of the run (harness.plugins.publish_run.release_after_the_gates, FINISH's "publish"), once every
 gate has reported.
 
-It is collected only with --publish (harness/publish_plugin.py) and waits for no other gate. It
+It is collected only with --publish (harness/plugins/publish_run.py) and waits for no other gate. It
 refuses a run whose session start chose no release version or whose harness plugins are not all
 active, and files the flavor's release set as this process collected it. The end of the run
-compares every gate's verdict (harness.ledger, the one record of the run, which xdist fills on its
+compares every gate's verdict (harness.plugins.ledger, the one record of the run, which xdist fills on its
 controller) with that set and only then checks the wheel and the tree again and prints the exact
 commands (--dry-run) or writes the release report (--release-report=R) that the privileged step
 ``mxnet-release publish --report=R`` publishes from (issue 29: this run holds no credential). A
@@ -32,7 +32,7 @@ def test_publish(request):
     elif inactive := inactive_harness_plugins(request.config):
         refused = f"publish refused: {disabled_plugins_message(inactive)}"
     if refused:
-        # what the run's closing line says (harness.publish_plugin), filed by the ledger
+        # what the run's closing line says (harness.plugins.publish_run), filed by the ledger
         request.node.user_properties.append((OUTCOME_PROPERTY, {"published": False, "reason": refused}))
         pytest.fail(refused, pytrace=False)
     # The flavor's manifest (build_steps/release_sets/), not what this run collected or selected,

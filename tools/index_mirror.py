@@ -8,7 +8,7 @@ what the run installs, resolved by pip for the host's interpreter and platform:
 
 - the flavor's own Requires-Dist (profiles.toml's requirement groups: what the wheel declares);
 - the gates' test requirements (build_steps.profile_data.GATE_TEST_REQUIREMENTS);
-- the fork's acceptance suite's test requirements (build_steps/acceptance_shards.toml).
+- the fork's acceptance suite's test requirements (build_steps/acceptance/shards.toml).
 
     python -m tools.index_mirror --flavor=cpu --python-version=3.12 OUT
         -> OUT/simple/<project>/index.html and the wheels beside them; the last line is the
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from build_steps.acceptance_suite import load_suite
+from build_steps.acceptance.suite import load_suite
 from build_steps.errors import FAIL, REFUSED
 from build_steps.profile_data import GATE_TEST_REQUIREMENTS, PROFILES
 

@@ -3,7 +3,7 @@
     python -m tools.review_page REPORT.json [--wheel=W] [--gpu-reports=DIR] [--out=PAGE.html]
 
 Exit 4 on a usage error, 1 when the page cannot be made. The page itself is
-build_steps.review_page; the GPU runners' reports are merged by build_steps.gpu_reports.
+build_steps.report.review_page; the GPU runners' reports are merged by build_steps.gpu_reports.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from build_steps import gpu_reports
 from build_steps.errors import FAIL, HarnessError, UsageError
 from build_steps.options import check_wheel_path
 from build_steps.pinning import sha256_of
-from build_steps.review_page import own_gpu_runs, write_page
+from build_steps.report.review_page import own_gpu_runs, write_page
 
 
 def main(argv=None) -> int:

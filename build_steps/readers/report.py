@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..arch import Arch
     from .audit import Audit
 
-#: gate node id -> (verdict, message), as harness.wheel_facts files them
+#: gate node id -> (verdict, message), as harness.plugins.wheel_facts files them
 Verdicts = dict[str, tuple[str, str]]
 
 

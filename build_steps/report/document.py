@@ -4,7 +4,7 @@ every gate's verdict and meaning, the steps' timeline, the development overrides
 scope against the flavor's release set), and the review page written from it.
 
 Plain functions of the run record (build_steps.report.record.RunRecord: the ledger's entries, the chain's
-typed products, the pin, the options), no pytest object inside: the end of the run (harness.finish)
+typed products, the pin, the options), no pytest object inside: the end of the run (harness.plugins.finish)
 calls them, and a selftest calls them on a record it builds.
 """
 from __future__ import annotations
@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from pathlib import Path
 
-from build_steps import gpu_reports, review_page
+from build_steps import gpu_reports
 from build_steps.configure import ConfigureResult
 from build_steps.overrides import broken_promises, development_option_promises
 from build_steps.pinning import sha256_of
 from build_steps.readers.report import provenance_document, summary_lines
+
+from . import review_page
 
 from build_steps.build_chain import CHAIN, step_seconds
 
@@ -33,7 +35,8 @@ from .record import ChainProducts, HostFacts, RunRecord
 if TYPE_CHECKING:
     from build_steps.pinning import WheelPin
 
-HARNESS_ROOT = Path(__file__).resolve().parent.parent
+# the checkout (build_steps/report/document.py is two folders down): the gate modules are its tests/
+HARNESS_ROOT = Path(__file__).resolve().parents[2]
 
 #: The chain's steps the timeline shows, in order, with the summary's labels (all but the source check).
 _TIMED_STEPS = tuple((step.record, step.label) for step in CHAIN[1:])
@@ -64,7 +67,7 @@ def _timeline(chain: ChainProducts) -> dict[str, Any]:
 
 
 def _verdict(rec: RunRecord, rset: ReleaseSet | None, gates: list[dict[str, Any]]) -> dict[str, Any]:
-    # A skip fails a -m release run (harness.gates turned it into "failed" already); elsewhere it
+    # A skip fails a -m release run (harness.plugins.gates turned it into "failed" already); elsewhere it
     # is shown, not counted against the verdict.
     return review_page.verdict(gates, rset.gates if rset is not None else None,
                                rec.options.profile.name,
@@ -251,7 +254,7 @@ def publish_page(rec: RunRecord, dest: Path, verdicts: dict[str, str]) -> Path:
 
 
 def wheel_section(pin: WheelPin) -> dict[str, Any]:
-    """The report's ``wheel``: the bytes the gates judged (harness.wheel_pin), hashed when pinned, so
+    """The report's ``wheel``: the bytes the gates judged (harness.plugins.wheel_pin), hashed when pinned, so
     the report names one exact file."""
     return {"filename": Path(pin.source).name, "file": pin.source, "sha256": pin.sha256, "size": pin.size}
 
@@ -381,7 +384,7 @@ def write_pages(page: Page) -> Iterator[str]:
 
 
 def driver_stub_lines(rec: RunRecord) -> list[str]:
-    """Said when the CPU-side runtime gates ran with the stand-in libcuda.so.1 (harness.runtime)."""
+    """Said when the CPU-side runtime gates ran with the stand-in libcuda.so.1 (harness.plugins.runtime)."""
     if rec.driver_stub is None:
         return []
     return ["", f"driver stub: this host has no NVIDIA driver ({rec.driver_stub}); the "

@@ -8,7 +8,7 @@ page, the JSON report, the summary lines and the wheel's placement are functions
 builds, without a pytest session.
 
 ``harness.run_record.record_of(run)`` is the one place that reads a run (its config, its shared dir)
-into a record: the end of the run (harness.finish) calls it once, after every gate reported.
+into a record: the end of the run (harness.plugins.finish) calls it once, after every gate reported.
 """
 from __future__ import annotations
 
@@ -163,11 +163,11 @@ class RunRecord:
     entries: Mapping[str, Entry] = field(default_factory=dict)
     chain: ChainProducts = field(default_factory=ChainProducts)
     pin: WheelPin | None = None
-    #: the static gates' facts (harness.wheel_facts), None when no wheel was audited
+    #: the static gates' facts (harness.plugins.wheel_facts), None when no wheel was audited
     audit: Audit | None = None
     #: the flavor's release set, with the release gates this run collected from elsewhere
     release_set: ReleaseSet | None = None
-    #: nodeid -> markers of every release gate collected (harness.release_set)
+    #: nodeid -> markers of every release gate collected (harness.plugins.collected_gates)
     collected: Mapping[str, list[str]] = field(default_factory=dict)
     #: the ``-m`` expression (None: none given)
     selection: str | None = None

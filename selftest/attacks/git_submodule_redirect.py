@@ -23,7 +23,7 @@ def plant(tmp: Path) -> Plant:
     git(tree, "commit", "-q", "-m", "add submodule")
     marker = tmp / "fired"
     script = payload(tmp, marker)
-    # what a shard's test writes, run in the shard's own sandbox (build_steps.acceptance_venv.shard_box)
+    # what a shard's test writes, run in the shard's own sandbox (build_steps.acceptance.venv.shard_box)
     inside = (
         "set -e; cd 3rdparty/sub; rm -f .git; mkdir -p ../.pytest_cache/g; "
         "git init -q --separate-git-dir ../.pytest_cache/g/sub.git .; "

@@ -15,8 +15,8 @@ from build_steps.errors import (EnvironmentFault, HarnessError, ProductFailed, S
                                 UsageError, WheelUnusable)
 from build_steps.release_manifest import left_out_by_flavor
 
-from .state import HarnessRun, harness_run, the_run
-from .verdicts import CHAIN_STEP_PROPERTY
+from ..state import HarnessRun, harness_run, the_run
+from ..verdicts import CHAIN_STEP_PROPERTY
 
 #: Steps every gate of a build run stands on: when one fails, no further gate can run.
 CHAIN_STEPS = STEP_NAMES
@@ -32,7 +32,7 @@ def _stops_the_chain(exc: BaseException) -> bool:
     # WheelUnusable/ProductFailed: the wheel could not be extracted (a full disk, a zip bomb, a
     # corrupt member); every gate would say it again, 29 times.
     # EnvironmentFault: a step the host kept from running (an unreachable index for the venv):
-    # every gate that needs it would say it again; the run is not judged (harness.finish)
+    # every gate that needs it would say it again; the run is not judged (harness.plugins.finish)
     return (isinstance(exc, StepError) and exc.step in CHAIN_STEPS) or isinstance(
         exc, (StepFailedElsewhere, UsageError, WheelUnusable, ProductFailed, EnvironmentFault))
 
@@ -62,11 +62,11 @@ def _judge(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestRe
         if isinstance(exc, StepError) and exc.step in CHAIN_STEPS:
             # Filed under the step, not under whichever gate first asked for its product: the
             # gate did not fail, it never ran ("ERROR at setup of build step configure").
-            # Renamed where it is logged (harness.ledger), not here: an xdist worker
+            # Renamed where it is logged (harness.plugins.ledger), not here: an xdist worker
             # checks that each report it sends is of the item it ran (an INTERNALERROR otherwise,
             # seen on the GPU host).
             report.user_properties = [*report.user_properties, (CHAIN_STEP_PROPERTY, step)]
-    # A release run's skipped gate is a failed one. The verdict itself is filed by harness.ledger,
+    # A release run's skipped gate is a failed one. The verdict itself is filed by harness.plugins.ledger,
     # whose makereport wraps this one and so sees the converted outcome.
     if item.get_closest_marker("release") is None or not report.skipped or report.when == "teardown":
         return
@@ -110,7 +110,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
 
 class StepStop:
     """Under xdist a worker's stop for a failed step reaches the controller as an interrupt
-    (exit 2); the end of the run (harness.finish) makes it a failure (exit 1) from
+    (exit 2); the end of the run (harness.plugins.finish) makes it a failure (exit 1) from
     HarnessRun.stopped_for_step. A real Ctrl-C keeps its 2."""
 
     def __init__(self, run: HarnessRun) -> None:

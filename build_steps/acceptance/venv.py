@@ -10,9 +10,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import sandbox
-from .errors import StepError
-from .venv import Venv, clean_env, index_args, install_box, install_failure, local_index_dirs, pip_command
+from .. import sandbox
+from ..errors import StepError
+from ..venv import Venv, clean_env, index_args, install_box, install_failure, local_index_dirs, pip_command
 
 #: What the fork's script exports for every shard (thread caps, unbuffered output, tests told to
 #: import the installed mxnet rather than prepend the source python/, quiet pytest output).

@@ -6,7 +6,7 @@ before it reads the root conftest. An option it does not know yet takes no value
 ``--mxnet-src /path/to/tree`` the tree was a positional argument and its ``conftest.py`` was imported
 into the harness (issue 29). Declared here, every option's value is parsed as its value, in
 ``mxnet-release`` and plain ``python -m pytest`` alike, whatever the spelling. The root conftest
-lists this module too, so a run given another ini still has the options (and harness.plugin_guard
+lists this module too, so a run given another ini still has the options (and harness.plugins.plugin_guard
 then refuses any conftest that is not the harness's).
 """
 from __future__ import annotations

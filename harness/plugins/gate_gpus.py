@@ -12,7 +12,7 @@ import pytest
 
 from build_steps import gpu_reports
 
-from .verdicts import GPU_MARKS, GPU_PROPERTY
+from ..verdicts import GPU_MARKS, GPU_PROPERTY
 
 
 

@@ -14,9 +14,9 @@ from build_steps.errors import HarnessError, WheelUnusable
 from build_steps.pinning import verify
 from build_steps.readers.wheel import extract_wheel
 
-from .exits import refuse
-from .pin_record import pin_once
-from .state import the_run
+from ..exits import refuse
+from ..pin_record import pin_once
+from ..state import the_run
 
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 @pytest.fixture(scope="session")
 def wheel_path(wheel_pin: WheelPin) -> Path:
     """The wheel under test (``--wheel PATH``, else the chain's build), as pinned for this run
-    (harness.wheel_pin): same name, the bytes hashed when the run started."""
+    (harness.plugins.wheel_pin): same name, the bytes hashed when the run started."""
     return Path(wheel_pin.path)
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from build_steps.run_dirs import RunDir
 
-from .state import harness_run, the_run
+from ..state import harness_run, the_run
 
 if TYPE_CHECKING:
     from xdist.workermanage import WorkerController

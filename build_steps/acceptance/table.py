@@ -10,9 +10,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .acceptance_report import summary_markdown, table_lines
-from .acceptance_run import unreported_result
-from .acceptance_suite import Shard, ShardSuite, not_applicable
+from .summary import summary_markdown, table_lines
+from .run import unreported_result
+from .suite import Shard, ShardSuite, not_applicable
 
 
 def inapplicable_gates(root: Path | None, gate_ids: Iterable[str], shards: Iterable[Shard]) -> dict[str, str]:

@@ -31,13 +31,13 @@ from build_steps.report.document import (driver_stub_lines, page_of, provenance_
 from build_steps.report.record import HostFacts, RunRecord
 from build_steps.report.placement import place_built_wheel
 
-from .common import say
-from .pin_record import load_pin
-from .release_scope import release_set_of
-from .run_record import record_of
-from .shard_plan import SECTION as SHARD_SECTION, has_table, inapplicable_shard_gates, write_summary
-from .state import HarnessRun, harness_run
-from .verdicts import GPU_MARKS, NOT_JUDGED, NOT_JUDGED_EXIT
+from ..common import say
+from ..pin_record import load_pin
+from ..release_scope import release_set_of
+from ..run_record import record_of
+from ..shard_plan import SECTION as SHARD_SECTION, has_table, inapplicable_shard_gates, write_summary
+from ..state import HarnessRun, harness_run
+from ..verdicts import GPU_MARKS, NOT_JUDGED, NOT_JUDGED_EXIT
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class Row:
 # --------------------------------------------------------------------------------------------
 def classify_stop(run: HarnessRun) -> Outcome:
     """A session stopped for a failed chain step reaches an xdist controller as an interrupt
-    (exit 2); it is a failure (exit 1). A real Ctrl-C keeps its 2 (harness.gates files which)."""
+    (exit 2); it is a failure (exit 1). A real Ctrl-C keeps its 2 (harness.plugins.gates files which)."""
     if run.stopped_for_step and run.exitstatus == pytest.ExitCode.INTERRUPTED:
         return Outcome(exit=pytest.ExitCode.TESTS_FAILED)
     return NOTHING
@@ -82,7 +82,7 @@ def judge(run: HarnessRun) -> Outcome:
     """The run's outcome of three: FAIL (a gate judged the wheel bad: exit 1), ERROR (no gate
     judged it bad, and the host kept one from judging: exit 3, NOT_JUDGED_EXIT), else what pytest
     says. A not-judged gate is said in one line here, with its reason; the reason itself was
-    said once where it happened (harness.gates stops the run after a step's environment fault)."""
+    said once where it happened (harness.plugins.gates stops the run after a step's environment fault)."""
     run.not_judged = sorted((n, e.why) for n, e in run.ledger.entries.items() if e.verdict == NOT_JUDGED)
     if not run.not_judged:
         return NOTHING
@@ -99,7 +99,7 @@ def judge(run: HarnessRun) -> Outcome:
 
 
 def check_pin(run: HarnessRun) -> Outcome:
-    """The wheel the gates judged is still the file they were given (harness.wheel_pin)."""
+    """The wheel the gates judged is still the file they were given (harness.plugins.wheel_pin)."""
     pin = run.pin
     if pin is None:
         return NOTHING
@@ -167,7 +167,7 @@ def write_json(run: HarnessRun) -> Outcome:
 
 
 def driver_stub_note(run: HarnessRun) -> Outcome:
-    """Said when the CPU-side runtime gates ran with the stand-in libcuda.so.1 (harness.runtime)."""
+    """Said when the CPU-side runtime gates ran with the stand-in libcuda.so.1 (harness.plugins.runtime)."""
     return Outcome(lines=tuple(driver_stub_lines(the_record(run))))
 
 
@@ -198,7 +198,7 @@ def write_page(run: HarnessRun) -> Outcome:
 
 def gpu_policy(run: HarnessRun) -> Outcome:
     """Selected GPU gates that skipped make the run non-green, unless --allow-gpu-skips
-    (harness.gpu_policy says so in the summary)."""
+    (harness.plugins.gpu_policy says so in the summary)."""
     run.skipped_gpu = sorted((nodeid, e.why) for nodeid, e in run.ledger.entries.items()
                              if e.verdict == "skipped" and any(m in e.markers for m in GPU_MARKS))
     allowed = run.config.getoption("allow_gpu_skips", False)
@@ -222,7 +222,7 @@ def shard_table(run: HarnessRun) -> Outcome:
 
 
 def publish_release(run: HarnessRun) -> Outcome:
-    """--publish: the release, once every gate reported (harness.publish_plugin): the commands of
+    """--publish: the release, once every gate reported (harness.plugins.publish_run): the commands of
     a dry run, or the signed release report. Refused (the run is not green) unless every gate of the
     flavor's release set passed; a run whose publish gate failed or never ran (deselected by --sw,
     -k, -o python_functions) published nothing."""
@@ -319,7 +319,7 @@ def _release(run: HarnessRun, gates: list[str], verdicts: dict[str, str], excuse
 
 def unlock_pin(run: HarnessRun) -> Outcome:
     """The pin's dir removable again (dist/ has read the copy); the run dir itself goes at
-    pytest_unconfigure (harness.run_dir)."""
+    pytest_unconfigure (harness.plugins.run_dir)."""
     if run.pin is not None:
         unlock(run.pin)
     return NOTHING

@@ -1,6 +1,6 @@
 """One acceptance shard run: ``python -m pytest <its args>`` with the venv's interpreter from the
 source tree, in its sandbox, with its own log and junit XML, killed after its timeout, and its
-verdict (build_steps.acceptance_verdict) as a ``ShardResult``."""
+verdict (build_steps.acceptance.verdict) as a ``ShardResult``."""
 from __future__ import annotations
 
 import contextlib
@@ -16,12 +16,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import sandbox
-from .acceptance_suite import Shard
-from .acceptance_venv import shard_box, shard_env
-from .acceptance_verdict import judge, junit_counts, partial_results, read_shard_log
-from .errors import PlantedLink, read_log
-from .venv import Venv
+from .. import sandbox
+from .suite import Shard
+from .venv import shard_box, shard_env
+from .verdict import judge, junit_counts, partial_results, read_shard_log
+from ..errors import PlantedLink, read_log
+from ..venv import Venv
 
 #: --shard-split: the plugin the shard's own pytest loads, and the directory that holds it alone
 SHARD_PART_DIR = Path(__file__).resolve().with_name("shard_part")
@@ -80,7 +80,7 @@ def run_shard(shard: Shard, venv: Venv, source_root: Path, log_dir: Path, *, par
     """Run one shard: ``python -m pytest <args>`` with the venv's interpreter from the source tree,
     loader variables cleared, its own log (header and ``rc=`` footer as the fork writes them),
     junit XML beside it, killed with its process group after the timeout. ``part`` (K, N): only
-    the K-th of N deterministic parts of its tests (build_steps/shard_part)."""
+    the K-th of N deterministic parts of its tests (build_steps/acceptance/shard_part)."""
     timeout_min = shard.timeout_min if timeout_min is None else timeout_min
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)

@@ -12,9 +12,9 @@ import pytest
 from build_steps import run_lock
 from build_steps.errors import UsageError
 
-from .common import say
-from .exits import refuse
-from .state import the_run
+from ..common import say
+from ..exits import refuse
+from ..state import the_run
 
 _LOCKS_KEY = pytest.StashKey[list[run_lock.HeldLock]]()
 

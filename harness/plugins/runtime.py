@@ -22,16 +22,16 @@ from build_steps.pinning import verify
 from build_steps.profile_data import GATE_TEST_REQUIREMENTS
 from build_steps.release_venv import make_release_venv
 
-from .common import say
-from .exits import refuse
-from .state import the_run
+from ..common import say
+from ..exits import refuse
+from ..state import the_run
 
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
     from build_steps.pinning import WheelPin
     from build_steps.profile_data import Profile
 
-HARNESS_ROOT = Path(__file__).resolve().parent.parent
+HARNESS_ROOT = Path(__file__).resolve().parents[2]
 PROBES_DIR = HARNESS_ROOT / "tests" / "probes"
 CUBLAS_PROBE = PROBES_DIR / "cublas_probe.py"
 _VENV_KEY = "release-venv"

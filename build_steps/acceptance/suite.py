@@ -1,10 +1,10 @@
-"""The fork's acceptance shards as data: ``acceptance_shards.toml`` read and checked into a
+"""The fork's acceptance shards as data: ``shards.toml`` read and checked into a
 ``ShardSuite``, and whether one shard applies to a given source tree.
 
 The fork's ``tools/run_wheel_full_test.sh`` runs about thirty pytest "shards" of its own tests
 against a freshly installed wheel. The shard list lives in this repository as a data file
-(``acceptance_shards.toml`` beside this module), read from the script of the pinned commit once
-and kept by hand; build_steps.acceptance_fork_script reads the script again so a selftest can tell
+(``shards.toml`` beside this module), read from the script of the pinned commit once
+and kept by hand; build_steps.acceptance.fork_script reads the script again so a selftest can tell
 when the two disagree.
 """
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UsageError
+from ..errors import UsageError
 
-DEFAULT_SHARDS_FILE = Path(__file__).resolve().with_name("acceptance_shards.toml")
+DEFAULT_SHARDS_FILE = Path(__file__).resolve().with_name("shards.toml")
 LANES = ("cpu", "dnnl", "quant", "onnx", "gpu")
 _SHARD_KEYS = {"id", "description", "lane", "paths", "args", "workers", "only_if_exists", "timeout_min"}
 

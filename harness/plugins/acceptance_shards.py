@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from build_steps import acceptance
-from build_steps.acceptance_selection import SHARD_OPTIONS, shard_plan
+from build_steps.acceptance.selection import SHARD_OPTIONS, shard_plan
+from build_steps.acceptance.suite import not_applicable
+from build_steps.acceptance.venv import install_test_requirements, verify_installed_mxnet
 from build_steps.errors import UsageError
 
-from .exits import refuse
-from .shard_plan import SECTION, SHARD_GATE, acceptance_dir, source_root
-from .state import HarnessRun, the_run
+from ..exits import refuse
+from ..shard_plan import SECTION, SHARD_GATE, acceptance_dir, source_root
+from ..state import HarnessRun, the_run
 
 if TYPE_CHECKING:
     from build_steps.options import RunOptions
@@ -51,7 +52,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # Without a tree there is nothing to run; only a release run insists (the tree gate fails).
             if shard is not None or not the_run(config).plan.release:
                 drop.append(item)
-        elif shard is not None and acceptance.not_applicable(shard, root):
+        elif shard is not None and not_applicable(shard, root):
             drop.append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
@@ -76,10 +77,10 @@ def acceptance_venv(release_venv: Venv, acceptance_plan: dict[str, Any], options
     from build_steps.once import run_once
     suite = acceptance_plan["suite"]
     log = acceptance_plan["dir"] / "install-test-requirements.log"
-    acceptance.install_test_requirements(release_venv, suite.test_requirements, pins=options.extra_requirements,
+    install_test_requirements(release_venv, suite.test_requirements, pins=options.extra_requirements,
                                   find_links=options.find_links, index_url=options.index_url,
                                   no_index=options.no_index, log=log)
-    facts = run_once(shared_dir, "acceptance-verify", lambda: acceptance.verify_installed_mxnet(
+    facts = run_once(shared_dir, "acceptance-verify", lambda: verify_installed_mxnet(
         release_venv, acceptance_plan["root"], suite.cwd))
     return {"venv": release_venv, **facts}
 
@@ -113,7 +114,7 @@ class ShardTable:
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, exitstatus: pytest.ExitCode,
                                 config: pytest.Config) -> None:
-        # A section of its own: the gate table (harness.gates) is the gates' verdicts, this is
+        # A section of its own: the gate table (harness.plugins.gates) is the gates' verdicts, this is
         # the shards' pytest results, and it must print under xdist too.
         lines = self.run.sections.get(SECTION)
         if lines:

@@ -15,7 +15,7 @@ from build_steps.plugin_policy import (HARNESS_ROOT, RERUN_PLUGINS, checked_gate
                                        foreign_plugin, inside, is_own_conftest)
 from build_steps.run_plan import release_requested
 
-from .exits import refuse
+from ..exits import refuse
 
 def _is_release_config(config: pytest.Config) -> bool:
     opt = config.option
@@ -100,7 +100,7 @@ def _active_rerun_plugins(config: pytest.Config) -> list[str]:
             except (ValueError, KeyError):
                 ini = None
             if not reruns and not ini:
-                continue  # installed, idle: harness.ledger files a rerun as a failure anyway
+                continue  # installed, idle: harness.plugins.ledger files a rerun as a failure anyway
             out.append(f"pytest-rerunfailures (--reruns={reruns or ini})")
         else:
             out.append(f"{name} ({RERUN_PLUGINS[top]})")

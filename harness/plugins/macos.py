@@ -12,7 +12,7 @@ import pytest
 
 from build_steps.release_manifest import FORMAT_MARKERS  # binary format -> its gates' marker
 
-from .state import the_run
+from ..state import the_run
 
 if TYPE_CHECKING:
     from build_steps.readers.audit import Audit

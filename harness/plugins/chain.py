@@ -1,6 +1,6 @@
 """The build chain as session fixtures (one per row of build_steps.build_chain.CHAIN) and the checks made
 before a build starts. The end of the chain (the wheel to dist/ or set aside, the chain's summary
-lines) is a row of the end of the run (harness.finish, build_steps.report.placement).
+lines) is a row of the end of the run (harness.plugins.finish, build_steps.report.placement).
 """
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from build_steps.errors import UsageError
 from build_steps.once import run_once
 from build_steps.run_plan import BuildPaths, RunPlan
 
-from .common import LIVE
-from .exits import refuse
-from .state import HarnessRun, the_run
+from ..common import LIVE
+from ..exits import refuse
+from ..state import HarnessRun, the_run
 
 #: this checkout: its tests/ holds the gates
-HARNESS_ROOT = Path(__file__).resolve().parent.parent
+HARNESS_ROOT = Path(__file__).resolve().parents[2]
 
 def pytest_configure(config: pytest.Config) -> None:
     LIVE.config = config
@@ -135,4 +135,4 @@ libmxnet = _STEP_FIXTURES.pop("libmxnet")
 staged_package = _STEP_FIXTURES.pop("staged_package")
 built_wheel = _STEP_FIXTURES.pop("built_wheel")
 if _STEP_FIXTURES:
-    raise ImportError(f"harness.chain: name the fixture(s) of the new chain step(s) {sorted(_STEP_FIXTURES)} here")
+    raise ImportError(f"harness.plugins.chain: name the fixture(s) of the new chain step(s) {sorted(_STEP_FIXTURES)} here")

@@ -1,5 +1,5 @@
 """Which shards a run runs, and how: the --shards, --lanes, --shard-workers and --shard-split
-options read against the shard data (build_steps.acceptance_suite), each bad value a UsageError
+options read against the shard data (build_steps.acceptance.suite), each bad value a UsageError
 naming it and the form it must take."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from .acceptance_suite import LANES, Shard, ShardSuite, load_suite
-from .errors import UsageError
+from .suite import LANES, Shard, ShardSuite, load_suite
+from ..errors import UsageError
 
 _SPLIT = re.compile(r"^([A-Za-z0-9_.-]+):(\d+)/(\d+)$")
 

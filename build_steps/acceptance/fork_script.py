@@ -1,5 +1,5 @@
 """The fork's ``tools/run_wheel_full_test.sh`` read again: its ``run_shard`` calls, and each way
-the shard data file (build_steps.acceptance_suite) disagrees with them, so a selftest can tell
+the shard data file (build_steps.acceptance.suite) disagrees with them, so a selftest can tell
 when the script moved on and the data file was not copied over."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .acceptance_suite import ShardSuite
+from .suite import ShardSuite
 
 #: Lane headings of the fork's script ("# ----- DNNL / oneDNN lane ...") -> lane names.
 _LANE_WORDS = {"cpu": "cpu", "dnnl": "dnnl", "quantization": "quant", "onnx": "onnx", "gpu": "gpu"}
@@ -79,11 +79,13 @@ def data_script_differences(suite: ShardSuite, script_shards: list[ScriptShard])
     """Each way the data file and the fork's script disagree, in words (empty when they agree)."""
     data = suite.by_id()
     script = {s.id: s for s in script_shards}
+    # named with its folder: the default is build_steps/acceptance/shards.toml
+    data_file = f"{suite.source.parent.name}/{suite.source.name}"
     diffs = []
     for sid in script.keys() - data.keys():
-        diffs.append(f"{sid}: in the fork's script, not in {suite.source.name} (a shard was added: copy it over)")
+        diffs.append(f"{sid}: in the fork's script, not in {data_file} (a shard was added: copy it over)")
     for sid in data.keys() - script.keys():
-        diffs.append(f"{sid}: in {suite.source.name}, not in the fork's script (a shard was removed or renamed)")
+        diffs.append(f"{sid}: in {data_file}, not in the fork's script (a shard was removed or renamed)")
     env_name = {f"$PARALLEL_{k.upper()}": k for k in suite.parallel}
     for sid in sorted(data.keys() & script.keys()):
         d, s = data[sid], script[sid]

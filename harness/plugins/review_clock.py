@@ -1,9 +1,9 @@
-"""The release review page of every run that has a wheel (build_steps.review_page renders it).
+"""The release review page of every run that has a wheel (build_steps.report.review_page renders it).
 
 This plugin checks ``--gpu-reports`` up front and keeps the run's clock (HarnessRun.clock: the
 wall time, and the gates' setup and call times for the page's timeline). What the page shows is
 gathered into the JSON report's ``review`` section by build_steps.report.document, and the end of the run
-(harness.finish) writes the page: to ``--review-page PATH``, else into the build's
+(harness.plugins.finish) writes the page: to ``--review-page PATH``, else into the build's
 ``harness-logs/review.html`` and beside the ``--provenance-json`` report (``report.html`` for
 ``report.json``).
 """
@@ -16,8 +16,8 @@ import pytest
 
 from build_steps.gate_ledger import Clock
 
-from .exits import refuse
-from .state import HarnessRun, the_run
+from ..exits import refuse
+from ..state import HarnessRun, the_run
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,10 +1,10 @@
 """Publishing after a green release run: the preflight, the release itself (a row of the end of
-the run, harness.finish), and the one closing line of the run.
+the run, harness.plugins.finish), and the one closing line of the run.
 
 ``tests/test_publish.py`` is the gate's slot: it files the release set its process collected. This
 plugin fixes the release version before any build starts (so the chain builds exactly the version
-that will be tagged); the end of the run's "publish" row (harness.finish.publish_release) compares
-every gate's verdict in the run's one record (harness.ledger) with the flavor's release set, then
+that will be tagged); the end of the run's "publish" row (harness.plugins.finish.publish_release) compares
+every gate's verdict in the run's one record (harness.plugins.ledger) with the flavor's release set, then
 prints the commands (--dry-run) or writes the signed release report. Under xdist the verdicts reach
 the controller with the workers' reports, which is where the row runs: nothing waits for a file.
 """
@@ -21,11 +21,11 @@ from build_steps.closing_line import closing_line
 from build_steps import publish
 from build_steps.errors import UsageError
 
-from .exits import refuse
-from .common import fix_release_options
-from .release_scope import scope_line
-from .state import the_run
-from .verdicts import NOT_JUDGED_EXIT
+from ..exits import refuse
+from ..common import fix_release_options
+from ..release_scope import scope_line
+from ..state import the_run
+from ..verdicts import NOT_JUDGED_EXIT
 
 if TYPE_CHECKING:
     from xdist.workermanage import WorkerController
@@ -72,7 +72,7 @@ class PublishPlugin:
         self.run = the_run(config)
         self.release = release
         self.src = src
-        # the end of the run's publish row reads them from the run (harness.finish)
+        # the end of the run's publish row reads them from the run (harness.plugins.finish)
         self.run.release, self.run.release_src = release, src
         self.worker = self.run.is_worker
 

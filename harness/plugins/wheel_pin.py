@@ -1,5 +1,5 @@
 """The wheel's bytes, pinned once per run (build_steps.pinning: a private read-only copy, hashed
-while copied). The end of the run (harness.finish) checks that the file the user named is still
+while copied). The end of the run (harness.plugins.finish) checks that the file the user named is still
 the one the gates judged, and makes the pin's dir removable again.
 
 With ``--wheel`` the pin is made when the session starts, before any xdist worker exists; a built
@@ -16,8 +16,8 @@ import pytest
 from build_steps.build_chain import WHEEL_STEP
 from build_steps.pinning import WheelPin
 
-from .pin_record import pin_once
-from .state import the_run
+from ..pin_record import pin_once
+from ..state import the_run
 
 if TYPE_CHECKING:
     from build_steps.options import RunOptions

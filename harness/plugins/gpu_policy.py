@@ -3,14 +3,14 @@
 Outside ``-m release`` a GPU gate skips with its reason (no GPU, no driver); that is a gate that
 verified nothing, so a run in which it happened ends non-zero with a line that says so, unless
 the user asked for it with ``--allow-gpu-skips`` (a CPU-only runner that selects GPU gates on
-purpose). The end of the run (harness.finish's GPU policy row) reads the verdict ledger, so it
+purpose). The end of the run (harness.plugins.finish's GPU policy row) reads the verdict ledger, so it
 holds under xdist too; this plugin says it in the summary.
 """
 from __future__ import annotations
 
 import pytest
 
-from .state import the_run
+from ..state import the_run
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: pytest.ExitCode,

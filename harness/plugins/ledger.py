@@ -19,10 +19,10 @@ import pytest
 from build_steps.errors import HarnessError, NotJudged
 from build_steps.gate_ledger import Entry
 
-from .common import LIVE
-from .shard_plan import SHARD_GATE
-from .state import HarnessRun, the_run
-from .verdicts import (CHAIN_NODE, CHAIN_STEP_PROPERTY, GPU_MARKS, GPU_PROPERTY, NOT_JUDGED, OUTCOME_PROPERTY,
+from ..common import LIVE
+from ..shard_plan import SHARD_GATE
+from ..state import HarnessRun, the_run
+from ..verdicts import (CHAIN_NODE, CHAIN_STEP_PROPERTY, GPU_MARKS, GPU_PROPERTY, NOT_JUDGED, OUTCOME_PROPERTY,
                        PLAN_PROPERTY, VERDICT_PROPERTY, failure_reason, skip_reason, verdict_of)
 
 PLUGIN_NAME = "mxnet-ledger"
@@ -44,7 +44,7 @@ class LedgerPlugin:
         self.ledger = self.run.ledger
         self.reporting = not self.run.is_worker
 
-    # tryfirst makes this the outermost wrapper: it sees the report after harness.gates turned a
+    # tryfirst makes this the outermost wrapper: it sees the report after harness.plugins.gates turned a
     # release run's skip into a failure.
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
@@ -57,7 +57,7 @@ class LedgerPlugin:
                 why = skip_reason(report)
             elif report.failed:
                 exc = call.excinfo.value if call.excinfo is not None else None
-                # A HarnessError's message is its explanation (harness.gates shows it without the
+                # A HarnessError's message is its explanation (harness.plugins.gates shows it without the
                 # traceback); its first line is the reason.
                 why = ((str(exc).splitlines() or [""])[0] if isinstance(exc, HarnessError) else
                        failure_reason(getattr(report, "longreprtext", "") or str(report.longrepr or "")))
@@ -105,7 +105,7 @@ class LedgerPlugin:
                 self.run.publish_outcome = cast("dict[str, Any]", value)
         if report.outcome == "rerun":  # type: ignore[comparison-overlap]  # pytest-rerunfailures' own
             # A rerun plugin (pytest-rerunfailures) retries a failed gate: the failure stands,
-            # whatever a later attempt says (harness.plugin_guard refuses one in a release run).
+            # whatever a later attempt says (harness.plugins.plugin_guard refuses one in a release run).
             entry.rerun = entry.rerun or (facts["why"] or "failed before a rerun")
         if facts["verdict"] is not None and (report.when == "call" or entry.verdict in ("not run", "passed")):
             entry.verdict, entry.why, entry.when = facts["verdict"], facts["why"], report.when
@@ -120,7 +120,7 @@ class LedgerPlugin:
 
 
 def _file_under_its_step(report: pytest.TestReport) -> None:
-    """A failed build step's report, filed under ``chain::<step>`` (harness.gates marks it where
+    """A failed build step's report, filed under ``chain::<step>`` (harness.plugins.gates marks it where
     the gate ran): the gate did not fail, it never ran."""
     step = next((v for k, v in report.user_properties if k == CHAIN_STEP_PROPERTY), None)
     if step is not None:
@@ -134,7 +134,7 @@ def _why(report: pytest.TestReport, facts: dict[str, Any]) -> str:
 
 
 def _file_provenance(entry: Entry, report: pytest.TestReport, facts: dict[str, Any]) -> None:
-    """A static gate's (outcome, why) for the provenance report (harness.finish.build_report)."""
+    """A static gate's (outcome, why) for the provenance report (harness.plugins.finish.build_report)."""
     if "provenance" in report.keywords and (report.when == "call" or entry.provenance is None or not report.passed):
         entry.provenance = (report.outcome, _why(report, facts))
 

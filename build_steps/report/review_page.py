@@ -24,15 +24,15 @@ from typing import Any, Callable, Iterable, Sequence
 import jinja2
 from markupsafe import Markup, escape
 
-from . import gpu_reports
-from .atomic import write_atomic
-from .errors import NOT_JUDGED
-from .arch import ARCH_GPU_FAMILIES, Arch
-from .profile_data import PROFILES, Profile, only_cuda_profile
+from .. import gpu_reports
+from ..atomic import write_atomic
+from ..errors import NOT_JUDGED
+from ..arch import ARCH_GPU_FAMILIES, Arch
+from ..profile_data import PROFILES, Profile, only_cuda_profile
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 TEMPLATE = "review_page.html.j2"
-#: The JSON report's section the harness fills for this page (harness.review).
+#: The JSON report's section the harness fills for this page (harness.plugins.review_clock).
 SECTION = "review"
 #: Bars in a chart before the rest is summed into one "others" bar (a page, not a dump).
 MAX_BARS = 24
@@ -179,7 +179,7 @@ _STEP_NAMES = {"cuda_root": "CUDA root", "configure": "configure", "compile": "c
 
 
 def _timeline_of_build(build: Json) -> Json:
-    """The timeline from the JSON report's ``build`` section (harness.report_sections), for a
+    """The timeline from the JSON report's ``build`` section (harness.plugins.gate_gpus), for a
     report written without the review section."""
     measured = build.get("compile_time") or {}
     return {"steps": [{"name": _STEP_NAMES.get(k, k), "seconds": v} for k, v in (build.get("step_seconds") or {}).items()],
