@@ -365,7 +365,9 @@ def github_repo(url: str) -> str | None:
 
 
 def release_notes(version: str, profile: Profile, facts: ReleaseFacts, branch: str, commit: str,
-                  wheel: Path, digest: str, gates: Sequence[str] = ()) -> str:
+                  wheel: Path, digest: str, gates: Sequence[str] = (), runs: Sequence[str] = ()) -> str:
+    """``runs``: the runs of a split release (tools.release_verify --release-report) the gates
+    passed over, each "report (host, date)"; empty for a one-run release."""
     archs = ", ".join(facts.sass) or "none"
     ptx = ", ".join(facts.ptx) or "none"
     return "\n".join([
@@ -377,14 +379,16 @@ def release_notes(version: str, profile: Profile, facts: ReleaseFacts, branch: s
         f"Built from {branch}@{commit}.",
         f"Wheel: {Path(wheel).name} (sha256 {digest})",
         "",
-        "Every release gate of the harness passed in the run that published it.",
+        *([f"Every release gate of the harness passed, over {len(runs)} runs on these identical bytes:",
+           *(f"- {r}" for r in runs)] if runs else ["Every release gate of the harness passed in the run "
+                                                   "that published it."]),
         *([f"Gates that ran and passed ({len(gates)}):", *(f"- {g}" for g in gates)] if gates else []),
     ])
 
 
 def plan_release(state: RepoState, release: ReleaseVersion, profile: Profile, facts: ReleaseFacts,
                  wheel: Path, *, gates: Iterable[str] = (), digest: str | None = None,
-                 assets: Iterable[Path] = ()) -> ReleasePlan:
+                 assets: Iterable[Path] = (), runs: Sequence[str] = ()) -> ReleasePlan:
     """The tag, push and release commands for this wheel (nothing is run here).
 
     ``digest`` is the sha256 the run pinned for the wheel (build_steps.pinning); the notes carry it.
@@ -393,7 +397,7 @@ def plan_release(state: RepoState, release: ReleaseVersion, profile: Profile, fa
     wheel = Path(wheel).resolve()
     gates = list(gates)
     digest = digest or sha256_of(wheel)
-    notes = release_notes(release.version, profile, facts, state.branch, state.head, wheel, digest, gates)
+    notes = release_notes(release.version, profile, facts, state.branch, state.head, wheel, digest, gates, runs)
     message = (f"MXNet {release.version} ({profile.name}): {', '.join(facts.features)}; "
                f"SASS {' '.join(facts.sass)}; PTX {' '.join(facts.ptx) or 'none'}; "
                f"commit {state.head}")

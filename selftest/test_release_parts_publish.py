@@ -165,6 +165,11 @@ def test_a_split_release_that_passes_is_published_once(release_repo, gh_standin,
     notes = created[created.index("--notes") + 1]
     assert "Features: ONEDNN, OPENCV" in notes and f"sha256 {sha256_of(wheel)}" in notes
     assert f"Built from master@{release_repo.head}" in notes
+    # the notes say where the gates passed: over the parts, not in one run that published it
+    assert "in the run that published it" not in notes, notes
+    assert ("Every release gate of the harness passed, over 2 runs on these identical bytes:\n"
+            "- r1-release.json (build-host, 2026-12-06T21:00:00+00:00)\n"
+            "- r2-shards.json (gpu-host-16c, 2026-12-06T21:00:00+00:00)\n") in notes, notes
 
     # a second publish of the same version is refused, as is a second release report for it
     p = _publish(report, "--yes")
