@@ -408,7 +408,7 @@ def write_release_report(j: Judgement, wheel: Path, report: Path, src: Path, rem
 
     from . import package, publish
     from .atomic import write_atomic
-    from .errors import PublishRefused
+    from .errors import PublishFailed, PublishRefused
     from .pinning import sha256_of
     from .profile_data import get_profile
     from .release_report import check_key_place, key_path, write_report
@@ -422,11 +422,13 @@ def write_release_report(j: Judgement, wheel: Path, report: Path, src: Path, rem
     if sha256_of(wheel) != j.wheel_sha256:
         raise PublishRefused(f"release report NOT written: {wheel} no longer hashes to {j.wheel_sha256}, "
                              "the sha256 the parts judged")
-    facts = release_facts_of(j.parts)
-    profile = get_profile(j.flavor)
-    state = publish.preflight(src, remote, dry_run=True)
-    release = publish.resolve_release_version(state, profile, wheel=wheel)
-    publish.check_commit(facts, state.head)
+    try:
+        facts = release_facts_of(j.parts)
+        state = publish.preflight(src, remote, dry_run=True)
+        release = publish.resolve_release_version(state, get_profile(j.flavor), wheel=wheel)
+        publish.check_commit(facts, state.head)
+    except PublishFailed as exc:  # a refusal, as the publish step words it: nothing was written
+        raise PublishRefused(f"release report NOT written: {exc}") from None
     # before anything is written: write_report checks the key's place again, with dist/'s copy
     check_key_place(key_path(), also=[state.repo, Path(wheel).parent])
     upload = package.publish_to_dist(wheel, state.repo / "dist", sha256=j.wheel_sha256, src=state.repo,
@@ -440,13 +442,18 @@ def write_release_report(j: Judgement, wheel: Path, report: Path, src: Path, rem
     assets = [table, *(p.path for p in j.parts if p.path is not None)]
     passed = sorted(i.nodeid for i in j.items if i.state == PASS)
     excused = sorted(i.nodeid for i in j.items if i.state == EXCUSED)
-    write_report(report, {
-        "flavor": j.flavor, "repo": str(state.repo), "remote": state.remote,
-        "release": {"version": release.version, "tag": release.tag, "commit": state.head},
-        "wheel": str(upload), "sha256": j.wheel_sha256, "facts": dataclasses.asdict(facts),
-        "gates_passed": passed, "verdicts": {i.nodeid: "passed" if i.state == PASS else "excused" for i in j.items},
-        "excused": excused, "assets": {str(Path(a).resolve()): sha256_of(a) for a in assets},
-        "parts": parts,
-    })
+    try:
+        write_report(report, {
+            "flavor": j.flavor, "repo": str(state.repo), "remote": state.remote,
+            "release": {"version": release.version, "tag": release.tag, "commit": state.head},
+            "wheel": str(upload), "sha256": j.wheel_sha256, "facts": dataclasses.asdict(facts),
+            "gates_passed": passed,
+            "verdicts": {i.nodeid: "passed" if i.state == PASS else "excused" for i in j.items},
+            "excused": excused, "assets": {str(Path(a).resolve()): sha256_of(a) for a in assets},
+            "parts": parts,
+        })
+    except BaseException:
+        table.unlink(missing_ok=True)  # no table of a report that was not written
+        raise
     return [f"release report written to {report} (tag {release.tag}, wheel {upload}, {len(parts)} part(s)); "
             f"publish with: mxnet-release publish --report={report} --dry-run, then --yes"]
