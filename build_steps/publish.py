@@ -290,7 +290,9 @@ def release_facts(audit: object) -> ReleaseFacts:
     fatbin = _get(audit, "fatbin")
     sass = _arch_names(_get(fatbin, "sass") or _get(fatbin, "sass_archs"), "sm")
     ptx = _arch_names(_get(fatbin, "ptx") or _get(fatbin, "ptx_archs"), "compute")
-    if _get(cmake, "cuda_arch") and not sass:
+    # a CPU build's cache keeps MXNET_CUDA_ARCH's default (the fork's and the sample tree's do):
+    # only a build with USE_CUDA on has a fatbin to read
+    if _get(cmake, "cuda_arch") and "CUDA" in features and not sass:
         raise PublishFailed(
             "the provenance report of this run lists no SASS archs for a CUDA build: the "
             ".nv_fatbin of libmxnet.so was not read, so the notes cannot name the GPUs it supports")

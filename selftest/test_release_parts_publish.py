@@ -60,8 +60,11 @@ def _part(path: Path, wheel: Path, ran: dict, *, host: str, commit: str, built: 
     shards = [{"id": shard_of(g), "lane": shard_of(g).split("_")[0], "result": "PASS" if v == "passed" else "FAIL",
                "summary": "3 passed in 2.00s" if v == "passed" else "1 failed, 2 passed in 2.00s", "seconds": 2.0}
               for g, v in ran.items() if shard_of(g)]
+    # cuda_arch: a CPU build's CMake cache keeps MXNET_CUDA_ARCH's default, as the real fork's cpu
+    # cache does (shared/fixtures/mxnet-fork-3f13890-cpu-O0) and the sample tree's
     facts = {"cmake": {"features": {"USE_ONEDNN": {"enabled": True}, "USE_OPENCV": {"enabled": True},
-                                    "USE_CUDA": {"enabled": False}}, "cuda_arch": None} if built else None,
+                                    "USE_CUDA": {"enabled": False}},
+                       "cuda_arch": "8.0;8.6;8.9;9.0;12.0+PTX"} if built else None,
              "fatbin": None, "stamps": {"binary": [commit]}, "requirements": {"hard": {}}}
     doc = {
         "schema": 1, "profile": "cpu", "created": "2026-12-06T21:00:00+00:00", "facts": facts,
@@ -187,11 +190,14 @@ def test_a_split_release_that_passes_is_published_once(release_repo, gh_standin,
     ("a shard failed", 1, "the cpu release set is FAIL"),
     ("another wheel", 2, "none of the 2 reports is of the wheel with sha256"),
     ("a development run", 4, "r1-release.json is a development run (--shards-file=x.toml)"),
-    ("HEAD is not the wheel's commit", 1, "is not HEAD"),
+    ("HEAD is not the wheel's commit", 4, "is not HEAD"),
     ("no --mxnet-src", 2, "--release-report needs --wheel=W"),
+    ("the key in the tree", 4, "a sandboxed step could read it"),
 ])
 def test_no_release_report_unless_the_whole_set_passed(case, code, said, release_repo, gh_standin, report_key,
-                                                       tmp_path):
+                                                       tmp_path, monkeypatch):
+    if case == "the key in the tree":  # where the tree's own code (configure, the shards) could read it
+        monkeypatch.setenv(KEY_ENV, str(release_repo.repo / "report.key"))
     wheel = _wheel(tmp_path / "wheelhouse")
     shard = next(g for g in GATES if shard_of(g))
     commit = "f" * 40 if case == "HEAD is not the wheel's commit" else release_repo.head
@@ -208,3 +214,4 @@ def test_no_release_report_unless_the_whole_set_passed(case, code, said, release
     assert list(report.parent.iterdir()) == []  # nothing written: no R, no table
     assert not (release_repo.repo / "dist").exists()
     assert release_repo.local_tags() == [] and gh_standin.calls() == []
+    assert not report_key.exists() and not (release_repo.repo / "report.key").exists()
