@@ -290,7 +290,9 @@ def release_facts(audit: object) -> ReleaseFacts:
     fatbin = _get(audit, "fatbin")
     sass = _arch_names(_get(fatbin, "sass") or _get(fatbin, "sass_archs"), "sm")
     ptx = _arch_names(_get(fatbin, "ptx") or _get(fatbin, "ptx_archs"), "compute")
-    if _get(cmake, "cuda_arch") and not sass:
+    # a CPU build's cache keeps MXNET_CUDA_ARCH's default (the fork's and the sample tree's do):
+    # only a build with USE_CUDA on has a fatbin to read
+    if _get(cmake, "cuda_arch") and "CUDA" in features and not sass:
         raise PublishFailed(
             "the provenance report of this run lists no SASS archs for a CUDA build: the "
             ".nv_fatbin of libmxnet.so was not read, so the notes cannot name the GPUs it supports")
@@ -365,7 +367,9 @@ def github_repo(url: str) -> str | None:
 
 
 def release_notes(version: str, profile: Profile, facts: ReleaseFacts, branch: str, commit: str,
-                  wheel: Path, digest: str, gates: Sequence[str] = ()) -> str:
+                  wheel: Path, digest: str, gates: Sequence[str] = (), runs: Sequence[str] = ()) -> str:
+    """``runs``: the runs of a split release (tools.release_verify --release-report) the gates
+    passed over, each "report (host, date)"; empty for a one-run release."""
     archs = ", ".join(facts.sass) or "none"
     ptx = ", ".join(facts.ptx) or "none"
     return "\n".join([
@@ -377,14 +381,16 @@ def release_notes(version: str, profile: Profile, facts: ReleaseFacts, branch: s
         f"Built from {branch}@{commit}.",
         f"Wheel: {Path(wheel).name} (sha256 {digest})",
         "",
-        "Every release gate of the harness passed in the run that published it.",
+        *([f"Every release gate of the harness passed, over {len(runs)} runs on these identical bytes:",
+           *(f"- {r}" for r in runs)] if runs else ["Every release gate of the harness passed in the run "
+                                                   "that published it."]),
         *([f"Gates that ran and passed ({len(gates)}):", *(f"- {g}" for g in gates)] if gates else []),
     ])
 
 
 def plan_release(state: RepoState, release: ReleaseVersion, profile: Profile, facts: ReleaseFacts,
                  wheel: Path, *, gates: Iterable[str] = (), digest: str | None = None,
-                 assets: Iterable[Path] = ()) -> ReleasePlan:
+                 assets: Iterable[Path] = (), runs: Sequence[str] = ()) -> ReleasePlan:
     """The tag, push and release commands for this wheel (nothing is run here).
 
     ``digest`` is the sha256 the run pinned for the wheel (build_steps.pinning); the notes carry it.
@@ -393,7 +399,7 @@ def plan_release(state: RepoState, release: ReleaseVersion, profile: Profile, fa
     wheel = Path(wheel).resolve()
     gates = list(gates)
     digest = digest or sha256_of(wheel)
-    notes = release_notes(release.version, profile, facts, state.branch, state.head, wheel, digest, gates)
+    notes = release_notes(release.version, profile, facts, state.branch, state.head, wheel, digest, gates, runs)
     message = (f"MXNet {release.version} ({profile.name}): {', '.join(facts.features)}; "
                f"SASS {' '.join(facts.sass)}; PTX {' '.join(facts.ptx) or 'none'}; "
                f"commit {state.head}")

@@ -71,7 +71,9 @@ def publish_from_report(report_path: Path, *, dry_run: bool, yes: bool,
             version = publish.resolve_release_version(state, profile, explicit=release["version"])
             plan = publish.plan_release(
                 state, version, profile, facts, Path(pin.path),
-                gates=content["gates_passed"], digest=pin.sha256, assets=list(content.get("assets") or ()))
+                gates=content["gates_passed"], digest=pin.sha256, assets=list(content.get("assets") or ()),
+                # a split release's report names the runs its gates passed over (tools.release_verify)
+                runs=[f"{r['file']} ({r['host']}, {r['created']})" for r in content.get("parts") or ()])
             if dry_run:
                 for line in plan.printable():
                     say(line)

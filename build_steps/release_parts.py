@@ -126,6 +126,10 @@ class Part:
     development: tuple[str, ...]
     #: the run named --shards-file: its shard gates may be another data file's
     own_shards_file: bool
+    #: the report file itself (its bytes are what a release report records and attaches)
+    path: Path | None = None
+    #: the run's provenance facts (build_steps.readers.audit.Audit.to_json), None when it audited nothing
+    facts: Mapping[str, Any] | None = None
 
 
 def read_part(path: Path) -> Part:
@@ -151,7 +155,8 @@ def read_part(path: Path) -> Part:
                 flavor=(review["verdict"].get("flavor") or doc["profile"]), host=host, created=doc["created"],
                 outcome=review["verdict"].get("outcome") or "?", verdicts=gates, release_set=known,
                 rows=rows, excused=dict(section.get("excused") or {}), development=development,
-                own_shards_file=any(o.startswith("--shards-file") for o in overrides.get("development_options") or ()))
+                own_shards_file=any(o.startswith("--shards-file") for o in overrides.get("development_options") or ()),
+                path=path, facts=doc["facts"] if isinstance(doc.get("facts"), dict) else None)
 
 
 def load_parts(directory: Path) -> list[Part]:
@@ -362,3 +367,93 @@ def summary_lines(j: Judgement) -> list[str]:
     said = [f"{label}: {_listing(j.named(s))}" for label, s in
             (("failed", FAILED), ("not judged", NOT_JUDGED_STATE), ("not run", NOT_RUN)) if j.named(s)]
     return [*lines, f"{head}; " + "; ".join(said)]
+
+
+# --------------------------------------------------------------------------------------------
+# A split release made publishable: the signed release report of a whole-set PASS over the parts
+# --------------------------------------------------------------------------------------------
+def release_facts_of(parts: Sequence[Part]) -> Any:
+    """The release notes' facts (build_steps.publish.ReleaseFacts) from the parts that audited the
+    build's CMake cache (the run that built the wheel, with --mxnet-src): each such part must say
+    the same, as they audited the same bytes of the same build."""
+    from . import publish
+    from .errors import PublishRefused
+    audited = [(p, publish.release_facts(p.facts)) for p in parts
+               if p.facts is not None and (p.facts.get("cmake") or {}).get("features")]
+    if not audited:
+        raise PublishRefused("release report NOT written: no run among the parts audited the build's CMake "
+                             "cache (the release run that built the wheel, with --mxnet-src): the release notes "
+                             "could not name the features the wheel was built with")
+    first, facts = audited[0]
+    other = next((p for p, f in audited[1:] if f != facts), None)
+    if other is not None:
+        raise PublishRefused(f"release report NOT written: {first.name} and {other.name} audited the same wheel "
+                             "but report other features, archs or commit stamps: judge the parts of one build")
+    return facts
+
+
+def write_release_report(j: Judgement, wheel: Path, report: Path, src: Path, remote: str) -> list[str]:
+    """``tools.release_verify --release-report=R``: R as the one-run path writes it (harness.finish's
+    publish row, build_steps.release_report), for ``mxnet-release publish --report=R``; only for a
+    PASS of the flavor's whole committed release set on ``wheel``'s bytes. What the one-run path
+    checks before it writes R is checked here with its own functions: no development run, the
+    wheel's version is the release's and its tag is free locally and on ``remote``, the wheel's
+    commit stamp is the tree's HEAD (a clean tree), the key lies where no sandbox reads it
+    (write_report). The wheel goes to the tree's dist/ (as the one-run path's does) and R names
+    that copy. R also records the parts it was judged from (each report's sha256, host, date);
+    the judgement's table and the parts' reports are attached to the release with their sha256,
+    which the publish step checks again. Returns the lines to print; raises a HarnessError
+    (PublishRefused, ReportRefused: nothing is written)."""
+    import dataclasses
+
+    from . import package, publish
+    from .atomic import write_atomic
+    from .errors import PublishFailed, PublishRefused
+    from .pinning import sha256_of
+    from .profile_data import get_profile
+    from .release_report import check_key_place, key_path, write_report
+    if j.state != PASS:
+        raise PublishRefused(f"release report NOT written: the {j.flavor} release set is {j.state} on this wheel")
+    development = [p for p in j.parts if p.development]
+    if development:
+        p = development[0]
+        raise PublishRefused(f"release report NOT written: {p.name} is a development run "
+                             f"({'; '.join(p.development)[:200]}): such a verdict cannot publish")
+    if sha256_of(wheel) != j.wheel_sha256:
+        raise PublishRefused(f"release report NOT written: {wheel} no longer hashes to {j.wheel_sha256}, "
+                             "the sha256 the parts judged")
+    try:
+        facts = release_facts_of(j.parts)
+        state = publish.preflight(src, remote, dry_run=True)
+        release = publish.resolve_release_version(state, get_profile(j.flavor), wheel=wheel)
+        publish.check_commit(facts, state.head)
+    except PublishFailed as exc:  # a refusal, as the publish step words it: nothing was written
+        raise PublishRefused(f"release report NOT written: {exc}") from None
+    # before anything is written: write_report checks the key's place again, with dist/'s copy
+    check_key_place(key_path(), also=[state.repo, Path(wheel).parent])
+    upload = package.publish_to_dist(wheel, state.repo / "dist", sha256=j.wheel_sha256, src=state.repo,
+                                     remote_tags=state.remote_tags)
+    report = Path(report)
+    table = report.with_name(report.stem + ".release-set.txt")
+    text = "\n".join(summary_lines(j)) + "\n"
+    write_atomic(table, lambda fh: fh.write(text), binary=False)
+    parts = [{"file": p.name, "sha256": sha256_of(p.path) if p.path else "", "host": p.host,
+              "created": p.created, "outcome": p.outcome} for p in j.parts]
+    assets = [table, *(p.path for p in j.parts if p.path is not None)]
+    passed = sorted(i.nodeid for i in j.items if i.state == PASS)
+    excused = sorted(i.nodeid for i in j.items if i.state == EXCUSED)
+    try:
+        write_report(report, {
+            "flavor": j.flavor, "repo": str(state.repo), "remote": state.remote,
+            "release": {"version": release.version, "tag": release.tag, "commit": state.head},
+            "wheel": str(upload), "sha256": j.wheel_sha256, "facts": dataclasses.asdict(facts),
+            "gates_passed": passed,
+            "verdicts": {i.nodeid: "passed" if i.state == PASS else "excused" for i in j.items},
+            "excused": excused, "assets": {str(Path(a).resolve()): sha256_of(a) for a in assets},
+            "parts": parts,
+        })
+    except BaseException:
+        table.unlink(missing_ok=True)  # no table of a report that was not written
+        raise
+    return [f"release report written to {report} (tag {release.tag}, wheel {upload}, {len(parts)} part(s)); "
+            f"publish with: mxnet-release publish --report={report} --dry-run, then --yes"]

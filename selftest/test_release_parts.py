@@ -251,3 +251,25 @@ def test_the_report_json_the_tool_reads(runs):
         part = read_part(runs["work"] / "reports" / f"{name}.json")
         assert part.sha256 == doc["wheel"]["sha256"] and part.flavor == "cpu" and part.host != "?"
         assert part.rows and all(r["id"] in ("sample_pass", "sample_dnnl", "sample_fail") for r in part.rows.values())
+
+
+def test_no_release_report_from_real_parts_short_of_the_set(runs, tmp_path_factory, monkeypatch):
+    """The real runs' reports with --release-report: the fork's shards did not run on the sample
+    tree, so nothing is written (exit 1); the facts R would carry come from the real release run's
+    audit, and the audit run of the same build says the same (build_steps.release_parts.release_facts_of)."""
+    from build_steps.release_parts import release_facts_of
+    from build_steps.release_report import KEY_ENV
+    monkeypatch.setenv(KEY_ENV, str(tmp_path_factory.mktemp("key") / "report.key"))
+    d = _dir(runs, "r1-release", "r2-audit")
+    report = tmp_path_factory.mktemp("out") / "release-report.json"
+    r = _verify(d, "--flavor=cpu", f"--wheel={runs['wheel']}", f"--mxnet-src={runs['src']}",
+                f"--release-report={report}")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stderr.strip() == (f"release report NOT written: the cpu release set is FAIL on {runs['wheel'].name}; "
+                                "only a PASS of the whole set publishes")
+    assert list(report.parent.iterdir()) == []  # no R, no table
+    head = subprocess.run(["git", "-C", str(runs["src"]), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    facts = release_facts_of(load_parts(d))
+    assert head in facts.commits and facts.stamp_source == "binary", facts
+    assert "CUDA" not in facts.features and facts.sass == (), facts
