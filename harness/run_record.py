@@ -42,8 +42,17 @@ def record_of(run: HarnessRun) -> RunRecord:
         collect_only=bool(config.option.collectonly),
         allow_gpu_skips=bool(config.getoption("allow_gpu_skips", False)),
         clock=run.clock, ended=time.monotonic(), split_parts=split_parts(run),
-        excused_gpu=inapplicable_shard_gates(run, gpu_reports.required_gpu_gates()),
+        excused_gpu=inapplicable_shard_gates(run, _gpu_gates_of_run(run)),
         driver_stub=_driver_stub(shared), exitstatus=run.exitstatus, placed_wheel=run.placed_wheel)
+
+
+def _gpu_gates_of_run(run: HarnessRun) -> tuple[str, ...]:
+    """The GPU gates of this run's own flavor's release set. Only that manifest is read: the collection
+    run of ``python -m harness.release_set --write`` that makes a new flavor's first manifest has
+    none to read for it (reading every CUDA flavor's failed that run before it wrote anything)."""
+    if run.options is None:
+        return ()
+    return gpu_reports.required_gpu_gates(run.options.profile.name)
 
 
 def _path(value: object) -> Path | None:

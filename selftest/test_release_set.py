@@ -7,6 +7,7 @@ with the same message wherever the ``-p no:`` came from.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -217,3 +218,37 @@ def test_shards_the_forks_script_would_not_run_on_this_tree_are_excused(pytester
     assert not any(f"[{sid}]" in g for g in shard_gates for sid in conditional), sorted(shard_gates)
     assert len(shard_gates) == len(load_manifest("cuda").shards) - len(conditional)
     assert ref["size"] == len(release_gates("cuda")) + 2
+
+
+def _harness_copy(tmp_path):
+    copy = tmp_path / "harness"
+    copy.mkdir()
+    for name in ("conftest.py", "pytest.ini"):
+        shutil.copy(HARNESS_ROOT / name, copy / name)
+    for name in ("tests", "harness", "build_steps"):
+        shutil.copytree(HARNESS_ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+def test_a_new_cuda_flavor_gets_its_first_manifest_from_write_alone(tmp_path):
+    """Adding a flavor is one [profiles.<name>] table and `--write` (docs/architecture.md): the first
+    manifest of a new CUDA flavor needs no seed copied by hand. (The collection run's record once read
+    every CUDA flavor's manifest, the new one's too, and --write failed before writing it.)"""
+    copy = _harness_copy(tmp_path)
+    profiles = copy / "build_steps" / "profiles.toml"
+    text = profiles.read_text()
+    start = text.index("[profiles.cuda]\n")
+    end = text.index("[profiles.cpu]\n")
+    table = text[start:end].replace("[profiles.cuda]", "[profiles.cuda_sm90]").replace(
+        "[profiles.cuda.", "[profiles.cuda_sm90.")
+    table = re.sub(r'(?m)^cuda_arch = .*$', 'cuda_arch = "9.0"', table, count=1)
+    profiles.write_text(text + "\n" + table)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
+    wrote = subprocess.run([sys.executable, "-m", "harness.release_set", "--write"], cwd=copy, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert wrote.returncode == 0, wrote.stdout + wrote.stderr
+    made = copy / "build_steps" / "release_sets" / "cuda_sm90.json"
+    assert made.is_file(), wrote.stdout
+    assert sorted(json.loads(made.read_text())["gates"]) == sorted(release_gates("cuda"))
+    checked = _check(copy)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
