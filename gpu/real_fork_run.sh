@@ -99,7 +99,8 @@
 #   gpu/real_fork_run.sh setup2           a second call's carry (.whl2/) into the wheelhouse; /tmp
 #                                         survives between calls of a hold
 #   gpu/real_fork_run.sh start [ARGS]     pytest -m release ... detached; ARGS go to pytest
-#   gpu/real_fork_run.sh wait SECONDS     wait for the run (or SECONDS), print where it is
+#   gpu/real_fork_run.sh wait SECONDS     wait for the run (or SECONDS), print where it is; with
+#                                         WAIT_FOR=build.rc only for start-cpu's build phase
 #   gpu/real_fork_run.sh gpu-lane [ARGS]  the GPU runner on the wheel the run built (set aside or in
 #                                         dist/): -m "acceptance or gpu or cublas" --wheel=W, its
 #                                         report gpu_report.json (what tools.gpu_verify reads)
@@ -613,7 +614,8 @@ start-built)
   ;;
 wait)
   limit=${2:-540}
-  for ((i = 0; i < limit; i += 10)); do [ -f "$W/pytest.rc" ] && break; sleep 10; done
+  # WAIT_FOR=build.rc: return when start-cpu's build phase ends (its wheel can come back at once)
+  for ((i = 0; i < limit; i += 10)); do [ -f "$W/${WAIT_FOR:-pytest.rc}" ] && break; sleep 10; done
   echo "wheelhouse: $(cat "$W/wheelhouse.rc" 2>/dev/null || echo packing) $(ls "$W/wheelhouse" | wc -l) wheels"
   grep -a '^\[compile\] \[' "$W/build.log" "$W/pytest.log" 2>/dev/null | tail -1
   [ -f "$W/build.log" ] && [ ! -f "$W/build.rc" ] && tail -c 1500 "$W/build.log"
