@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from build_steps.release_report import KEY_ENV
+
 GIT_IDENTITY = {"GIT_AUTHOR_NAME": "selftest", "GIT_AUTHOR_EMAIL": "selftest@example.invalid",
                 "GIT_COMMITTER_NAME": "selftest", "GIT_COMMITTER_EMAIL": "selftest@example.invalid"}
 
@@ -110,6 +112,15 @@ class GhStandin:
         if not self.log.exists():
             return []
         return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def report_key(tmp_path_factory, monkeypatch) -> Path:
+    """The release report's key file (KEY_ENV). Beside the test's dir, not in it: the wheel's dir is
+    one a run's sandboxes write, where the publish step refuses a key (issue 41 item 5)."""
+    path = tmp_path_factory.mktemp("key") / "report.key"
+    monkeypatch.setenv(KEY_ENV, str(path))
+    return path
 
 
 @pytest.fixture

@@ -94,6 +94,18 @@ def _stash_one_call_at_a_time(root: Path, tmp_path: Path, name: str, run) -> tup
     return pieces, kept, got
 
 
+def _damaged_piece_refused(root: Path, kept: list[Path], piece: Path, name: str, go) -> None:
+    """Lay ``kept`` as one call's carries with one byte of ``piece``'s part flipped: `NAME-stash`
+    refuses in one line naming that part (exit 1)."""
+    _call(root, kept)
+    target = next((root / ".carry" / piece.name).glob(f"{name}.part-*"))
+    data = bytearray(target.read_bytes())
+    data[5] ^= 0xFF
+    target.write_bytes(bytes(data))
+    bad = go(f"{name}-stash")
+    assert bad.returncode == 1 and "damaged" in _one_line(bad) and target.name in _one_line(bad)
+
+
 def _sandboxed_probe(prefix: Path, build_dir: Path) -> subprocess.CompletedProcess:
     """CMake's Fortran probe as the fork's configure runs it: in the project's sandbox with the
     configure step's binds (build_box), the compiler found on PATH (FC is not in the allow-list)."""
@@ -392,13 +404,7 @@ def test_the_wheel_travels_in_pieces_and_is_joined_only_to_its_own_sha256(tmp_pa
     # a damaged piece: named by the manifest, nothing joined
     shutil.rmtree(work / "wheel")
     shutil.rmtree(work / "wheel-parts")
-    _call(root, [kept / p.name for p in pieces])
-    target = next((root / ".carry" / pieces[1].name).glob("wheel.part-*"))
-    data = bytearray(target.read_bytes())
-    data[5] ^= 0xFF
-    target.write_bytes(bytes(data))
-    bad = go("wheel-stash")
-    assert bad.returncode == 1 and "damaged" in _one_line(bad) and target.name in _one_line(bad)
+    _damaged_piece_refused(root, [kept / p.name for p in pieces], pieces[1], "wheel", go)
     assert not list((work / "wheel").glob("*")) if (work / "wheel").exists() else True
 
     # sound pieces whose join is another wheel (a WHEEL line from another cut): refused, nothing left
@@ -517,11 +523,5 @@ def test_a_build_dir_travels_to_a_later_hold_and_ninja_compiles_only_what_was_un
     # a damaged piece: named, nothing laid
     shutil.rmtree(build)
     shutil.rmtree(work / "build-parts")
-    _call(root, [saved / p.name for p in pieces])
-    target = next((root / ".carry" / pieces[0].name).glob("build.part-*"))
-    data = bytearray(target.read_bytes())
-    data[100] ^= 0xFF
-    target.write_bytes(bytes(data))
-    bad = go("build-stash")
-    assert bad.returncode == 1 and "damaged" in _one_line(bad) and target.name in _one_line(bad)
+    _damaged_piece_refused(root, [saved / p.name for p in pieces], pieces[0], "build", go)
     assert not build.exists()

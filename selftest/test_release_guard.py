@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from build_steps.release_manifest import load_manifest
-from build_steps.release_report import KEY_ENV, harness_version, write_report
+from build_steps.release_report import harness_version, write_report
 from selftest.conftest import HARNESS_ROOT, run_gates
 from selftest.fixtures_publish import other_gates_source, report_content
 
@@ -227,15 +227,6 @@ def test_credentials_in_the_verify_run_are_refused(pytester, release_repo, gh_st
 # --------------------------------------------------------------------------------------------
 # The publish step and its report
 # --------------------------------------------------------------------------------------------
-@pytest.fixture
-def report_key(tmp_path_factory, monkeypatch) -> Path:
-    # beside the test's dir, not in it: the wheel's dir (here tmp_path) is one a run's sandboxes
-    # write, where the publish step refuses a key (issue 41 item 5)
-    path = tmp_path_factory.mktemp("key") / "report.key"
-    monkeypatch.setenv(KEY_ENV, str(path))
-    return path
-
-
 def _wheel(directory: Path, payload: str = "") -> Path:
     wheel = directory / "mxnet-2.0.0+cu13.bw.20260614.1-cp311-cp311-linux_x86_64.whl"
     with zipfile.ZipFile(wheel, "w") as zf:

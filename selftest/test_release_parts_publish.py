@@ -17,7 +17,6 @@ import os
 import shlex
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -27,29 +26,12 @@ from build_steps.release_manifest import load_manifest
 from build_steps.release_parts import shard_of
 from build_steps.release_report import KEY_ENV
 from selftest.conftest import HARNESS_ROOT
+from selftest.test_publish_verifies import _wheel
 
 SCRIPT = Path(sys.executable).parent / "mxnet-release"
 VERSION = "2.0.0+cpu.linux.20260614.1"
 TAG = f"v{VERSION}"
 GATES = load_manifest("cpu").gates
-
-
-@pytest.fixture
-def report_key(tmp_path_factory, monkeypatch) -> Path:
-    # beside the test's dir, not in it: the wheel's dir is one a run's sandboxes write (issue 41 item 5)
-    path = tmp_path_factory.mktemp("key") / "report.key"
-    monkeypatch.setenv(KEY_ENV, str(path))
-    return path
-
-
-def _wheel(directory: Path, payload: str = "") -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    wheel = directory / f"mxnet-{VERSION}-cp311-cp311-linux_x86_64.whl"
-    with zipfile.ZipFile(wheel, "w") as zf:
-        zf.writestr("mxnet/__init__.py", payload)
-        zf.writestr(f"mxnet-{VERSION}.dist-info/METADATA",
-                    f"Metadata-Version: 2.1\nName: mxnet\nVersion: {VERSION}\n")
-    return wheel
 
 
 def _part(path: Path, wheel: Path, ran: dict, *, host: str, commit: str, built: bool,
@@ -105,7 +87,7 @@ def _publish(report: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_split_release_that_passes_is_published_once(release_repo, gh_standin, report_key, tmp_path):
-    wheel = _wheel(tmp_path / "wheelhouse")
+    wheel = _wheel(tmp_path / "wheelhouse", VERSION)
     parts = _parts(tmp_path / "parts", wheel, release_repo.head)
     report = tmp_path / "out" / "release-report.json"
     report.parent.mkdir()
@@ -198,13 +180,13 @@ def test_no_release_report_unless_the_whole_set_passed(case, code, said, release
                                                        tmp_path, monkeypatch):
     if case == "the key in the tree":  # where the tree's own code (configure, the shards) could read it
         monkeypatch.setenv(KEY_ENV, str(release_repo.repo / "report.key"))
-    wheel = _wheel(tmp_path / "wheelhouse")
+    wheel = _wheel(tmp_path / "wheelhouse", VERSION)
     shard = next(g for g in GATES if shard_of(g))
     commit = "f" * 40 if case == "HEAD is not the wheel's commit" else release_repo.head
     parts = _parts(tmp_path / "parts", wheel, commit, drop=shard if case == "a shard missing" else None,
                    fail=shard if case == "a shard failed" else None,
                    development=["--shards-file=x.toml"] if case == "a development run" else None)
-    judged = _wheel(tmp_path / "other", payload="import os") if case == "another wheel" else wheel
+    judged = _wheel(tmp_path / "other", VERSION, payload="import os") if case == "another wheel" else wheel
     report = tmp_path / "out" / "release-report.json"
     report.parent.mkdir()
     src = [] if case == "no --mxnet-src" else [f"--mxnet-src={release_repo.repo}"]

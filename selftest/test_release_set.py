@@ -32,6 +32,16 @@ def _check(cwd):
                           capture_output=True, text=True, timeout=300)
 
 
+def _harness_copy(tmp_path):
+    copy = tmp_path / "harness"
+    copy.mkdir()
+    for name in ("conftest.py", "pytest.ini"):
+        shutil.copy(HARNESS_ROOT / name, copy / name)
+    for name in ("tests", "harness", "build_steps"):
+        shutil.copytree(HARNESS_ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
 def test_manifests_agree_with_the_gate_modules():
     proc = _check(HARNESS_ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -40,12 +50,7 @@ def test_manifests_agree_with_the_gate_modules():
 
 
 def test_check_fails_when_a_gate_module_and_the_manifest_disagree(tmp_path):
-    copy = tmp_path / "harness"
-    copy.mkdir()
-    for name in ("conftest.py", "pytest.ini"):
-        shutil.copy(HARNESS_ROOT / name, copy / name)
-    for name in ("tests", "harness", "build_steps"):
-        shutil.copytree(HARNESS_ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    copy = _harness_copy(tmp_path)
     # A new gate in one module, a gate renamed in another (the manifest still names the old one).
     with open(copy / "tests" / "test_metadata.py", "a") as fh:
         fh.write("\n\ndef test_a_promise_nobody_listed():\n    pass\n")
@@ -218,16 +223,6 @@ def test_shards_the_forks_script_would_not_run_on_this_tree_are_excused(pytester
     assert not any(f"[{sid}]" in g for g in shard_gates for sid in conditional), sorted(shard_gates)
     assert len(shard_gates) == len(load_manifest("cuda").shards) - len(conditional)
     assert ref["size"] == len(release_gates("cuda")) + 2
-
-
-def _harness_copy(tmp_path):
-    copy = tmp_path / "harness"
-    copy.mkdir()
-    for name in ("conftest.py", "pytest.ini"):
-        shutil.copy(HARNESS_ROOT / name, copy / name)
-    for name in ("tests", "harness", "build_steps"):
-        shutil.copytree(HARNESS_ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-    return copy
 
 
 def test_a_new_cuda_flavor_gets_its_first_manifest_from_write_alone(tmp_path):
