@@ -556,10 +556,13 @@ build-carry)
   ;;
 build-stash)
   # (there, before start-cpu) the build dir of an earlier hold laid where the compile goes on from it:
-  # same paths, same compiler, same commands, so ninja compiles only what that hold had not finished
+  # same paths, same compiler, same commands, so ninja compiles only what that hold had not finished.
+  # Only the archive's build/ is extracted (never another name under $W); GNU tar lays its symlinks
+  # last, so none is followed while extracting; the build dir is then what a resumed build's always
+  # is: written by the sandboxed build, read by the harness as data (build_steps/own_files.py)
   all_pieces build "$W/build-parts" "the packed build dir"
   [ -e "$W/build" ] && { echo "$W/build exists: build-stash lays a build dir only where there is none"; exit 4; }
-  (cd "$W/build-parts" && cat "${listed[@]}") | xz -d | tar -C "$W" -xf - || exit 1
+  (cd "$W/build-parts" && cat "${listed[@]}") | xz -d | tar -C "$W" -xf - build || exit 1
   echo "build dir laid: $(find "$W/build" -name '*.o' | wc -l) objects, $(grep -vc '^#' "$W/build/.ninja_log") ninja log lines"
   ;;
 wheel-carry)
