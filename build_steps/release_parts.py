@@ -46,15 +46,21 @@ and named in one line: such a verdict cannot publish.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import FAIL, NOT_JUDGED, NOT_JUDGED_EXIT, UsageError
+from . import package, publish
+from .atomic import write_atomic
+from .errors import FAIL, NOT_JUDGED, NOT_JUDGED_EXIT, PublishFailed, PublishRefused, UsageError
 from .gpu_reports import read_json_report, validate_report
+from .pinning import sha256_of
+from .profile_data import get_profile
 from .release_manifest import load_manifest
+from .release_report import check_key_place, key_path, release_content, write_report
 
 #: What this module reads of a --provenance-json report (build_steps.report.document and harness.plugins.finish
 #: write it); other keys are allowed.
@@ -372,12 +378,10 @@ def summary_lines(j: Judgement) -> list[str]:
 # --------------------------------------------------------------------------------------------
 # A split release made publishable: the signed release report of a whole-set PASS over the parts
 # --------------------------------------------------------------------------------------------
-def release_facts_of(parts: Sequence[Part]) -> Any:
-    """The release notes' facts (build_steps.publish.ReleaseFacts) from the parts that audited the
-    build's CMake cache (the run that built the wheel, with --mxnet-src): each such part must say
-    the same, as they audited the same bytes of the same build."""
-    from . import publish
-    from .errors import PublishRefused
+def release_facts_of(parts: Sequence[Part]) -> publish.ReleaseFacts:
+    """The release notes' facts from the parts that audited the build's CMake cache (the run that
+    built the wheel, with --mxnet-src): each such part must say the same, as they audited the same
+    bytes of the same build."""
     audited = [(p, publish.release_facts(p.facts)) for p in parts
                if p.facts is not None and (p.facts.get("cmake") or {}).get("features")]
     if not audited:
@@ -404,14 +408,6 @@ def write_release_report(j: Judgement, wheel: Path, report: Path, src: Path, rem
     the judgement's table and the parts' reports are attached to the release with their sha256,
     which the publish step checks again. Returns the lines to print; raises a HarnessError
     (PublishRefused, ReportRefused: nothing is written)."""
-    import dataclasses
-
-    from . import package, publish
-    from .atomic import write_atomic
-    from .errors import PublishFailed, PublishRefused
-    from .pinning import sha256_of
-    from .profile_data import get_profile
-    from .release_report import check_key_place, key_path, write_report
     if j.state != PASS:
         raise PublishRefused(f"release report NOT written: the {j.flavor} release set is {j.state} on this wheel")
     development = [p for p in j.parts if p.development]
@@ -443,15 +439,11 @@ def write_release_report(j: Judgement, wheel: Path, report: Path, src: Path, rem
     passed = sorted(i.nodeid for i in j.items if i.state == PASS)
     excused = sorted(i.nodeid for i in j.items if i.state == EXCUSED)
     try:
-        write_report(report, {
-            "flavor": j.flavor, "repo": str(state.repo), "remote": state.remote,
-            "release": {"version": release.version, "tag": release.tag, "commit": state.head},
-            "wheel": str(upload), "sha256": j.wheel_sha256, "facts": dataclasses.asdict(facts),
-            "gates_passed": passed,
-            "verdicts": {i.nodeid: "passed" if i.state == PASS else "excused" for i in j.items},
-            "excused": excused, "assets": {str(Path(a).resolve()): sha256_of(a) for a in assets},
-            "parts": parts,
-        })
+        write_report(report, release_content(
+            flavor=j.flavor, repo=state.repo, remote=state.remote, version=release.version, tag=release.tag,
+            commit=state.head, wheel=upload, sha256=j.wheel_sha256, facts=dataclasses.asdict(facts),
+            gates_passed=passed, verdicts={i.nodeid: "passed" if i.state == PASS else "excused" for i in j.items},
+            excused=excused, assets=[Path(a).resolve() for a in assets], parts=parts))
     except BaseException:
         table.unlink(missing_ok=True)  # no table of a report that was not written
         raise

@@ -22,10 +22,12 @@ import json
 import os
 import secrets
 from pathlib import Path
-from typing import Any, Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from .atomic import write_atomic
 from .errors import ReportRefused
+from .pinning import sha256_of
 from .release_manifest import FLAVORS, MANIFEST_DIR, load_manifest
 
 SCHEMA = 1
@@ -84,6 +86,27 @@ def _canonical(content: dict[str, Any]) -> bytes:
 
 def digest_of(content: dict[str, Any], key: bytes) -> str:
     return hmac.new(key, _canonical(content), hashlib.sha256).hexdigest()
+
+
+def release_content(*, flavor: str, repo: Path, remote: str, version: str, tag: str, commit: str,
+                    wheel: Path, sha256: str, facts: dict[str, Any], gates_passed: Sequence[str],
+                    verdicts: Mapping[str, str], excused: Iterable[str], assets: Iterable[Path],
+                    parts: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The report's content, in the one shape ``mxnet-release publish --report`` reads
+    (build_steps.publish_step), whoever writes it: a one-run release's publish row
+    (harness.plugins.finish) or a split release's judge (build_steps.release_parts). ``assets``
+    are uploaded beside the wheel, each under its path as given with its sha256 (checked again
+    before the upload); ``parts``, a split release's runs (each report's file, sha256, host, date)."""
+    content: dict[str, Any] = {
+        "flavor": flavor, "repo": str(repo), "remote": remote,
+        "release": {"version": version, "tag": tag, "commit": commit},
+        "wheel": str(wheel), "sha256": sha256, "facts": facts,
+        "gates_passed": list(gates_passed), "verdicts": dict(verdicts),
+        "excused": sorted(excused), "assets": {str(a): sha256_of(a) for a in assets},
+    }
+    if parts is not None:
+        content["parts"] = [dict(p) for p in parts]
+    return content
 
 
 def write_report(path: Path, content: dict[str, Any]) -> Path:

@@ -23,8 +23,8 @@ import pytest
 from build_steps.build_chain import after_chain_records, chain_records
 from build_steps import package, publish
 from build_steps.errors import HarnessError, PublishRefused, UsageError
-from build_steps.pinning import sha256_of, source_changed, unlock, verify
-from build_steps.release_report import write_report
+from build_steps.pinning import source_changed, unlock, verify
+from build_steps.release_report import release_content, write_report
 from build_steps.readers.report import write_json_atomic
 from build_steps.report.document import (driver_stub_lines, page_of, provenance_lines, publish_page,
                                          report_document, wants_document, write_pages)
@@ -307,13 +307,11 @@ def _release(run: HarnessRun, gates: list[str], verdicts: dict[str, str], excuse
         return {"published": False, "dry_run": True, "tag": rplan.tag, "wheel": str(rplan.wheel),
                 "commands": rplan.printable()}
     report = run.config.getoption("release_report")
-    write_report(report, {
-        "flavor": profile.name, "repo": str(state.repo), "remote": state.remote,
-        "release": {"version": release.version, "tag": rplan.tag, "commit": state.head},
-        "wheel": str(upload), "sha256": pin.sha256, "facts": dataclasses.asdict(facts),
-        "gates_passed": ran, "verdicts": {g: verdicts.get(g, "not run") for g in gates},
-        "excused": sorted(excused), "assets": {str(page): sha256_of(page)},
-    })
+    write_report(report, release_content(
+        flavor=profile.name, repo=state.repo, remote=state.remote, version=release.version, tag=rplan.tag,
+        commit=state.head, wheel=upload, sha256=pin.sha256, facts=dataclasses.asdict(facts),
+        gates_passed=ran, verdicts={g: verdicts.get(g, "not run") for g in gates}, excused=excused,
+        assets=[page]))
     return {"published": False, "prepared": True, "report": str(report), "tag": rplan.tag, "wheel": str(upload)}
 
 
